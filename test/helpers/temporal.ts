@@ -1,0 +1,30 @@
+/**
+ * The Temporal server every test that needs one shares.
+ *
+ * `npm test` (scripts/run-tests.ts) starts one dev server for the whole run and passes its address
+ * in TEST_TEMPORAL_ADDRESS, plus a pre-built workflow bundle in TEST_WORKFLOW_BUNDLE_PATH. A test
+ * file run on its own (`node --import tsx --test test/x.test.ts`) starts its own server instead.
+ */
+import { resolve } from 'node:path';
+import { startDevServer } from '../../src/temporal/dev-server';
+
+export interface TestTemporal {
+  address: string;
+  namespace: string;
+  stop(): Promise<void>;
+}
+
+export async function useTemporal(): Promise<TestTemporal> {
+  const shared = process.env.TEST_TEMPORAL_ADDRESS;
+  if (shared) return { address: shared, namespace: 'default', stop: async () => {} };
+  const server = await startDevServer({ uiPort: false });
+  return { address: server.address, namespace: server.namespace, stop: server.stop };
+}
+
+export const workflowsPath = resolve(__dirname, '..', '..', 'workflows', 'index.ts');
+
+/** Worker options that load the workflows: the run's pre-built bundle when there is one. */
+export function workflowCodeOptions(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+  const bundlePath = process.env.TEST_WORKFLOW_BUNDLE_PATH;
+  return bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath };
+}
