@@ -1,0 +1,151 @@
+/**
+ * Turning what went wrong on a provider call into a ProviderError whose `kind` tells the caller
+ * what is safe to do next (see errors.ts). Pure functions, so each rule is tested on its own.
+ *
+ * Every message built here is short and safe to log or keep in workflow history: the operation,
+ * the HTTP status or transport code and the provider's own error code/message — never the API
+ * key, request headers or request body (phone numbers are personal data).
+ */
+import { FailureEnvelope } from './wire';
+import { ProviderError, type ProviderFailureKind } from './errors';
+
+/** When a 429 carries no usable Retry-After we still back off; one second is the usual floor. */
+export const DEFAULT_RETRY_AFTER_MS = 1_000;
+
+/** Long enough for any real provider message, short enough to keep log lines and histories small. */
+const MAX_PROVIDER_MESSAGE_LENGTH = 200;
+
+/**
+ * Transport failures that happen before a single byte of the request can have been processed:
+ * the connection was never established (or the request never left this process), so the
+ * provider cannot have acted on it. Everything else is treated as "maybe it did".
+ */
+const NOT_REACHED_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  // Raised synchronously by undici before dispatch: the request was never written to a socket.
+  'UND_ERR_INVALID_ARG', // the request options were rejected
+  'UND_ERR_CLOSED', // the pool was already closed (a closing pool still finishes requests in flight)
+]);
+
+/** The `code` of a transport error; looks inside an AggregateError (Node's happy-eyeballs connect). */
+export function transportErrorCode(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') return code;
+  if (err instanceof AggregateError) {
+    const codes = err.errors.map(transportErrorCode).filter((c): c is string => c !== undefined);
+    // "Not reached" only if every attempted address said so; otherwise report the one that did not.
+    return codes.find((c) => !NOT_REACHED_CODES.has(c)) ?? codes[0];
+  }
+  return undefined;
+}
+
+/**
+ * A request that failed before any response headers arrived.
+ * `cause` is kept for operators: undici's and Node's transport errors carry addresses and
+ * codes, never the headers or body of the request.
+ */
+export function transportFailure(operation: string, err: unknown): ProviderError {
+  const code = transportErrorCode(err) ?? 'UNKNOWN';
+  if (NOT_REACHED_CODES.has(code)) {
+    return new ProviderError(
+      { kind: 'not_reached', operation, code },
+      `${operation}: provider not reached (${code})`,
+      { cause: err },
+    );
+  }
+  return new ProviderError(
+    { kind: 'outcome_unknown', operation, code },
+    `${operation}: no answer from the provider (${code}); it may have acted on the request`,
+    { cause: err },
+  );
+}
+
+/**
+ * The response headers arrived but reading the body failed (body timeout, reset mid-body).
+ * Whatever the error code, the provider did receive and process the request.
+ */
+export function bodyReadFailure(operation: string, status: number, err: unknown): ProviderError {
+  const code = transportErrorCode(err) ?? 'UNKNOWN';
+  return new ProviderError(
+    { kind: 'outcome_unknown', operation, status, code },
+    `${operation}: HTTP ${status} but the response body was lost (${code}); it may have acted on the request`,
+    { cause: err },
+  );
+}
+
+/**
+ * A 2xx whose body is not the documented envelope. For a send, the provider may well have
+ * committed, so this is never a refusal: the caller must find out (check-ref) before resending.
+ * The parse error is deliberately not attached: a JSON SyntaxError quotes the body, which may
+ * hold personal data. Only the paths and codes of the schema issues are reported.
+ */
+export function invalidResponse(operation: string, status: number, problem: string): ProviderError {
+  return new ProviderError(
+    { kind: 'outcome_unknown', operation, status, code: 'INVALID_RESPONSE' },
+    `${operation}: HTTP ${status} with an unexpected response (${problem})`,
+  );
+}
+
+/** A non-2xx answer, classified by status; the body may be the failure envelope or anything else. */
+export function statusFailure(
+  operation: string,
+  status: number,
+  retryAfter: string | string[] | undefined,
+  body: unknown,
+  secret: string,
+): ProviderError {
+  const parsed = FailureEnvelope.safeParse(body);
+  const providerError = parsed.success ? parsed.data.error : undefined;
+  const kind = kindForStatus(status);
+  const retryAfterMs = kind === 'rate_limited' ? parseRetryAfter(retryAfter) : undefined;
+
+  let message = `${operation}: HTTP ${status}`;
+  if (providerError) {
+    message += ` ${providerError.code}: ${safeProviderMessage(providerError.message, secret)}`;
+  }
+  if (retryAfterMs !== undefined) message += ` (retry after ${retryAfterMs} ms)`;
+
+  return new ProviderError({ kind, operation, status, code: providerError?.code, retryAfterMs }, message);
+}
+
+export function kindForStatus(status: number): ProviderFailureKind {
+  if (status === 404) return 'not_found';
+  if (status === 409) return 'duplicate_ref';
+  if (status === 429) return 'rate_limited';
+  if (status >= 400 && status < 500) return 'refused';
+  // 5xx, and anything else undici hands back unfollowed (3xx): the request arrived and we cannot
+  // tell what became of it, so never let it count as "not sent".
+  return 'outcome_unknown';
+}
+
+/**
+ * Retry-After is either delay-seconds or an HTTP date (RFC 9110 10.2.3). Anything unusable
+ * (absent, garbage) falls back to a default rather than retrying immediately.
+ */
+export function parseRetryAfter(value: string | string[] | undefined, now: number = Date.now()): number {
+  const raw = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (!raw) return DEFAULT_RETRY_AFTER_MS;
+  // Fractions are not in the RFC but some servers send them; accept rather than ignore.
+  if (/^\d+(\.\d+)?$/.test(raw)) return Math.round(Number(raw) * 1_000);
+  // All three HTTP-date forms hold a month name and hh:mm:ss; Date.parse alone accepts "-5" as a year.
+  const date = /[A-Za-z]{3}.*\d\d:\d\d:\d\d/.test(raw) ? Date.parse(raw) : Number.NaN;
+  if (!Number.isNaN(date)) return Math.max(0, date - now);
+  return DEFAULT_RETRY_AFTER_MS;
+}
+
+/**
+ * The provider's message goes into our error message, so it is bounded, flattened to one line,
+ * and scrubbed of our own API key in case the provider echoes it back (e.g. "unknown key …").
+ */
+function safeProviderMessage(message: string, secret: string): string {
+  let safe = secret ? message.split(secret).join('[redacted]') : message;
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what we strip
+  safe = safe.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  return safe.length > MAX_PROVIDER_MESSAGE_LENGTH ? `${safe.slice(0, MAX_PROVIDER_MESSAGE_LENGTH)}…` : safe;
+}

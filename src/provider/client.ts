@@ -1,0 +1,222 @@
+/**
+ * The typed client for the provider's /v3 interface (spec: shared/spec/provider-api-v3.md).
+ *
+ * One method per endpoint; each either returns the parsed `data` of the success envelope or
+ * throws a ProviderError whose `kind` says what the caller may safely do next. Nothing else is
+ * thrown: transport errors, error statuses and malformed answers are all classified here, so the
+ * activities above never guess whether money may have moved.
+ */
+import type { Dispatcher } from 'undici';
+import type { z } from 'zod';
+import {
+  API_PREFIX,
+  Catalog,
+  envelope,
+  GiftCardOrderCheck,
+  InternetCheck,
+  KeyInfo,
+  MobileCheck,
+  PlaceOrderResult,
+  SendResult,
+  type InternetSendBody,
+  type MobileSendBody,
+  type PlaceOrderBody,
+} from './wire';
+import { bodyReadFailure, invalidResponse, statusFailure, transportFailure } from './classify';
+
+export interface ProviderClientOptions {
+  /** e.g. http://127.0.0.1:4010; the /v3/... paths are appended (a path prefix is kept). */
+  baseUrl: string;
+  /** Sent only in the X-Access-Token header; never in a log line or an error message. */
+  apiKey: string;
+  /** Injected so one Pool per origin is shared (and so tests can pass a MockAgent). */
+  dispatcher: Dispatcher;
+  /** Both timeouts must be shorter than the activity's start-to-close timeout (undici's default is 5 min). */
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+}
+
+// Built once: the success envelopes of every endpoint.
+const KeyInfoEnvelope = envelope(KeyInfo);
+const SendResultEnvelope = envelope(SendResult);
+const MobileCheckEnvelope = envelope(MobileCheck);
+const InternetCheckEnvelope = envelope(InternetCheck);
+const CatalogEnvelope = envelope(Catalog);
+const PlaceOrderResultEnvelope = envelope(PlaceOrderResult);
+const GiftCardOrderCheckEnvelope = envelope(GiftCardOrderCheck);
+
+interface Call<T> {
+  /** The public method's name, reported in every ProviderError. */
+  operation: string;
+  method: 'GET' | 'POST';
+  /** Below /v3, with path parameters already encoded. */
+  path: string;
+  envelope: z.ZodType<{ data: T }>;
+  body?: unknown;
+}
+
+export class ProviderClient {
+  readonly #origin: string;
+  readonly #pathPrefix: string;
+  // A private field: it does not show up in util.inspect, JSON.stringify or a logged client.
+  readonly #apiKey: string;
+  readonly #dispatcher: Dispatcher;
+  readonly #headersTimeoutMs: number;
+  readonly #bodyTimeoutMs: number;
+
+  constructor(options: ProviderClientOptions) {
+    if (!options.apiKey) throw new TypeError('ProviderClient: apiKey is required');
+    const url = new URL(options.baseUrl);
+    this.#origin = url.origin;
+    // A base URL behind a gateway may carry a path (https://host/provider); keep it, minus the trailing '/'.
+    this.#pathPrefix = url.pathname.replace(/\/+$/, '');
+    this.#apiKey = options.apiKey;
+    this.#dispatcher = options.dispatcher;
+    this.#headersTimeoutMs = options.headersTimeoutMs;
+    this.#bodyTimeoutMs = options.bodyTimeoutMs;
+  }
+
+  /** GET /v3/validate: the key's type, scope and enabled flag. */
+  validateKey(): Promise<KeyInfo> {
+    return this.#call({
+      operation: 'validateKey',
+      method: 'GET',
+      path: '/validate',
+      envelope: KeyInfoEnvelope,
+    });
+  }
+
+  /** POST /v3/mobile/send. Moves money: see design.md "Never send twice" before retrying. */
+  sendMobileTopup(body: MobileSendBody): Promise<SendResult> {
+    return this.#call({
+      operation: 'sendMobileTopup',
+      method: 'POST',
+      path: '/mobile/send',
+      envelope: SendResultEnvelope,
+      body,
+    });
+  }
+
+  /** GET /v3/mobile/check-ref/{ref}; a ref never sent answers `not_found`. */
+  checkMobileTopup(ref: string): Promise<MobileCheck> {
+    return this.#call({
+      operation: 'checkMobileTopup',
+      method: 'GET',
+      path: `/mobile/check-ref/${encodeURIComponent(ref)}`,
+      envelope: MobileCheckEnvelope,
+    });
+  }
+
+  /** POST /v3/internet/send. Moves money: see design.md "Never send twice" before retrying. */
+  sendInternetTopup(body: InternetSendBody): Promise<SendResult> {
+    return this.#call({
+      operation: 'sendInternetTopup',
+      method: 'POST',
+      path: '/internet/send',
+      envelope: SendResultEnvelope,
+      body,
+    });
+  }
+
+  /** GET /v3/internet/check-ref/{ref}; a ref never sent answers `not_found`. */
+  checkInternetTopup(ref: string): Promise<InternetCheck> {
+    return this.#call({
+      operation: 'checkInternetTopup',
+      method: 'GET',
+      path: `/internet/check-ref/${encodeURIComponent(ref)}`,
+      envelope: InternetCheckEnvelope,
+    });
+  }
+
+  /** GET /v3/gift-cards/catalog. */
+  getGiftCardCatalog(): Promise<Catalog> {
+    return this.#call({
+      operation: 'getGiftCardCatalog',
+      method: 'GET',
+      path: '/gift-cards/catalog',
+      envelope: CatalogEnvelope,
+    });
+  }
+
+  /**
+   * POST /v3/gift-cards/placeOrder. Moves money and carries no client reference, so an
+   * `outcome_unknown` here cannot be checked: only `not_reached` is safe to retry.
+   */
+  placeGiftCardOrder(body: PlaceOrderBody): Promise<PlaceOrderResult> {
+    return this.#call({
+      operation: 'placeGiftCardOrder',
+      method: 'POST',
+      path: '/gift-cards/placeOrder',
+      envelope: PlaceOrderResultEnvelope,
+      body,
+    });
+  }
+
+  /** GET /v3/gift-cards/checkOrder/{orderId}; card codes are present only when FULFILLED. */
+  checkGiftCardOrder(orderId: string): Promise<GiftCardOrderCheck> {
+    return this.#call({
+      operation: 'checkGiftCardOrder',
+      method: 'GET',
+      path: `/gift-cards/checkOrder/${encodeURIComponent(orderId)}`,
+      envelope: GiftCardOrderCheckEnvelope,
+    });
+  }
+
+  async #call<T>({ operation, method, path, envelope: schema, body }: Call<T>): Promise<T> {
+    const headers: Record<string, string> = { 'x-access-token': this.#apiKey, accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await this.#dispatcher.request({
+        // `origin` is ignored by a Pool (it has one) and required by an Agent or MockAgent.
+        origin: this.#origin,
+        path: `${this.#pathPrefix}${API_PREFIX}${path}`,
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        headersTimeout: this.#headersTimeoutMs,
+        bodyTimeout: this.#bodyTimeoutMs,
+      });
+    } catch (err) {
+      throw transportFailure(operation, err);
+    }
+
+    const { statusCode: status } = response;
+    // Read the whole body on every path, error statuses included: an unread body holds its
+    // connection, and the pool would eventually stall.
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch (err) {
+      throw bodyReadFailure(operation, status, err);
+    }
+    const json = parseJson(text);
+
+    if (status < 200 || status >= 300) {
+      throw statusFailure(operation, status, response.headers['retry-after'], json, this.#apiKey);
+    }
+    if (json === NOT_JSON) throw invalidResponse(operation, status, 'body is not JSON');
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) throw invalidResponse(operation, status, describeIssues(parsed.error));
+    return parsed.data.data;
+  }
+}
+
+const NOT_JSON = Symbol('not JSON');
+
+/** Error bodies may be HTML from a proxy, or empty; that is tolerated, not thrown. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return NOT_JSON;
+  }
+}
+
+/** Paths and issue codes only: zod messages are safe today, but values in the body never are. */
+function describeIssues(error: z.ZodError): string {
+  const shown = error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(root)'}: ${i.code}`);
+  const more = error.issues.length > shown.length ? `, +${error.issues.length - shown.length} more` : '';
+  return `${shown.join(', ')}${more}`;
+}

@@ -1,0 +1,25 @@
+/** The provider client's public surface: import from 'src/provider', not from its files. */
+export { ProviderClient, type ProviderClientOptions } from './client';
+export { createProviderClientFromConfig, createProviderPool } from './pool';
+export { DEFAULT_RETRY_AFTER_MS, parseRetryAfter } from './classify';
+export {
+  isProviderError,
+  ProviderError,
+  providerFailureKinds,
+  type ProviderErrorDetails,
+  type ProviderFailureKind,
+} from './errors';
+export type {
+  Catalog,
+  GiftCard,
+  GiftCardOrderCheck,
+  InternetCheck,
+  InternetSendBody,
+  KeyInfo,
+  MobileCheck,
+  MobileSendBody,
+  PlaceOrderBody,
+  PlaceOrderResult,
+  ProviderStatus,
+  SendResult,
+} from './wire';
