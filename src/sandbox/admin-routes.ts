@@ -1,0 +1,48 @@
+/**
+ * The admin surface, for tests and benchmarks only (design: "Provider sandbox contract"): fault
+ * rules, the per-ref send counters that prove nothing was sent twice, and a reset. Outside /v3 so
+ * a provider client can never reach it by accident, and guarded by X-Admin-Token.
+ */
+import { Router } from 'express';
+import { createAdminGuard } from './auth';
+import { notFound, parseOrThrow } from './errors';
+import { FaultSpec } from './faults';
+import { jsonBody, type Responder } from './http';
+import { type SandboxState } from './state';
+
+export function adminRouter(
+  state: SandboxState,
+  adminToken: string | undefined,
+  responder: Responder,
+): Router {
+  const guard = createAdminGuard(adminToken);
+  const { success } = responder;
+  const router = Router();
+
+  router.use('/admin', (req, _res, next) => {
+    guard(req.get('X-Admin-Token'));
+    next();
+  });
+
+  router.post('/admin/faults', ...jsonBody, (req, res) => {
+    const rule = state.faults.add(parseOrThrow(FaultSpec, req.body));
+    success(res, { id: rule.id }, 201);
+  });
+  router.get('/admin/faults', (_req, res) => success(res, { faults: state.faults.list() }));
+  router.delete('/admin/faults', (_req, res) => success(res, { removed: state.faults.clear() }));
+  router.delete('/admin/faults/:id', (req, res) => {
+    const { id } = req.params;
+    if (!state.faults.remove(id)) throw notFound(`id: no fault rule "${id}"`);
+    success(res, { id });
+  });
+
+  router.get('/admin/sends', (_req, res) => success(res, state.sendReport()));
+  router.get('/admin/sends/:ref', (req, res) => success(res, state.sendCountsOf(req.params.ref)));
+
+  router.post('/admin/reset', (_req, res) => {
+    state.reset();
+    success(res, { reset: true });
+  });
+
+  return router;
+}
