@@ -49,6 +49,30 @@ const schema = z.object({
   /** `keyId:base64key[,keyId:base64key…]`; the first encrypts, all decrypt. Unset = no encryption. */
   PAYLOAD_ENCRYPTION_KEYS: z.string().optional(),
 
+  // -- codec server (npm run codec; see src/codec/server.ts for the authentication modes) --
+  CODEC_PORT: port.default(8888),
+  /** Without CODEC_AUTH_TOKENS the codec server refuses to listen anywhere but loopback. */
+  CODEC_HOST: z.string().default('127.0.0.1'),
+  /** Bearer tokens for /encode and /decode (the CLI's `--codec-auth "Bearer …"`). Unset = local dev mode. */
+  CODEC_AUTH_TOKENS: commaList
+    .pipe(z.array(z.string().min(16, 'each token needs at least 16 characters')).min(1))
+    .optional(),
+  /** Browser origins (Temporal UI) allowed to call the codec server; default: the dev stack's UI. */
+  CODEC_CORS_ORIGINS: commaList
+    .pipe(
+      z.array(
+        z
+          .string()
+          .refine(
+            (s) => URL.canParse(s) && new URL(s).origin === s,
+            'each must be an origin: scheme://host[:port]',
+          ),
+      ),
+    )
+    .default(['http://127.0.0.1:8233', 'http://localhost:8233']),
+  /** Largest request body: the UI and CLI send a batch of payloads (each up to a few MB) at once. */
+  CODEC_BODY_LIMIT: z.string().default('8mb'),
+
   // -- logging --
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
@@ -59,6 +83,23 @@ const schema = z.object({
   API_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
   API_REQUEST_TIMEOUT_MS: millis.default(15_000),
   CATALOG_CACHE_TTL_MS: millis.default(60_000),
+  /** Deadline of each Temporal call the API makes (start, query, describe, list, signal). */
+  API_TEMPORAL_TIMEOUT_MS: millis.default(5_000),
+  /** /readyz gives up on Temporal or the provider after this long and answers 503. */
+  API_READINESS_TIMEOUT_MS: millis.default(2_000),
+  /** Node's headersTimeout (slow-loris guard); capped at API_REQUEST_TIMEOUT_MS. */
+  API_HEADERS_TIMEOUT_MS: millis.default(10_000),
+  /** Idle keep-alive sockets close after this; behind a load balancer set it above the balancer's idle timeout. */
+  API_KEEP_ALIVE_TIMEOUT_MS: millis.default(5_000),
+  /** On SIGTERM, requests in flight get this long to finish before the process exits. */
+  API_SHUTDOWN_TIMEOUT_MS: millis.default(10_000),
+  /** Express `trust proxy` (true, false, a hop count or subnets): which client IP the rate limit sees. */
+  API_TRUST_PROXY: z
+    .string()
+    .default('false')
+    .transform((v): boolean | number | string =>
+      v === 'true' ? true : v === 'false' ? false : /^\d+$/.test(v) ? Number(v) : v,
+    ),
 
   // -- worker --
   WORKER_MAX_CONCURRENT_ACTIVITIES: positiveInt.default(100),
@@ -69,6 +110,7 @@ const schema = z.object({
 
   // -- order polling (durations in ms; see README "Polling") --
   POLL_FIRST_CHECK_MS: millis.default(5_000),
+  POLL_HANDLING_CHECK_MS: millis.default(15_000),
   POLL_MAX_INTERVAL_MS: millis.default(60_000),
   ORDER_DEADLINE_MOBILE_MS: millis.default(30 * 60_000),
   ORDER_DEADLINE_INTERNET_MS: millis.default(30 * 60_000),
@@ -83,6 +125,12 @@ const schema = z.object({
   SANDBOX_DISABLED_KEY: z.string().min(1).default('disabled-key'),
   SANDBOX_TIME_SCALE: z.coerce.number().positive().default(1),
   SANDBOX_ADMIN_TOKEN: z.string().min(1).optional(),
+
+  // -- dev stack (npm start) --
+  DEV_TEMPORAL_PORT: port.default(7233),
+  DEV_TEMPORAL_UI_PORT: port.default(8233),
+  /** Where the dev stack keeps Temporal's SQLite file, so a restart resumes in-flight orders. */
+  DEV_DATA_DIR: z.string().default('.data'),
 });
 
 export type Config = z.infer<typeof schema>;

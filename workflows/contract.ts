@@ -33,12 +33,38 @@ export const searchAttributeDefinitions = { OrderType: 'Keyword', OrderStatus: '
 export interface OrderTimings {
   /** First status check: when PENDING should be over (spec: about 5 s). */
   firstCheckMs: number;
+  /** Once HANDLING is seen, the next check: when HANDLING should be over (spec: about 15 s). */
+  handlingCheckMs: number;
   /** Cap of the back-off between checks. */
   maxIntervalMs: number;
   /** After this long without a final status the order goes to NEEDS_REVIEW as stuck. */
   deadlineMs: number;
   /** While in review, re-check the provider this often and resolve if a final status appears. */
   reviewRecheckMs: number;
+  /**
+   * Start-to-close timeout of one provider activity attempt. It must outlast the provider client's
+   * own timeouts for two calls (a retried send looks the ref up, then sends), so an attempt Temporal
+   * gave up on can no longer reach the provider when the next one starts.
+   */
+  activityTimeoutMs: number;
+}
+
+/** The spec's sandbox timings and the deadlines of the design; the worker's config may override them. */
+export const defaultOrderTimings: Readonly<Record<OrderType, OrderTimings>> = {
+  mobile_topup: defaults(30 * 60_000),
+  internet_topup: defaults(30 * 60_000),
+  gift_card: defaults(60 * 60_000),
+};
+
+function defaults(deadlineMs: number): OrderTimings {
+  return {
+    firstCheckMs: 5_000,
+    handlingCheckMs: 15_000,
+    maxIntervalMs: 60_000,
+    deadlineMs,
+    reviewRecheckMs: 30 * 60_000,
+    activityTimeoutMs: 60_000,
+  };
 }
 
 export interface OrderInput {
@@ -46,6 +72,22 @@ export interface OrderInput {
   /** ISO time the intake API accepted the order. */
   acceptedAt: string;
   timings?: Partial<OrderTimings>;
+  /**
+   * Set only by the workflow itself when it continues as new to keep its history short: the state
+   * it carries over. Starters leave it unset.
+   */
+  continued?: OrderContinuation;
+  /** Continue as new once the history has this many events (default 2,000); lowered only by tests. */
+  historyEventLimit?: number;
+}
+
+/** What a workflow run hands to the next when it continues as new. */
+export interface OrderContinuation {
+  view: OrderView;
+  /** Epoch ms after which a still-open order goes to NEEDS_REVIEW as stuck. */
+  deadlineAt: number;
+  /** Polling: the wait before the next check. */
+  nextCheckMs: number;
 }
 
 export interface ReviewResolution extends ReviewDecision {

@@ -24,6 +24,8 @@ export interface DevServerOptions {
   /** Where the server's own output goes. */
   stdio?: 'ignore' | 'inherit';
   startupTimeoutMs?: number;
+  /** Dynamic config values (`--dynamic-config-value KEY=JSON`), e.g. the timer queue's granularity for bench. */
+  dynamicConfig?: Record<string, string | number | boolean>;
 }
 
 export interface DevServer {
@@ -45,6 +47,15 @@ export async function freePort(): Promise<number> {
         typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
       );
     });
+  });
+}
+
+/** A fixed port that is taken would let us talk to someone else's server: refuse clearly instead. */
+async function assertPortFree(port: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const server = createServer();
+    server.once('error', () => reject(new Error(`port ${port} on 127.0.0.1 is already in use`)));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve()));
   });
 }
 
@@ -78,6 +89,8 @@ async function waitUntilReady(address: string, namespace: string, child: ChildPr
 
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const cli = ensureTemporalCli();
+  if (options.port) await assertPortFree(options.port);
+  if (options.uiPort) await assertPortFree(options.uiPort);
   const port = options.port || (await freePort());
   const namespace = options.namespace ?? 'default';
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--log-level', 'error'];
@@ -86,6 +99,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     args.push('--search-attribute', `${name}=${type}`);
   if (namespace !== 'default') args.push('--namespace', namespace);
   if (options.dbFile) args.push('--db-filename', options.dbFile);
+  for (const [key, value] of Object.entries(options.dynamicConfig ?? {}))
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   let uiUrl: string | undefined;
   if (options.uiPort === false) {
     args.push('--headless');

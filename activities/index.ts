@@ -1,0 +1,146 @@
+/**
+ * The provider activities: the only order code that does I/O. Built by a factory that receives
+ * the provider client, so tests can inject a fake.
+ *
+ * Never send twice (design.md): a top-up send retried by Temporal first looks its ref up, because
+ * the attempt before may have reached the provider even if we never saw the answer; a gift-card
+ * placement has no ref to look up, so it is never retried here at all (the workflow decides).
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { ProviderClient } from '../src/provider/client';
+import { isProviderError } from '../src/provider/errors';
+import type { GiftCardOrderCheck, InternetCheck, MobileCheck } from '../src/provider/wire';
+import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '../src/orders/schemas';
+import { ProviderFailureType, type CheckOutcome, type Submission } from './outcomes.types';
+import { toTemporalFailure } from './provider-failures';
+
+export type { CheckOutcome, Submission } from './outcomes.types';
+
+/** The provider client methods the activities use (a fake needs only these). */
+export type OrderProvider = Pick<
+  ProviderClient,
+  | 'sendMobileTopup'
+  | 'checkMobileTopup'
+  | 'sendInternetTopup'
+  | 'checkInternetTopup'
+  | 'placeGiftCardOrder'
+  | 'checkGiftCardOrder'
+>;
+
+export function createActivities({ provider }: { provider: OrderProvider }) {
+  return {
+    sendMobileTopup(request: MobileTopupRequest): Promise<Submission<MobileCheck>> {
+      return sendTopupOnce(
+        () =>
+          provider.sendMobileTopup({
+            plan_code: request.planCode,
+            MSSIDN: request.msisdn,
+            amount: request.amount,
+            ref: request.ref,
+          }),
+        () => provider.checkMobileTopup(request.ref),
+      );
+    },
+
+    checkMobileTopup(ref: string): Promise<CheckOutcome<MobileCheck>> {
+      return check(() => provider.checkMobileTopup(ref));
+    },
+
+    sendInternetTopup(request: InternetTopupRequest): Promise<Submission<InternetCheck>> {
+      return sendTopupOnce(
+        () =>
+          provider.sendInternetTopup({
+            type: request.lineType,
+            number: request.number,
+            value: request.value,
+            ref: request.ref,
+          }),
+        () => provider.checkInternetTopup(request.ref),
+      );
+    },
+
+    checkInternetTopup(ref: string): Promise<CheckOutcome<InternetCheck>> {
+      return check(() => provider.checkInternetTopup(ref));
+    },
+
+    /**
+     * One placement, never repeated by Temporal: every failure is non-retryable, and its type says
+     * whether the workflow may safely place again (not reached, rate limited) or must not.
+     */
+    async placeGiftCardOrder(request: GiftCardRequest): Promise<Submission<GiftCardOrderCheck>> {
+      try {
+        const { orderId } = await provider.placeGiftCardOrder({
+          productId: request.productId,
+          typeId: request.typeId,
+          quantity: request.quantity,
+        });
+        return { providerReference: orderId, alreadySent: false };
+      } catch (err) {
+        throw toTemporalFailure(err, { neverRetry: true });
+      }
+    },
+
+    checkGiftCardOrder(orderId: string): Promise<CheckOutcome<GiftCardOrderCheck>> {
+      return check(() => provider.checkGiftCardOrder(orderId));
+    },
+  };
+}
+
+export type OrderActivities = ReturnType<typeof createActivities>;
+
+/**
+ * Sends a top-up at most once per ref. A retry (attempt > 1) follows an attempt whose outcome we
+ * did not see — an unknown answer, a timeout, a worker that died — so it looks the ref up first:
+ * found means that attempt was accepted; only "not found" allows a new send.
+ */
+async function sendTopupOnce<C>(
+  send: () => Promise<{ topupId: string }>,
+  checkRef: () => Promise<C>,
+): Promise<Submission<C>> {
+  if (Context.current().info.attempt > 1) {
+    const earlier = await lookUpEarlierSend(checkRef);
+    if (earlier.found) return { alreadySent: true, check: earlier.check };
+  }
+  try {
+    const { topupId } = await send();
+    return { providerReference: topupId, alreadySent: false };
+  } catch (err) {
+    if (!isProviderError(err, 'duplicate_ref')) throw toTemporalFailure(err);
+  }
+  // 409: the provider already accepted this ref, so it was sent; read its state instead.
+  const sent = await lookUpEarlierSend(checkRef);
+  if (sent.found) return { alreadySent: true, check: sent.check };
+  // A 409 for a ref the provider cannot find: it contradicts itself. Retry; the retry looks up first.
+  throw ApplicationFailure.retryable(
+    'send answered 409 (ref already used) but check-ref does not find the ref',
+    ProviderFailureType.outcomeUnknown,
+  );
+}
+
+async function lookUpEarlierSend<C>(checkRef: () => Promise<C>): Promise<CheckOutcome<C>> {
+  try {
+    return await findOut(checkRef);
+  } catch (err) {
+    throw toTemporalFailure(err, { lookingUpEarlierSend: true });
+  }
+}
+
+/** A status check activity: retried by Temporal on failure. */
+async function check<C>(call: () => Promise<C>): Promise<CheckOutcome<C>> {
+  try {
+    return await findOut(call);
+  } catch (err) {
+    throw toTemporalFailure(err);
+  }
+}
+
+/** 404 is an answer to a check (the provider does not know the ref or order), not a failure. */
+async function findOut<C>(call: () => Promise<C>): Promise<CheckOutcome<C>> {
+  try {
+    return { found: true, check: await call() };
+  } catch (err) {
+    if (isProviderError(err, 'not_found')) return { found: false };
+    throw err;
+  }
+}

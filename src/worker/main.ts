@@ -1,0 +1,83 @@
+/**
+ * `npm run worker`: runs the order worker from the environment (README "Configuration") until
+ * SIGTERM or SIGINT, then drains: in-flight tasks finish, then the provider pool and the Temporal
+ * connection close.
+ */
+import { NativeConnection, Runtime } from '@temporalio/worker';
+import { createActivities } from '../../activities';
+import { temporalConnectionOptions } from '../api/temporal-connection';
+import { ConfigError, loadConfig, type Config } from '../config';
+import { createProviderClientFromConfig, isProviderError, type ProviderClient } from '../provider';
+import { createWorkerLogger } from './logger';
+import { createOrderWorker, tuningFromConfig, workflowCodeFromConfig } from './worker';
+import type { Logger } from '@temporalio/common';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createWorkerLogger(config.LOG_LEVEL);
+  // We stop the worker ourselves, so the pool and connection are closed after it has drained.
+  Runtime.install({ logger, shutdownSignals: [] });
+
+  const provider = createProviderClientFromConfig(config);
+  let connection: NativeConnection | undefined;
+  try {
+    await checkProviderKey(provider.client, config, logger);
+    // The same TLS / API-key settings as the API's client; the client's type also allows a key callback.
+    const { address, tls, apiKey } = temporalConnectionOptions(config);
+    connection = await NativeConnection.connect({
+      address,
+      tls,
+      apiKey: typeof apiKey === 'function' ? apiKey() : apiKey,
+    });
+    const worker = await createOrderWorker({
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      activities: createActivities({ provider: provider.client }),
+      workflowCode: workflowCodeFromConfig(config),
+      tuning: tuningFromConfig(config),
+    });
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      process.once(signal, () => {
+        logger.info('shutting down: finishing the tasks in flight', { signal });
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+      });
+    }
+    logger.info('worker started', {
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      namespace: config.TEMPORAL_NAMESPACE,
+    });
+    await worker.run();
+    logger.info('worker stopped');
+  } finally {
+    await provider.close();
+    await connection?.close();
+  }
+}
+
+/**
+ * A production key on a worker meant for the sandbox (or the reverse) would move real money or
+ * none: refuse to start. An unreachable provider is not a reason to stay down: orders retry.
+ */
+async function checkProviderKey(client: ProviderClient, config: Config, logger: Logger): Promise<void> {
+  let key;
+  try {
+    key = (await client.validateKey()).apiKey;
+  } catch (err) {
+    if (isProviderError(err, 'refused'))
+      throw new ConfigError(`PROVIDER_API_KEY: refused by the provider (${err.message})`);
+    logger.warn('provider key not checked: the provider did not answer', { error: err });
+    return;
+  }
+  if (key.type !== config.PROVIDER_EXPECTED_KEY_TYPE) {
+    throw new ConfigError(
+      `PROVIDER_API_KEY: a ${key.type} key, but PROVIDER_EXPECTED_KEY_TYPE is ${config.PROVIDER_EXPECTED_KEY_TYPE}`,
+    );
+  }
+  if (!key.isEnabled) throw new ConfigError('PROVIDER_API_KEY: the key is disabled');
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof ConfigError ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,48 @@
+/**
+ * The order worker: the workflows (from a pre-built bundle or bundled at start) and the provider
+ * activities on one task queue. Shared by `npm run worker` (main.ts), tests and scripts.
+ */
+import { Worker, type NativeConnection } from '@temporalio/worker';
+import type { OrderActivities } from '../../activities';
+import type { Config } from '../config';
+
+/** The Temporal worker's concurrency settings (WORKER_* configuration). */
+export interface WorkerTuning {
+  maxConcurrentActivityTaskExecutions: number;
+  maxConcurrentWorkflowTaskExecutions: number;
+  maxCachedWorkflows: number;
+}
+
+/** A bundle built ahead (npm run build:bundle: fast start, same code on every worker) or the sources. */
+export type WorkflowCode =
+  { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string };
+
+/** workflows/index.ts under tsx, workflows/index.js in a compiled build. */
+export const defaultWorkflowsPath = require.resolve('../../workflows');
+
+export interface OrderWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  activities: OrderActivities;
+  workflowCode: WorkflowCode;
+  tuning?: Partial<WorkerTuning>;
+}
+
+export function createOrderWorker(options: OrderWorkerOptions): Promise<Worker> {
+  const { connection, namespace, taskQueue, activities, workflowCode, tuning } = options;
+  return Worker.create({ connection, namespace, taskQueue, activities, ...workflowCode, ...tuning });
+}
+
+export function tuningFromConfig(config: Config): WorkerTuning {
+  return {
+    maxConcurrentActivityTaskExecutions: config.WORKER_MAX_CONCURRENT_ACTIVITIES,
+    maxConcurrentWorkflowTaskExecutions: config.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
+    maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+  };
+}
+
+export function workflowCodeFromConfig(config: Config): WorkflowCode {
+  const codePath = config.WORKER_WORKFLOW_BUNDLE_PATH;
+  return codePath ? { workflowBundle: { codePath } } : { workflowsPath: defaultWorkflowsPath };
+}

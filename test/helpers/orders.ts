@@ -1,0 +1,258 @@
+/**
+ * What the order workflow tests share: a sandbox with its admin surface, a provider client with
+ * short timeouts, scaled timings, order requests and a way to start an order as the API does.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { bundleWorkflowCode, NativeConnection, Runtime } from '@temporalio/worker';
+import { createWorkerLogger } from '../../src/worker/logger';
+import { createActivities, type OrderProvider } from '../../activities';
+import { createOrderWorker, type WorkflowCode } from '../../src/worker/worker';
+import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal';
+import { startSandbox, type StartedSandbox } from '../../src/sandbox/server';
+import { createProviderPool, ProviderClient } from '../../src/provider';
+import type { FaultSpecInput } from '../../src/sandbox/faults';
+import {
+  defaultOrderTimings,
+  OrderStatusAttribute,
+  OrderTypeAttribute,
+  orderWorkflowId,
+  workflowTypeByOrderType,
+  type OrderInput,
+  type OrderRequest,
+  type OrderTimings,
+  type OrderView,
+} from '../../workflows/contract';
+import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '../../src/orders/schemas';
+
+export const ADMIN_TOKEN = 'test-admin-token';
+export const SANDBOX_KEY = 'sandbox-key';
+export const PRODUCTION_KEY = 'production-key';
+
+/**
+ * The sandbox runs 100× faster than the spec (PENDING 50 ms, HANDLING until 200 ms) and the
+ * order timings follow: a normal order finishes in a fraction of a second.
+ */
+export const TIME_SCALE = 0.01;
+
+/** The provider client's HTTP timeouts in tests: a hang fault costs a second, not ten. */
+export const TEST_HTTP_TIMEOUTS = { connectTimeoutMs: 500, headersTimeoutMs: 1_000, bodyTimeoutMs: 1_000 };
+
+/** The spec's timings × TIME_SCALE; deadline and review recheck stay long unless a test shortens them. */
+export function scaledTimings(overrides: Partial<OrderTimings> = {}): Partial<OrderTimings> {
+  const spec = defaultOrderTimings.mobile_topup;
+  return {
+    firstCheckMs: spec.firstCheckMs * TIME_SCALE,
+    handlingCheckMs: spec.handlingCheckMs * TIME_SCALE,
+    maxIntervalMs: spec.maxIntervalMs * TIME_SCALE,
+    deadlineMs: 20_000,
+    reviewRecheckMs: 60_000,
+    // Two calls of the test client's timeouts, plus head room.
+    activityTimeoutMs: 2 * (TEST_HTTP_TIMEOUTS.headersTimeoutMs + TEST_HTTP_TIMEOUTS.bodyTimeoutMs) + 1_000,
+    ...overrides,
+  };
+}
+
+export interface TestSandbox extends StartedSandbox {
+  addFault(fault: FaultSpecInput): Promise<void>;
+  clearFaults(): Promise<void>;
+  sendsOf(ref: string): Promise<{ ref: string; accepted: number; attempts: number }>;
+  report(): Promise<{
+    refs: Record<string, { accepted: number; attempts: number }>;
+    giftCardOrders: { placed: number };
+  }>;
+}
+
+export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSandbox> {
+  const sandbox = await startSandbox({ port: 0, timeScale, adminToken: ADMIN_TOKEN });
+  const admin = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await fetch(`${sandbox.url}${path}`, {
+      method,
+      headers: { 'x-admin-token': ADMIN_TOKEN, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const json = (await res.json()) as { data: T };
+    if (!res.ok) throw new Error(`sandbox admin ${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+    return json.data;
+  };
+  return {
+    ...sandbox,
+    addFault: (fault) => admin('POST', '/admin/faults', fault),
+    clearFaults: () => admin('DELETE', '/admin/faults'),
+    sendsOf: (ref) => admin('GET', `/admin/sends/${encodeURIComponent(ref)}`),
+    report: () => admin('GET', '/admin/sends'),
+  };
+}
+
+export function testProvider(
+  baseUrl: string,
+  apiKey = SANDBOX_KEY,
+): { client: ProviderClient; close(): Promise<void> } {
+  const pool = createProviderPool({
+    baseUrl,
+    connectTimeoutMs: TEST_HTTP_TIMEOUTS.connectTimeoutMs,
+    connections: 16,
+  });
+  const client = new ProviderClient({ baseUrl, apiKey, dispatcher: pool, ...TEST_HTTP_TIMEOUTS });
+  return { client, close: () => pool.close() };
+}
+
+/** A fresh ref per order: tests share one Temporal server and run in parallel. */
+export function newRef(label: string): string {
+  return `${label}-${randomUUID().slice(0, 8)}`;
+}
+
+export const NORMAL_NUMBER = '0551234567';
+
+export function mobileRequest(ref: string, msisdn = NORMAL_NUMBER): MobileTopupRequest {
+  return { type: 'mobile_topup', ref, planCode: 'PREPAID_DJEZZY', msisdn, amount: 500 };
+}
+
+export function internetRequest(ref: string): InternetTopupRequest {
+  return { type: 'internet_topup', ref, lineType: 'ADSL', number: '0211234567', value: 1000 };
+}
+
+export function giftCardRequest(ref: string, quantity = 2): GiftCardRequest {
+  return { type: 'gift_card', ref, productId: 'GOOGLE_PLAY', typeId: 'GOOGLE_PLAY_1000', quantity };
+}
+
+/** Starts the order's workflow the way the intake API does (ID, reuse policy, search attributes). */
+export function startOrder(
+  client: Client,
+  taskQueue: string,
+  request: OrderRequest,
+  extra: Omit<OrderInput, 'request' | 'acceptedAt'> = {},
+): Promise<WorkflowHandle<(input: OrderInput) => Promise<OrderView>>> {
+  return client.workflow.start<(input: OrderInput) => Promise<OrderView>>(
+    workflowTypeByOrderType[request.type],
+    {
+      taskQueue,
+      workflowId: orderWorkflowId(request.ref),
+      args: [{ request, acceptedAt: new Date().toISOString(), ...extra }],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      // The API keeps a fingerprint of the request here; it must survive continue-as-new.
+      memo: { requestHash: `test-${request.ref}` },
+      typedSearchAttributes: [
+        { key: OrderTypeAttribute, value: request.type },
+        { key: OrderStatusAttribute, value: 'ACCEPTED' },
+      ],
+    },
+  );
+}
+
+/** Polls until `predicate` holds for the order's view (the status query), or fails after `timeoutMs`. */
+export async function waitForView(
+  handle: WorkflowHandle,
+  predicate: (view: OrderView) => boolean,
+  timeoutMs = 15_000,
+): Promise<OrderView> {
+  const deadline = Date.now() + timeoutMs;
+  let last: OrderView | undefined;
+  while (Date.now() < deadline) {
+    last = await handle.query<OrderView>('status');
+    if (predicate(last)) return last;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`order view did not reach the expected state; last: ${JSON.stringify(last?.timeline)}`);
+}
+
+/** The number of events in the workflow's history (all runs are one run here). */
+export async function historyLength(handle: WorkflowHandle): Promise<number> {
+  return (await handle.fetchHistory()).events?.length ?? 0;
+}
+
+/**
+ * Wraps a provider client to count its calls per ref (the first argument, or its `ref` field;
+ * `*` when there is none, e.g. a gift-card placement) and method.
+ */
+export function countingProvider<P extends object>(
+  provider: P,
+): {
+  provider: P;
+  callsFor(key: string): Record<string, number>;
+  total(): number;
+} {
+  const counts = new Map<string, Record<string, number>>();
+  const keyOf = (arg: unknown) =>
+    typeof arg === 'string' ? arg : ((arg as { ref?: string } | undefined)?.ref ?? '*');
+  const proxy = new Proxy(provider, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const perKey = counts.get(keyOf(args[0])) ?? {};
+        perKey[String(prop)] = (perKey[String(prop)] ?? 0) + 1;
+        counts.set(keyOf(args[0]), perKey);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return {
+    provider: proxy,
+    callsFor: (key) => counts.get(key) ?? {},
+    total: () =>
+      [...counts.values()].reduce((sum, c) => sum + Object.values(c).reduce((a, b) => a + b, 0), 0),
+  };
+}
+
+export interface OrderTestWorkers<K extends string> {
+  temporal: TestTemporal;
+  client: Client;
+  /** One task queue per worker. */
+  taskQueues: Record<K, string>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A Temporal server, a client and one worker per named provider (e.g. one with the sandbox key,
+ * one with the production key), each with the real activities on a task queue of its own.
+ */
+export async function startOrderTestWorkers<K extends string>(
+  providers: Record<K, OrderProvider>,
+): Promise<OrderTestWorkers<K>> {
+  installTestRuntime();
+  const [temporal, workflowCode] = await Promise.all([useTemporal(), bundledWorkflows()]);
+  const nativeConnection = await NativeConnection.connect({ address: temporal.address });
+  const entries = Object.entries(providers) as [K, OrderProvider][];
+  const workers = await Promise.all(
+    entries.map(async ([name, provider]) => {
+      const taskQueue = `orders-test-${name}-${randomUUID()}`;
+      const worker = await createOrderWorker({
+        connection: nativeConnection,
+        namespace: temporal.namespace,
+        taskQueue,
+        activities: createActivities({ provider }),
+        workflowCode,
+      });
+      return { name, taskQueue, worker, running: worker.run() };
+    }),
+  );
+  const connection = await Connection.connect({ address: temporal.address });
+  return {
+    temporal,
+    client: new Client({ connection, namespace: temporal.namespace }),
+    taskQueues: Object.fromEntries(workers.map((w) => [w.name, w.taskQueue])) as Record<K, string>,
+    async stop() {
+      for (const { worker } of workers) worker.shutdown();
+      await Promise.all(workers.map((w) => w.running));
+      await Promise.all([connection.close(), nativeConnection.close()]);
+      await temporal.stop();
+    },
+  };
+}
+
+/** The run's pre-built bundle, or one bundle for all the workers of this file. */
+async function bundledWorkflows(): Promise<WorkflowCode> {
+  const options = workflowCodeOptions();
+  if ('workflowBundle' in options) return options;
+  const { code } = await bundleWorkflowCode({ workflowsPath: options.workflowsPath, logger: undefined });
+  return { workflowBundle: { code } };
+}
+
+let runtimeInstalled = false;
+/** The SDK logs through our pino adapter at LOG_LEVEL (npm test: silent); once per process. */
+export function installTestRuntime(): void {
+  if (runtimeInstalled) return;
+  Runtime.install({ logger: createWorkerLogger(process.env.LOG_LEVEL ?? 'warn') });
+  runtimeInstalled = true;
+}

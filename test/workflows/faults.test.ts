@@ -1,0 +1,188 @@
+/**
+ * Never send twice, under the sandbox's faults. Fault rules apply to the whole sandbox, so these
+ * tests run one after another; each leaves no rule behind.
+ */
+import { after, afterEach, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { resolveReviewSignal } from '../../workflows/contract';
+import {
+  countingProvider,
+  giftCardRequest,
+  mobileRequest,
+  newRef,
+  PRODUCTION_KEY,
+  scaledTimings,
+  startOrder,
+  startOrderTestWorkers,
+  startTestSandbox,
+  testProvider,
+  waitForView,
+  type OrderTestWorkers,
+  type TestSandbox,
+} from '../helpers/orders';
+
+describe('order workflows when the provider misbehaves', () => {
+  let sandbox: TestSandbox;
+  let providers: ReturnType<typeof testProvider>[];
+  let counted: ReturnType<typeof countingProvider<ReturnType<typeof testProvider>['client']>>;
+  let env: OrderTestWorkers<'sandbox' | 'production' | 'unreachable'>;
+
+  before(async () => {
+    sandbox = await startTestSandbox();
+    const [sandboxKey, productionKey, unreachable] = (providers = [
+      testProvider(sandbox.url),
+      testProvider(sandbox.url, PRODUCTION_KEY),
+      // Port 1 refuses connections: every call fails before reaching anyone.
+      testProvider('http://127.0.0.1:1'),
+    ]);
+    counted = countingProvider(productionKey!.client);
+    env = await startOrderTestWorkers({
+      sandbox: sandboxKey!.client,
+      production: counted.provider,
+      unreachable: unreachable!.client,
+    });
+  });
+  afterEach(async () => {
+    await sandbox.clearFaults();
+  });
+  after(async () => {
+    await env.stop();
+    await Promise.all(providers.map((p) => p.close()));
+    await sandbox.close();
+  });
+
+  const start = (
+    request: Parameters<typeof startOrder>[2],
+    extra: Parameters<typeof startOrder>[3] = {},
+    worker: keyof typeof env.taskQueues = 'sandbox',
+  ) => startOrder(env.client, env.taskQueues[worker], request, { timings: scaledTimings(), ...extra });
+
+  it('when the send response is lost after the provider committed, the top-up is sent once and FULFILLED', async () => {
+    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    const request = mobileRequest(newRef('dropped-send'));
+    const view = await (await start(request)).result();
+
+    assert.equal(view.status, 'FULFILLED');
+    assert.equal((await sandbox.sendsOf(request.ref)).accepted, 1);
+    assert.ok(
+      view.timeline.some((e) => e.event.includes('already had this order')),
+      'the retry found the first send',
+    );
+  });
+
+  for (const fault of [
+    { kind: 'error', status: 503 },
+    { kind: 'rate_limit', retryAfterSeconds: 1 },
+  ] as const) {
+    it(`when the first send answers ${fault.kind === 'error' ? '503' : '429'}, the retry sends once and the top-up is FULFILLED`, async () => {
+      await sandbox.addFault({ ...fault, routes: ['mobile.send'], times: 1 });
+      const request = mobileRequest(newRef(`send-${fault.kind}`));
+      const view = await (await start(request)).result();
+
+      assert.equal(view.status, 'FULFILLED');
+      assert.equal((await sandbox.sendsOf(request.ref)).accepted, 1);
+    });
+  }
+
+  it('when the provider refuses the send (403, production key), the order is FAILED without a retry', async () => {
+    const request = mobileRequest(newRef('refused'));
+    const view = await (await start(request, {}, 'production')).result();
+
+    assert.equal(view.status, 'FAILED');
+    assert.equal(view.failure?.code, 'FORBIDDEN');
+    assert.match(view.failure?.message ?? '', /403/);
+    assert.deepEqual(counted.callsFor(request.ref), { sendMobileTopup: 1 }, 'one send, no retry, no check');
+    assert.equal((await sandbox.sendsOf(request.ref)).accepted, 0);
+  });
+
+  for (const fault of [
+    { kind: 'drop_after_commit' },
+    { kind: 'error', status: 502, afterCommit: true },
+  ] as const) {
+    it(`when a gift-card placement's answer is unclear (${fault.kind}), the order goes to NEEDS_REVIEW and is never placed twice`, async () => {
+      const placedBefore = (await sandbox.report()).giftCardOrders.placed;
+      await sandbox.addFault({ ...fault, routes: ['giftcards.placeOrder'], times: 1 });
+      const handle = await start(giftCardRequest(newRef(`gift-${fault.kind}`)));
+      const view = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW');
+
+      assert.match(view.review?.evidence ?? '', /placeGiftCardOrder.*ProviderOutcomeUnknown/);
+      assert.equal(view.providerReference, undefined);
+      await sandbox.clearFaults();
+      await handle.signal(resolveReviewSignal, {
+        decision: 'FULFILLED',
+        operator: 'amina',
+        note: 'cards sent by hand',
+      });
+      assert.equal((await handle.result()).status, 'FULFILLED');
+      assert.equal(
+        (await sandbox.report()).giftCardOrders.placed,
+        placedBefore + 1,
+        'exactly one order placed',
+      );
+    });
+  }
+
+  it('when a gift-card placement outlasts its activity timeout (a hung provider, a dead worker), the order goes to NEEDS_REVIEW and is not placed again', async () => {
+    await sandbox.addFault({ kind: 'hang', routes: ['giftcards.placeOrder'], times: 1 });
+    // Shorter than the client's own timeout: Temporal gives up on the attempt first, as after a crash.
+    const handle = await start(giftCardRequest(newRef('gift-timeout')), {
+      timings: scaledTimings({ activityTimeoutMs: 500 }),
+    });
+    const view = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW');
+
+    assert.match(view.review?.evidence ?? '', /placeGiftCardOrder failed; START_TO_CLOSE timeout/);
+    const placements = (await handle.fetchHistory()).events?.filter(
+      (e) => e.activityTaskScheduledEventAttributes,
+    );
+    assert.equal(placements?.length, 1, 'one placement scheduled, never retried');
+    await handle.signal(resolveReviewSignal, {
+      decision: 'REFUNDED',
+      operator: 'amina',
+      note: 'nothing placed',
+    });
+    assert.equal((await handle.result()).status, 'REFUNDED');
+  });
+
+  it('when a gift-card placement is rate limited, the workflow places it again after Retry-After and it is FULFILLED', async () => {
+    const placedBefore = (await sandbox.report()).giftCardOrders.placed;
+    await sandbox.addFault({
+      kind: 'rate_limit',
+      routes: ['giftcards.placeOrder'],
+      retryAfterSeconds: 1,
+      times: 1,
+    });
+    const view = await (await start(giftCardRequest(newRef('gift-429')))).result();
+
+    assert.equal(view.status, 'FULFILLED');
+    assert.equal((await sandbox.report()).giftCardOrders.placed, placedBefore + 1);
+  });
+
+  it('when the provider cannot be reached at all, a gift card is tried until the deadline, then FAILED: nothing was placed', async () => {
+    const view = await (
+      await start(
+        giftCardRequest(newRef('gift-unreachable')),
+        { timings: scaledTimings({ deadlineMs: 2_000 }) },
+        'unreachable',
+      )
+    ).result();
+
+    assert.equal(view.status, 'FAILED');
+    assert.equal(view.failure?.code, 'PROVIDER_UNREACHABLE');
+  });
+
+  it('when status checks hang, the order goes to NEEDS_REVIEW at its deadline and resolves itself once a recheck gets an answer', async () => {
+    await sandbox.addFault({ kind: 'hang', routes: ['mobile.check'] });
+    const handle = await start(mobileRequest(newRef('hanging-checks')), {
+      timings: scaledTimings({ deadlineMs: 1_000, reviewRecheckMs: 500, activityTimeoutMs: 1_500 }),
+    });
+    const inReview = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW');
+    assert.match(inReview.review?.reason ?? '', /stuck/);
+    assert.match(inReview.review?.evidence ?? '', /status check failed/);
+
+    await sandbox.clearFaults();
+    const view = await handle.result();
+    assert.equal(view.status, 'FULFILLED');
+    assert.equal(view.review?.resolution, undefined, 'no operator decided');
+    assert.ok(view.timeline.some((e) => e.event === 'Recheck: the provider reports FULFILLED'));
+  });
+});

@@ -1,0 +1,270 @@
+/**
+ * Every sandbox outcome end to end: real Temporal dev server, real worker, real sandbox over HTTP
+ * (100× faster than the spec), orders started the way the intake API starts them.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { WorkflowHandle } from '@temporalio/client';
+import { sandboxSpecialNumbers } from '../../src/provider/wire';
+import { OrderStatusAttribute, resolveReviewSignal, type OrderView } from '../../workflows/contract';
+import {
+  countingProvider,
+  giftCardRequest,
+  historyLength,
+  internetRequest,
+  mobileRequest,
+  newRef,
+  NORMAL_NUMBER,
+  scaledTimings,
+  startOrder,
+  startOrderTestWorkers,
+  startTestSandbox,
+  testProvider,
+  waitForView,
+  type OrderTestWorkers,
+  type TestSandbox,
+} from '../helpers/orders';
+
+describe('order workflows against the sandbox', { concurrency: true }, () => {
+  let sandbox: TestSandbox;
+  let provider: ReturnType<typeof testProvider>;
+  let counted: ReturnType<typeof countingProvider<ReturnType<typeof testProvider>['client']>>;
+  // A second sandbox so slow (PENDING for 5,000 s) that its orders never finish.
+  let slowSandbox: TestSandbox;
+  let slowProvider: ReturnType<typeof testProvider>;
+  let slowCounted: typeof counted;
+  let env: OrderTestWorkers<'sandbox' | 'neverFinishing'>;
+
+  before(async () => {
+    [sandbox, slowSandbox] = await Promise.all([startTestSandbox(), startTestSandbox(1_000)]);
+    provider = testProvider(sandbox.url);
+    slowProvider = testProvider(slowSandbox.url);
+    counted = countingProvider(provider.client);
+    slowCounted = countingProvider(slowProvider.client);
+    env = await startOrderTestWorkers({ sandbox: counted.provider, neverFinishing: slowCounted.provider });
+  });
+  after(async () => {
+    await env.stop();
+    await Promise.all([provider.close(), slowProvider.close()]);
+    await Promise.all([sandbox.close(), slowSandbox.close()]);
+  });
+
+  const start = (request: Parameters<typeof startOrder>[2], extra: Parameters<typeof startOrder>[3] = {}) =>
+    startOrder(env.client, env.taskQueues.sandbox, request, { timings: scaledTimings(), ...extra });
+
+  async function statusAttribute(handle: WorkflowHandle): Promise<string | undefined> {
+    return (await handle.describe()).typedSearchAttributes.get(OrderStatusAttribute);
+  }
+
+  async function waitForReview(handle: WorkflowHandle): Promise<OrderView> {
+    return waitForView(handle, (v) => v.status === 'NEEDS_REVIEW');
+  }
+
+  it('a mobile top-up to a normal number is FULFILLED with number and amount, in at most 3 checks and 40 events', async () => {
+    const request = mobileRequest(newRef('mobile-ok'));
+    const handle = await start(request);
+    const view = await handle.result();
+
+    assert.equal(view.status, 'FULFILLED');
+    assert.deepEqual(view.result, { msisdn: NORMAL_NUMBER, amount: 500 });
+    assert.equal(view.providerStatus, 'FULFILLED');
+    assert.ok(view.providerReference, 'the topupId is kept');
+    // PROCESSING shows only if a check lands inside the sandbox's (scaled) HANDLING window.
+    assert.match(
+      view.timeline.map((e) => e.status).join(' '),
+      /^ACCEPTED SUBMITTED (PROCESSING )?FULFILLED$/,
+    );
+    assert.ok(!JSON.stringify(view.timeline).includes(NORMAL_NUMBER), 'no phone number in the timeline');
+    assert.equal(await statusAttribute(handle), 'FULFILLED');
+    const calls = counted.callsFor(request.ref);
+    assert.equal(calls.sendMobileTopup, 1);
+    assert.ok((calls.checkMobileTopup ?? 0) <= 3, `checks: ${calls.checkMobileTopup}`);
+    const events = await historyLength(handle);
+    assert.ok(events <= 40, `history events: ${events}`);
+    assert.equal((await sandbox.sendsOf(request.ref)).accepted, 1);
+  });
+
+  it('an internet top-up is FULFILLED with the card code and transaction number', async () => {
+    const view = await (await start(internetRequest(newRef('internet-ok')))).result();
+    assert.equal(view.status, 'FULFILLED');
+    assert.match(view.result?.cardCode ?? '', /^\d+$/);
+    assert.ok(view.result?.transactionNumber);
+  });
+
+  it('a gift-card order is FULFILLED with one code and serial per card ordered', async () => {
+    const view = await (await start(giftCardRequest(newRef('gift-ok'), 2))).result();
+    assert.equal(view.status, 'FULFILLED');
+    assert.equal(view.result?.cards?.length, 2);
+    for (const card of view.result?.cards ?? []) {
+      assert.ok(card.code && card.serial, 'each card has a code and a serial');
+    }
+    assert.ok(view.providerReference, 'the orderId is kept');
+  });
+
+  it('a top-up to 0600000001 is REFUNDED with the provider message', async () => {
+    const view = await (
+      await start(mobileRequest(newRef('refund'), sandboxSpecialNumbers.refunded))
+    ).result();
+    assert.equal(view.status, 'REFUNDED');
+    assert.ok(view.result?.message, 'the message is kept');
+    assert.equal(view.result?.suggestedPlans, undefined);
+  });
+
+  it('a top-up to 0600000002 is REFUNDED with the suggested plans', async () => {
+    const view = await (
+      await start(mobileRequest(newRef('mismatch'), sandboxSpecialNumbers.planMismatch))
+    ).result();
+    assert.equal(view.status, 'REFUNDED');
+    assert.ok(view.result?.message);
+    assert.ok(view.result?.suggestedPlans?.length, 'suggested plans are kept');
+    for (const plan of view.result?.suggestedPlans ?? []) {
+      assert.match(plan.planCode, /^PREPAID_/);
+      assert.equal(plan.amount, 500);
+    }
+  });
+
+  for (const decision of ['FULFILLED', 'REFUNDED'] as const) {
+    it(`a top-up to 0600000003 waits in NEEDS_REVIEW, findable by search attribute, until an operator decides ${decision}`, async () => {
+      const handle = await start(
+        mobileRequest(newRef(`review-${decision}`), sandboxSpecialNumbers.unknownError),
+      );
+      const inReview = await waitForReview(handle);
+      assert.equal(inReview.providerStatus, 'UNKNOWN_ERROR');
+      assert.ok(inReview.review?.reason.includes('UNKNOWN_ERROR'));
+      assert.ok(inReview.review?.since);
+      assert.equal(await statusAttribute(handle), 'NEEDS_REVIEW');
+
+      await handle.signal(resolveReviewSignal, {
+        decision,
+        operator: 'amina',
+        note: 'checked with the provider',
+      });
+      const view = await handle.result();
+
+      assert.equal(view.status, decision);
+      assert.equal(view.review?.resolution?.decision, decision);
+      assert.equal(view.review?.resolution?.operator, 'amina');
+      assert.equal(view.review?.resolution?.note, 'checked with the provider');
+      assert.ok(view.review?.resolution?.at);
+      assert.equal(await statusAttribute(handle), decision);
+    });
+  }
+
+  it('a RECHECK decision checks the provider now and records the answer; the order stays in review while it is open', async () => {
+    const ref = newRef('recheck');
+    const handle = await start(mobileRequest(ref, sandboxSpecialNumbers.unknownError));
+    await waitForReview(handle);
+    const checksBefore = counted.callsFor(ref).checkMobileTopup ?? 0;
+
+    await handle.signal(resolveReviewSignal, { decision: 'RECHECK', operator: 'amina', note: 'try again' });
+    const rechecked = await waitForView(handle, (v) =>
+      v.timeline.some((e) => e.event.includes('still in review')),
+    );
+
+    assert.equal(rechecked.status, 'NEEDS_REVIEW');
+    assert.equal(counted.callsFor(ref).checkMobileTopup, checksBefore + 1);
+    assert.ok(rechecked.timeline.some((e) => e.event === 'Recheck requested by amina'));
+    await handle.signal(resolveReviewSignal, {
+      decision: 'REFUNDED',
+      operator: 'amina',
+      note: 'refunded by hand',
+    });
+    assert.equal((await handle.result()).status, 'REFUNDED');
+  });
+
+  it('an invalid review decision is recorded and ignored; a valid one then resolves the order', async () => {
+    const handle = await start(mobileRequest(newRef('invalid-decision'), sandboxSpecialNumbers.unknownError));
+    await waitForReview(handle);
+
+    await handle.signal(resolveReviewSignal, { decision: 'MAYBE', operator: '' } as never);
+    const view = await waitForView(handle, (v) =>
+      v.timeline.some((e) => e.event.startsWith('Invalid review decision')),
+    );
+    assert.equal(view.status, 'NEEDS_REVIEW');
+    assert.match(view.timeline.at(-1)?.event ?? '', /decision, operator, note/);
+
+    await handle.signal(resolveReviewSignal, { decision: 'FULFILLED', operator: 'amina', note: 'ok' });
+    assert.equal((await handle.result()).status, 'FULFILLED');
+  });
+
+  it('a review decision for an order that is not in review is recorded and ignored', async () => {
+    // A long first check keeps the order SUBMITTED while the decision arrives.
+    const handle = await start(mobileRequest(newRef('not-in-review')), {
+      timings: scaledTimings({ firstCheckMs: 1_500 }),
+    });
+    await waitForView(handle, (v) => v.status === 'SUBMITTED');
+
+    await handle.signal(resolveReviewSignal, {
+      decision: 'REFUNDED',
+      operator: 'amina',
+      note: 'wrong order',
+    });
+    const view = await handle.result();
+
+    assert.equal(view.status, 'FULFILLED');
+    assert.equal(view.review, undefined);
+    assert.ok(
+      view.timeline.some(
+        (e) => e.event === 'Review decision REFUNDED by amina ignored: the order is not in review',
+      ),
+    );
+  });
+
+  it('an order the provider never finishes is checked on the capped back-off until its deadline, then waits in review with a bounded history', async (t) => {
+    // The dev server fires timers on a ~1 s grid, so the cap is 1 s here; the cost per check is what counts.
+    const ref = newRef('never-finishes');
+    const handle = await startOrder(env.client, env.taskQueues.neverFinishing, mobileRequest(ref), {
+      timings: scaledTimings({
+        firstCheckMs: 1_000,
+        handlingCheckMs: 1_000,
+        maxIntervalMs: 1_000,
+        deadlineMs: 5_000,
+      }),
+    });
+    const inReview = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW');
+    const events = await historyLength(handle);
+    const checks = slowCounted.callsFor(ref).checkMobileTopup ?? 0;
+    t.diagnostic(`never finishing: ${checks} checks, ${events} history events at the deadline`);
+
+    assert.match(inReview.review?.reason ?? '', /stuck/);
+    assert.equal(inReview.review?.evidence, 'provider status PENDING');
+    assert.ok(checks >= 3 && checks <= 6, `checks: ${checks}`);
+    // A check costs a timer, an activity and two workflow tasks: 11 events. At the production
+    // timings (deadline 30 min, cap 60 s) that is about 31 checks, some 350 events.
+    assert.ok(events <= 11 * checks + 20, `history events: ${events}`);
+    await handle.signal(resolveReviewSignal, {
+      decision: 'REFUNDED',
+      operator: 'amina',
+      note: 'never arrived',
+    });
+    assert.equal((await handle.result()).status, 'REFUNDED');
+  });
+
+  it('a long review continues as new with its state, and a decision still resolves it', async () => {
+    const handle = await start(mobileRequest(newRef('continue'), sandboxSpecialNumbers.unknownError), {
+      timings: scaledTimings({ reviewRecheckMs: 50 }),
+      historyEventLimit: 40,
+    });
+    const first = await handle.describe();
+    await waitForReview(handle);
+    const deadline = Date.now() + 15_000;
+    while ((await handle.describe()).runId === first.runId) {
+      assert.ok(Date.now() < deadline, 'the workflow continued as new');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const continued = await handle.describe();
+    assert.equal(continued.typedSearchAttributes.get(OrderStatusAttribute), 'NEEDS_REVIEW');
+    assert.deepEqual(continued.memo, first.memo, "the starter's memo was carried over");
+
+    await handle.signal(resolveReviewSignal, {
+      decision: 'REFUNDED',
+      operator: 'amina',
+      note: 'after a long wait',
+    });
+    const view = await handle.result();
+    assert.equal(view.status, 'REFUNDED');
+    assert.equal(view.timeline[0]?.status, 'ACCEPTED', 'the timeline was carried over');
+    assert.equal(view.review?.resolution?.operator, 'amina');
+    assert.ok((await historyLength(handle)) <= 60, 'the latest run is short');
+  });
+});

@@ -1,0 +1,39 @@
+/**
+ * Recorded histories of every outcome (scripts/record-histories.ts writes them) replayed against
+ * the current workflow code: a change that would break orders already running fails here, before
+ * a deploy.
+ */
+import { before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Worker } from '@temporalio/worker';
+import { recordedHistories } from '../helpers/histories';
+import { installTestRuntime } from '../helpers/orders';
+import { workflowCodeOptions } from '../helpers/temporal';
+
+const histories = recordedHistories();
+
+describe('replay of recorded order histories', () => {
+  const errors = new Map<string, unknown>();
+
+  before(async () => {
+    installTestRuntime();
+    const results = Worker.runReplayHistories(
+      workflowCodeOptions(),
+      histories.map(({ name, history }) => ({ workflowId: `order-${name}`, history })),
+    );
+    for await (const result of results) errors.set(result.workflowId, result.error);
+  });
+
+  it('has a recorded history for every outcome', () => {
+    const names = histories.map((h) => h.name).join(' ');
+    for (const outcome of ['fulfilled', 'refunded', 'failed', 'review'])
+      assert.match(names, new RegExp(outcome));
+  });
+
+  for (const { name, history } of histories) {
+    it(`replays ${name} (${history.events?.length} events) without non-determinism`, () => {
+      assert.ok(errors.has(`order-${name}`), 'replayed');
+      assert.equal(errors.get(`order-${name}`), undefined);
+    });
+  }
+});

@@ -1,0 +1,130 @@
+/**
+ * The worker as it runs in production (`npm run worker`, configured by environment) in a child
+ * process: killed with SIGKILL while a send is in flight, replaced by a new one, and stopped
+ * gracefully with SIGTERM.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { useTemporal, workflowsPath, type TestTemporal } from '../helpers/temporal';
+import {
+  mobileRequest,
+  newRef,
+  SANDBOX_KEY,
+  scaledTimings,
+  startOrder,
+  startTestSandbox,
+  type TestSandbox,
+} from '../helpers/orders';
+
+const root = resolve(__dirname, '..', '..');
+/** The child's provider timeouts: one call takes at most 2.5 s, so an attempt needs 2 × 2.5 s + margin. */
+const childHttpTimeouts = {
+  PROVIDER_CONNECT_TIMEOUT_MS: '500',
+  PROVIDER_HEADERS_TIMEOUT_MS: '1500',
+  PROVIDER_BODY_TIMEOUT_MS: '500',
+};
+const ACTIVITY_TIMEOUT_MS = 6_000;
+const STARTED = 2; // PENDING_ACTIVITY_STATE_STARTED
+
+describe('a worker process killed while an order is in flight', () => {
+  let temporal: TestTemporal;
+  let sandbox: TestSandbox;
+  let connection: Connection;
+  let client: Client;
+  let scratch: string | undefined;
+  let bundlePath: string;
+  const taskQueue = `orders-restart-${randomUUID()}`;
+  const children = new Set<ChildProcess>();
+
+  before(async () => {
+    [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox()]);
+    connection = await Connection.connect({ address: temporal.address });
+    client = new Client({ connection, namespace: temporal.namespace });
+    bundlePath = process.env.TEST_WORKFLOW_BUNDLE_PATH ?? (await buildBundle());
+  });
+  after(async () => {
+    for (const child of children) child.kill('SIGKILL');
+    await connection.close();
+    await sandbox.close();
+    await temporal.stop();
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+
+  async function buildBundle(): Promise<string> {
+    scratch = mkdtempSync(join(tmpdir(), 'worker-restart-'));
+    const path = join(scratch, 'workflow-bundle.js');
+    writeFileSync(path, (await bundleWorkflowCode({ workflowsPath, logger: undefined })).code);
+    return path;
+  }
+
+  /** `npm run worker`'s entry point with test configuration; resolves once it has started polling. */
+  async function startWorkerProcess(): Promise<ChildProcess> {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'worker', 'main.ts')], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        LOG_LEVEL: 'info',
+        TEMPORAL_ADDRESS: temporal.address,
+        TEMPORAL_NAMESPACE: temporal.namespace,
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        PROVIDER_BASE_URL: sandbox.url,
+        PROVIDER_API_KEY: SANDBOX_KEY,
+        WORKER_WORKFLOW_BUNDLE_PATH: bundlePath,
+        ...childHttpTimeouts,
+      },
+    });
+    children.add(child);
+    child.once('exit', () => children.delete(child));
+    const lines = createInterface({ input: child.stdout! });
+    await new Promise<void>((resolveStarted, reject) => {
+      child.once('exit', (code) => reject(new Error(`worker exited early with code ${code}`)));
+      lines.on('line', (line) => {
+        if (line.includes('"msg":"worker started"')) resolveStarted();
+      });
+    });
+    return child;
+  }
+
+  async function waitForSendInFlight(handle: WorkflowHandle): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const pending = (await handle.describe()).raw.pendingActivities ?? [];
+      if (pending.some((a) => a.activityType?.name === 'sendMobileTopup' && a.state === STARTED)) return;
+      assert.ok(Date.now() < deadline, 'the send started');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  it('when SIGKILLed during the send, a new worker process completes the order and the top-up is sent once', async () => {
+    // The send stays in flight for a second, long enough to kill the worker in the middle of it.
+    await sandbox.addFault({ kind: 'latency', latencyMs: 1_000, routes: ['mobile.send'], times: 1 });
+    const first = await startWorkerProcess();
+    const request = mobileRequest(newRef('killed'));
+    const handle = await startOrder(client, taskQueue, request, {
+      timings: scaledTimings({ activityTimeoutMs: ACTIVITY_TIMEOUT_MS }),
+    });
+    await waitForSendInFlight(handle);
+
+    first.kill('SIGKILL');
+    await once(first, 'exit');
+    const second = await startWorkerProcess();
+    const view = await handle.result();
+
+    assert.equal(view.status, 'FULFILLED');
+    assert.equal((await sandbox.sendsOf(request.ref)).accepted, 1);
+
+    second.kill('SIGTERM');
+    const [code] = (await once(second, 'exit')) as [number | null];
+    assert.equal(code, 0, 'on SIGTERM the worker drains and exits cleanly');
+  });
+});
