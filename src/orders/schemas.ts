@@ -3,7 +3,7 @@
  * validation, the TypeScript types the workflows use (`import type`) and the OpenAPI document.
  */
 import { z } from 'zod';
-import { InternetLineType, LocalNumber, limits, PlanCode, Ref } from '../provider/wire';
+import { InternetLineType, LocalNumber, limits, PlanCode } from '../provider/wire';
 
 export const orderTypes = ['mobile_topup', 'internet_topup', 'gift_card'] as const;
 export const OrderType = z.enum(orderTypes);
@@ -24,44 +24,103 @@ export type OrderStatus = z.infer<typeof OrderStatus>;
 /** DZD amounts are whole dinars here: the provider shows no sub-unit. */
 const Dinars = z.number().int().positive().max(limits.maxAmount);
 
-export const MobileTopupRequest = z.strictObject({
-  type: z.literal('mobile_topup'),
-  ref: Ref,
-  planCode: PlanCode,
-  msisdn: LocalNumber,
-  amount: Dinars,
-});
+/**
+ * The client's order reference: the idempotency key, part of the workflow ID and of the order's URL.
+ * A subset of the provider's Ref that must also start with a letter or digit, so `.` and `..`
+ * (path segments a URL resolver collapses) and option-like `-x` are refused. One pattern, so the
+ * OpenAPI document states the whole rule.
+ */
+export const OrderRef = z
+  .string()
+  .min(1)
+  .max(limits.refMaxLength)
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
+    'ref: letters, digits, ".", "_" and "-", starting with a letter or digit',
+  )
+  .meta({
+    description: 'Your unique reference for the order; submitting it again is idempotent.',
+    example: 'ORD-2025-000123',
+  });
+
+export const MobileTopupRequest = z
+  .strictObject({
+    type: z.literal('mobile_topup'),
+    ref: OrderRef,
+    planCode: PlanCode,
+    msisdn: LocalNumber,
+    amount: Dinars,
+  })
+  .meta({
+    id: 'MobileTopupRequest',
+    description: 'A mobile top-up: credit `amount` dinars on `msisdn` under `planCode`.',
+    examples: [
+      {
+        type: 'mobile_topup',
+        ref: 'ORD-2025-000123',
+        planCode: 'PREPAID_DJEZZY',
+        msisdn: '0551234567',
+        amount: 500,
+      },
+    ],
+  });
 export type MobileTopupRequest = z.infer<typeof MobileTopupRequest>;
 
-export const InternetTopupRequest = z.strictObject({
-  type: z.literal('internet_topup'),
-  ref: Ref,
-  lineType: InternetLineType,
-  number: LocalNumber,
-  value: Dinars,
-});
+export const InternetTopupRequest = z
+  .strictObject({
+    type: z.literal('internet_topup'),
+    ref: OrderRef,
+    lineType: InternetLineType,
+    number: LocalNumber,
+    value: Dinars,
+  })
+  .meta({
+    id: 'InternetTopupRequest',
+    description: 'An internet-line top-up (ADSL or 4G) of `value` dinars on line `number`.',
+    examples: [
+      { type: 'internet_topup', ref: 'ORD-2025-000124', lineType: 'ADSL', number: '0231234567', value: 1000 },
+    ],
+  });
 export type InternetTopupRequest = z.infer<typeof InternetTopupRequest>;
 
-export const GiftCardRequest = z.strictObject({
-  type: z.literal('gift_card'),
-  ref: Ref,
-  productId: z.string().min(1).max(64),
-  typeId: z.string().min(1).max(64),
-  quantity: z.number().int().positive().max(limits.maxQuantity),
-});
+export const GiftCardRequest = z
+  .strictObject({
+    type: z.literal('gift_card'),
+    ref: OrderRef,
+    productId: z.string().min(1).max(64),
+    typeId: z.string().min(1).max(64),
+    quantity: z.number().int().positive().max(limits.maxQuantity),
+  })
+  .meta({
+    id: 'GiftCardRequest',
+    description: '`quantity` gift cards of one product type from the catalog (GET /v1/gift-cards/catalog).',
+    examples: [
+      {
+        type: 'gift_card',
+        ref: 'ORD-2025-000125',
+        productId: 'GOOGLE_PLAY',
+        typeId: 'GOOGLE_PLAY_1000',
+        quantity: 2,
+      },
+    ],
+  });
 export type GiftCardRequest = z.infer<typeof GiftCardRequest>;
 
-export const OrderRequest = z.discriminatedUnion('type', [
-  MobileTopupRequest,
-  InternetTopupRequest,
-  GiftCardRequest,
-]);
+export const OrderRequest = z
+  .discriminatedUnion('type', [MobileTopupRequest, InternetTopupRequest, GiftCardRequest])
+  .meta({ id: 'OrderRequest', description: 'An order, discriminated by `type`.' });
 export type OrderRequest = z.infer<typeof OrderRequest>;
 
 export const reviewDecisions = ['FULFILLED', 'REFUNDED', 'RECHECK'] as const;
-export const ReviewDecision = z.strictObject({
-  decision: z.enum(reviewDecisions),
-  operator: z.string().trim().min(1).max(100),
-  note: z.string().trim().min(1).max(1_000),
-});
+export const ReviewDecision = z
+  .strictObject({
+    decision: z.enum(reviewDecisions),
+    operator: z.string().trim().min(1).max(100),
+    note: z.string().trim().min(1).max(1_000),
+  })
+  .meta({
+    id: 'ReviewDecision',
+    description: 'An operator decision on an order in NEEDS_REVIEW; RECHECK asks the provider again.',
+    examples: [{ decision: 'FULFILLED', operator: 'amina.b', note: 'Provider confirmed delivery by phone.' }],
+  });
 export type ReviewDecision = z.infer<typeof ReviewDecision>;

@@ -1,0 +1,110 @@
+/**
+ * The intake API's Express app, built from its dependencies so tests can start it on a free port
+ * against a real Temporal server and the provider sandbox (main.ts builds the real ones).
+ *
+ * Middleware order matters: request ID and logging first (every answer and log line carries the
+ * ID); then the public routes; then, for /v1, the caller is identified, rate-limited and refused
+ * without a valid key *before* a body is parsed; the central error handler comes last.
+ */
+import express, { type Express, type RequestHandler } from 'express';
+import type { Client } from '@temporalio/client';
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import type { OrderTimings } from '../../workflows/contract';
+import type { OrderType } from '../orders/schemas';
+import { timingsFromConfig } from '../orders/timings';
+import { ApiKeys, identifyCaller, rateLimitPerCaller, requireApiKey } from './auth';
+import { cachedCatalog } from './catalog';
+import { errorHandler, notFoundHandler, sendProblem, temporarilyUnavailable } from './error-handler';
+import { readinessCheck, type ProviderPort } from './health';
+import { requestLogger } from './logging';
+import { openApiDocument } from './openapi';
+import { OrderService } from './orders';
+import { giftCardsRouter } from './routes/catalog';
+import { ordersRouter } from './routes/orders';
+import { publicRouter } from './routes/public';
+
+export interface AppDeps {
+  client: Client;
+  taskQueue: string;
+  /** The provider client: the catalog and readiness (validateKey). */
+  provider: ProviderPort;
+  config: Config;
+  logger: Logger;
+  clock?: () => Date;
+  /** Polling timings for a new order's input; default: timingsFromConfig (POLL_*, ORDER_DEADLINE_*). */
+  timingsFor?: (type: OrderType) => Partial<OrderTimings> | undefined;
+  /** True once shutdown began: /readyz answers 503 so the load balancer stops sending traffic. */
+  shuttingDown?: () => boolean;
+}
+
+/** Headers on every answer: no MIME sniffing, and order data must not sit in shared caches. */
+const baseHeaders: RequestHandler = (_req, res, next) => {
+  res.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store' });
+  next();
+};
+
+/**
+ * API_REQUEST_TIMEOUT_MS bounds the whole request, handling included: each Temporal call has its
+ * own deadline, but a review makes several. Past it the client gets a 503 it may retry (every
+ * route is idempotent or read-only), instead of waiting on a stuck dependency.
+ */
+function requestDeadline(ms: number): RequestHandler {
+  return (req, res, next) => {
+    const timer = setTimeout(() => {
+      if (!res.headersSent)
+        sendProblem(req, res, temporarilyUnavailable('The request took too long; retry it.'));
+    }, ms);
+    res.once('close', () => clearTimeout(timer));
+    next();
+  };
+}
+
+export function createApp(deps: AppDeps): Express {
+  const { config, logger } = deps;
+  // Throws a ConfigError when API_KEYS is empty: an API nobody can call is a misconfiguration.
+  const keys = new ApiKeys(config.API_KEYS);
+  const clock = deps.clock ?? (() => new Date());
+
+  const orders = new OrderService({
+    client: deps.client,
+    taskQueue: deps.taskQueue,
+    timeoutMs: config.API_TEMPORAL_TIMEOUT_MS,
+    clock,
+    timingsFor: deps.timingsFor ?? ((type) => timingsFromConfig(config, type)),
+    logger,
+  });
+  const catalog = cachedCatalog(
+    () => deps.provider.getGiftCardCatalog(),
+    config.CATALOG_CACHE_TTL_MS,
+    () => clock().getTime(),
+  );
+  const readiness = readinessCheck({
+    client: deps.client,
+    provider: deps.provider,
+    timeoutMs: config.API_READINESS_TIMEOUT_MS,
+    now: () => clock().getTime(),
+  });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', config.API_TRUST_PROXY);
+  // Order views change every few seconds; a 304 would only hide that.
+  app.set('etag', false);
+
+  app.use(requestLogger(logger));
+  app.use(baseHeaders);
+  app.use(requestDeadline(config.API_REQUEST_TIMEOUT_MS));
+  app.use(publicRouter({ readiness, shuttingDown: deps.shuttingDown ?? (() => false), openApiDocument }));
+
+  // Everything under /v1 needs a key, checked before a body is even read.
+  app.use('/v1', identifyCaller(keys), rateLimitPerCaller(config.API_RATE_LIMIT_PER_MINUTE), requireApiKey);
+  // strict: only objects and arrays at the top level; past the limit the body is refused (413), not buffered.
+  app.use('/v1', express.json({ limit: config.API_BODY_LIMIT, strict: true, type: 'application/json' }));
+  app.use(ordersRouter(orders));
+  app.use(giftCardsRouter(catalog));
+
+  app.use(notFoundHandler);
+  app.use(errorHandler);
+  return app;
+}

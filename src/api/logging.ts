@@ -1,0 +1,88 @@
+/**
+ * Request IDs and the one structured log line per request.
+ *
+ * The log line carries the request ID, method, path, matched route, status and duration. It never
+ * carries headers (Authorization), bodies (phone numbers, card codes) or query values beyond the
+ * URL: the serializers below pick fields explicitly instead of redacting a full dump, and the
+ * redaction list in `createLogger` is the second line of defence for anything logged by hand.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Request } from 'express';
+import pino, { type Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+
+export const REQUEST_ID_HEADER = 'X-Request-Id';
+
+/** A caller's request ID is kept only if it cannot inject anything into a header or a log line. */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function requestIdFor(header: string | string[] | undefined): string {
+  return typeof header === 'string' && SAFE_REQUEST_ID.test(header) ? header : randomUUID();
+}
+
+/** Paths censored in every log line, should a secret or personal datum ever be logged by hand. */
+export const redactPaths = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.authorization',
+  'authorization',
+  'apiKey',
+  '*.apiKey',
+  'msisdn',
+  'number',
+  'cardCode',
+  'cards',
+  '*.msisdn',
+  '*.number',
+  '*.cardCode',
+  '*.cards',
+  '*.*.msisdn',
+  '*.*.number',
+  '*.*.cardCode',
+  '*.*.cards',
+];
+
+/** The process's root logger (JSON to stdout). */
+export function createLogger(level: string): Logger {
+  return pino({ level, redact: { paths: redactPaths, censor: '[redacted]' } });
+}
+
+/**
+ * The route pattern that matched (`/v1/orders/:ref`), so log lines group by route, not by ref.
+ * Routes are registered with full paths: a mounted router's prefix is gone by the time we log.
+ */
+function matchedRoute(req: IncomingMessage): string | undefined {
+  const { route } = req as Partial<Request>;
+  return typeof route?.path === 'string' ? route.path : undefined;
+}
+
+export function requestLogger(logger: Logger) {
+  return pinoHttp({
+    logger,
+    genReqId(req: IncomingMessage, res: ServerResponse) {
+      const id = requestIdFor(req.headers['x-request-id']);
+      res.setHeader(REQUEST_ID_HEADER, id);
+      return id;
+    },
+    // req.log carries only the request ID; the request itself is described once, on the final line.
+    quietReqLogger: true,
+    customAttributeKeys: { reqId: 'requestId', responseTime: 'durationMs' },
+    serializers: {
+      req: (req: { method?: string; url?: string; raw?: IncomingMessage }) => ({
+        method: req.method,
+        // The path only: a query string is short and harmless here, but nothing is logged by default.
+        path: (req.raw as Request | undefined)?.path ?? req.url?.split('?')[0],
+      }),
+      res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
+    },
+    customProps: (req) => {
+      const route = matchedRoute(req);
+      return route ? { route } : {};
+    },
+    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+    customSuccessMessage: (req, res) =>
+      `${req.method} ${matchedRoute(req) ?? '(no route)'} ${res.statusCode}`,
+    customErrorMessage: (req, res) => `${req.method} ${matchedRoute(req) ?? '(no route)'} ${res.statusCode}`,
+  });
+}

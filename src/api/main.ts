@@ -1,0 +1,70 @@
+/**
+ * `npm run api`: the intake API from the environment (src/config.ts), listening on PORT.
+ *
+ * It starts even while Temporal or the provider is down (the connection is lazy and /readyz says
+ * so), but not with bad configuration: no API_KEYS, a half-set TLS pair or an invalid variable
+ * stop it at once with a message naming the variable. On SIGTERM/SIGINT it stops being ready,
+ * lets requests in flight finish (API_SHUTDOWN_TIMEOUT_MS at most), then closes its connections.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { dataConverterFromConfig } from '../codec/data-converter';
+import { ConfigError, loadConfig } from '../config';
+import { createProviderClientFromConfig } from '../provider/pool';
+import { createApp } from './app';
+import { createLogger } from './logging';
+import { listen } from './server';
+import { temporalConnectionOptions } from './temporal-connection';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.LOG_LEVEL).child({ name: 'api' });
+
+  // Lazy: the first call connects, so the API is up (and says "not ready") while Temporal is not.
+  const connection = Connection.lazy(temporalConnectionOptions(config));
+  const client = new Client({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    // The worker's converter: the API encrypts order input (phone numbers) and decrypts views.
+    dataConverter: dataConverterFromConfig(config),
+  });
+  const provider = createProviderClientFromConfig(config);
+
+  let shuttingDown = false;
+  const app = createApp({
+    client,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    provider: provider.client,
+    config,
+    logger,
+    shuttingDown: () => shuttingDown,
+  });
+  const server = await listen(app, { port: config.PORT, config });
+  logger.info({ url: server.url, taskQueue: config.TEMPORAL_TASK_QUEUE }, 'intake API listening');
+
+  const shutdown = async (signal: NodeJS.Signals) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info({ signal }, 'shutting down: finishing requests in flight');
+    await server.close(config.API_SHUTDOWN_TIMEOUT_MS);
+    await Promise.allSettled([provider.close(), connection.close()]);
+    logger.info('stopped');
+    logger.flush();
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, (s) => {
+      shutdown(s).then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    });
+  }
+}
+
+main().catch((err: unknown) => {
+  // Configuration errors name the bad variables (never their values); a stack trace adds nothing.
+  console.error(err instanceof ConfigError ? err.message : err);
+  process.exit(1);
+});

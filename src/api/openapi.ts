@@ -1,0 +1,234 @@
+/**
+ * The OpenAPI 3.1 document, generated from the same zod schemas the routes validate with
+ * (src/orders/schemas.ts, ./schemas.ts) — never written by hand, so it cannot promise what the
+ * API does not accept. test/api-openapi.test.ts checks it against the routes.
+ *
+ * Components are named by the schemas' own zod `.meta({ id })` (zod-to-openapi reads it), not by
+ * `registry.register`, whose `.openapi()` would need zod patched before any schema is created.
+ */
+import {
+  OpenApiGeneratorV31,
+  OpenAPIRegistry,
+  type ResponseConfig,
+  type RouteConfig,
+} from '@asteasolutions/zod-to-openapi';
+import { type z } from 'zod';
+import { OrderRequest, ReviewDecision } from '../orders/schemas';
+import { Catalog } from '../provider/wire';
+import { problemKinds, type ProblemKey } from './errors';
+import { PROBLEM_CONTENT_TYPE } from './error-handler';
+import { REQUEST_ID_HEADER } from './logging';
+import {
+  Health,
+  ListOrdersQuery,
+  OrderList,
+  OrderView,
+  ProblemSchema,
+  Readiness,
+  RefParams,
+} from './schemas';
+
+/** wire.ts is the provider's; the document names its catalog schema here, on a copy. */
+const GiftCardCatalog = Catalog.meta({
+  id: 'GiftCardCatalog',
+  description: 'The provider’s gift-card catalog.',
+});
+
+const BEARER = 'bearerAuth';
+
+const requestIdHeader = {
+  [REQUEST_ID_HEADER]: {
+    description: 'The request ID (yours if you sent a safe one); quote it when reporting a problem.',
+    schema: { type: 'string' as const },
+  },
+};
+
+function ok(
+  description: string,
+  schema?: z.ZodType,
+  headers: ResponseConfig['headers'] = {},
+): ResponseConfig {
+  return {
+    description,
+    headers: { ...requestIdHeader, ...headers },
+    ...(schema ? { content: { 'application/json': { schema } } } : {}),
+  };
+}
+
+const retryAfter = {
+  'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' as const } },
+};
+const headersByStatus: Record<number, ResponseConfig['headers']> = {
+  401: { 'WWW-Authenticate': { description: 'Bearer challenge.', schema: { type: 'string' } } },
+  429: retryAfter,
+  503: retryAfter,
+};
+
+/** One problem+json response per status; problem types that share a status share its entry. */
+function problems(...keys: ProblemKey[]): Record<string, ResponseConfig> {
+  const byStatus = new Map<number, string[]>();
+  for (const key of keys) {
+    const { status, title } = problemKinds[key];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), `${title} (/problems/${key})`]);
+  }
+  return Object.fromEntries(
+    [...byStatus].map(([status, titles]) => [
+      String(status),
+      {
+        description: titles.join('; '),
+        headers: { ...requestIdHeader, ...headersByStatus[status] },
+        content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema } },
+      },
+    ]),
+  );
+}
+
+/** What can go wrong on every authenticated route. */
+const authenticated: Pick<RouteConfig, 'security'> = { security: [{ [BEARER]: [] }] };
+const commonProblems: ProblemKey[] = [
+  'unauthorized',
+  'rate-limited',
+  'internal-error',
+  'temporarily-unavailable',
+];
+const bodyProblems: ProblemKey[] = [
+  'validation-error',
+  'malformed-request',
+  'payload-too-large',
+  'unsupported-media-type',
+];
+
+function jsonBody(schema: z.ZodType, description: string) {
+  return { body: { required: true, description, content: { 'application/json': { schema } } } };
+}
+
+function buildRegistry(): OpenAPIRegistry {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', BEARER, {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'One of the keys configured in API_KEYS.',
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/v1/orders',
+    operationId: 'submitOrder',
+    tags: ['orders'],
+    summary: 'Submit an order (idempotent on `ref`)',
+    description:
+      'A new `ref` starts the order: 201 with `Location`. The same `ref` with the same body again answers ' +
+      '200 with the same order; the same `ref` with a different body answers 409.',
+    ...authenticated,
+    request: jsonBody(OrderRequest, 'The order, discriminated by `type`.'),
+    responses: {
+      201: ok('The order was accepted.', OrderView, {
+        Location: { description: 'The order’s URL.', schema: { type: 'string' } },
+      }),
+      200: ok('This order was already submitted with the same body; its current view.', OrderView),
+      ...problems(...bodyProblems, 'ref-conflict', ...commonProblems),
+    },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/orders',
+    operationId: 'listOrders',
+    tags: ['orders'],
+    summary: 'List orders, newest first (from Temporal visibility)',
+    ...authenticated,
+    request: { query: ListOrdersQuery },
+    responses: {
+      200: ok('A page of orders.', OrderList),
+      ...problems('validation-error', ...commonProblems),
+    },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/orders/{ref}',
+    operationId: 'getOrder',
+    tags: ['orders'],
+    summary: 'An order’s status, request, result, review and timeline',
+    ...authenticated,
+    request: { params: RefParams },
+    responses: {
+      200: ok('The order.', OrderView),
+      ...problems('validation-error', 'order-not-found', ...commonProblems),
+    },
+  });
+
+  registry.registerPath({
+    method: 'post',
+    path: '/v1/orders/{ref}/review',
+    operationId: 'reviewOrder',
+    tags: ['orders'],
+    summary: 'An operator’s decision on an order in NEEDS_REVIEW',
+    ...authenticated,
+    request: { params: RefParams, ...jsonBody(ReviewDecision, 'The decision.') },
+    responses: {
+      202: ok('The decision was passed to the order; its view (the decision applies shortly).', OrderView),
+      ...problems(...bodyProblems, 'order-not-found', 'order-not-in-review', ...commonProblems),
+    },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/gift-cards/catalog',
+    operationId: 'getGiftCardCatalog',
+    tags: ['gift cards'],
+    summary: 'The provider’s gift-card catalog (cached briefly)',
+    ...authenticated,
+    responses: {
+      200: ok('The catalog.', GiftCardCatalog),
+      ...problems('provider-unavailable', ...commonProblems),
+    },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/healthz',
+    operationId: 'health',
+    tags: ['operations'],
+    summary: 'Liveness',
+    responses: { 200: ok('The process is up.', Health) },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/readyz',
+    operationId: 'readiness',
+    tags: ['operations'],
+    summary: 'Readiness: Temporal and the provider are reachable',
+    responses: { 200: ok('Ready.', Readiness), ...problems('temporarily-unavailable') },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/openapi.json',
+    operationId: 'openApiDocument',
+    tags: ['operations'],
+    summary: 'This document',
+    responses: {
+      200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: {} } } },
+    },
+  });
+  return registry;
+}
+
+let document: object | undefined;
+
+/** Generated once per process: the schemas do not change at run time. */
+export function openApiDocument(): object {
+  document ??= new OpenApiGeneratorV31(buildRegistry().definitions).generateDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'Top-up and gift-card fulfillment — intake API',
+      version: '1.0.0',
+      description:
+        'Back-office intake for mobile top-ups, internet top-ups and gift-card orders. Errors are ' +
+        'application/problem+json (RFC 9457); validation problems list every bad field in `errors`.',
+    },
+    tags: [{ name: 'orders' }, { name: 'gift cards' }, { name: 'operations' }],
+  });
+  return document;
+}

@@ -1,0 +1,213 @@
+/**
+ * What the order routes do with Temporal: start an order idempotently, read its view, list orders
+ * from visibility (order-list.ts) and pass on a review decision. Routes stay thin; this module knows the workflow
+ * contract (workflows/contract.ts) and turns Temporal's errors into ApiErrors.
+ */
+import { createHash } from 'node:crypto';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type Client,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import type { Logger } from 'pino';
+import {
+  OrderStatusAttribute,
+  OrderTypeAttribute,
+  orderWorkflowId,
+  resolveReviewSignal,
+  statusQuery,
+  workflowTypeByOrderType,
+  type OrderInput,
+  type OrderTimings,
+  type OrderView,
+} from '../../workflows/contract';
+import type { OrderRequest, OrderType, ReviewDecision } from '../orders/schemas';
+import { temporarilyUnavailable } from './error-handler';
+import { ApiError } from './errors';
+import { OrderListing, type OrderList } from './order-list';
+import type { ListOrdersQuery } from './schemas';
+
+export interface OrderServiceOptions {
+  client: Client;
+  taskQueue: string;
+  /** Deadline of each Temporal call: a slow Temporal answers 503, it does not hold the request. */
+  timeoutMs: number;
+  clock: () => Date;
+  /** Polling timings put in each new order's input (tests scale them down). */
+  timingsFor: (type: OrderType) => Partial<OrderTimings> | undefined;
+  /** For calls made outside a request; routes pass the request's logger (with its request ID). */
+  logger: Logger;
+}
+
+/** The memo key holding the hash of the order's canonical request (never the request: personal data). */
+export const REQUEST_HASH_MEMO = 'requestHash';
+
+/** JSON with sorted keys, so the same request always hashes the same whatever its key order. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** sha256 of the *parsed* request's canonical JSON: the idempotency fingerprint of an order. */
+export function requestHash(request: OrderRequest): string {
+  return createHash('sha256').update(canonicalJson(request)).digest('hex');
+}
+
+/** The view of an order just started: the workflow may not have run its first task yet. */
+export function acceptedView(input: OrderInput): OrderView {
+  const { request, acceptedAt } = input;
+  return {
+    ref: request.ref,
+    type: request.type,
+    status: 'ACCEPTED',
+    request,
+    acceptedAt,
+    updatedAt: acceptedAt,
+    timeline: [{ at: acceptedAt, status: 'ACCEPTED', event: 'Order accepted' }],
+  };
+}
+
+/** A workflow result is trusted as a view only if it has a view's shape. */
+function looksLikeView(value: unknown, ref: string): value is OrderView {
+  const v = value as Partial<OrderView> | null;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    v.ref === ref &&
+    typeof v.status === 'string' &&
+    Array.isArray(v.timeline)
+  );
+}
+
+export class OrderService {
+  readonly #o: OrderServiceOptions;
+  readonly #listing: OrderListing;
+
+  constructor(options: OrderServiceOptions) {
+    this.#o = options;
+    this.#listing = new OrderListing(options.client, (fn) => this.#timed(fn));
+  }
+
+  /** Every Temporal call under one deadline; a missed deadline surfaces as a gRPC error (→ 503). */
+  #timed<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#o.client.withDeadline(Date.now() + this.#o.timeoutMs, fn);
+  }
+
+  #handle(ref: string): WorkflowHandle {
+    return this.#o.client.workflow.getHandle(orderWorkflowId(ref));
+  }
+
+  /**
+   * Starts the order's workflow, or finds the one this ref already started. The workflow ID is the
+   * idempotency key: Temporal refuses a second workflow with the same ID (REJECT_DUPLICATE for
+   * closed ones, FAIL for a running one), so concurrent submissions start exactly one.
+   */
+  async submit(
+    request: OrderRequest,
+    log: Logger = this.#o.logger,
+  ): Promise<{ created: boolean; view: OrderView }> {
+    const hash = requestHash(request);
+    const input: OrderInput = {
+      request,
+      acceptedAt: this.#o.clock().toISOString(),
+      timings: this.#o.timingsFor(request.type),
+    };
+    try {
+      await this.#timed(() =>
+        this.#o.client.workflow.start(workflowTypeByOrderType[request.type], {
+          workflowId: orderWorkflowId(request.ref),
+          taskQueue: this.#o.taskQueue,
+          args: [input],
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          workflowIdConflictPolicy: 'FAIL',
+          memo: { [REQUEST_HASH_MEMO]: hash },
+          typedSearchAttributes: [
+            { key: OrderTypeAttribute, value: request.type },
+            { key: OrderStatusAttribute, value: 'ACCEPTED' },
+          ],
+        }),
+      );
+      return { created: true, view: acceptedView(input) };
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+
+    const description = await this.#timed(() => this.#handle(request.ref).describe());
+    if (description.memo?.[REQUEST_HASH_MEMO] !== hash) {
+      throw new ApiError(
+        'ref-conflict',
+        `An order with ref ${request.ref} exists with a different request; use a new ref for a new order.`,
+      );
+    }
+    return { created: false, view: await this.view(request.ref, log) };
+  }
+
+  /**
+   * The order's current view from the workflow's `status` query. A closed workflow answers the
+   * query too while a worker runs; without one, a completed workflow's result is its final view.
+   * `log` is the request's logger, so what goes wrong is logged with the request ID.
+   */
+  async view(ref: string, log: Logger = this.#o.logger): Promise<OrderView> {
+    const handle = this.#handle(ref);
+    let queryError: unknown;
+    try {
+      return await this.#timed(() => handle.query(statusQuery));
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw orderNotFound(ref);
+      queryError = err;
+    }
+    try {
+      const description = await this.#timed(() => handle.describe());
+      if (description.status.name === 'COMPLETED') {
+        const result: unknown = await this.#timed(() => handle.result());
+        if (looksLikeView(result, ref)) return result;
+      }
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw orderNotFound(ref);
+      log.warn({ err, ref }, 'order view: fallback to the workflow result failed');
+    }
+    log.warn({ err: queryError, ref }, 'order view: status query failed');
+    throw temporarilyUnavailable(
+      'The order exists but its status cannot be read right now; retry later.',
+      queryError,
+    );
+  }
+
+  /** Newest first, from Temporal visibility: see order-list.ts. */
+  list(query: ListOrdersQuery): Promise<OrderList> {
+    return this.#listing.list(query);
+  }
+
+  /** Passes an operator decision to an order in NEEDS_REVIEW (409 otherwise); answers the view after it. */
+  async review(ref: string, decision: ReviewDecision, log: Logger = this.#o.logger): Promise<OrderView> {
+    const before = await this.view(ref, log);
+    if (before.status !== 'NEEDS_REVIEW') throw notInReview(ref, before.status);
+    try {
+      await this.#timed(() => this.#handle(ref).signal(resolveReviewSignal, decision));
+    } catch (err) {
+      // The workflow closed between the query and the signal: it resolved itself.
+      if (err instanceof WorkflowNotFoundError) throw notInReview(ref, 'closed');
+      throw err;
+    }
+    // The decision is applied asynchronously (202); the fresh view shows it if it is already done.
+    return this.view(ref, log).catch(() => before);
+  }
+}
+
+function orderNotFound(ref: string): ApiError {
+  return new ApiError('order-not-found', `No order with ref ${ref}.`);
+}
+
+function notInReview(ref: string, status: string): ApiError {
+  return new ApiError(
+    'order-not-in-review',
+    `Order ${ref} is ${status}; only an order in NEEDS_REVIEW takes a decision.`,
+  );
+}

@@ -1,0 +1,36 @@
+/** The unauthenticated routes: liveness, readiness and the OpenAPI document. */
+import { Router } from 'express';
+import { temporarilyUnavailable } from '../error-handler';
+import type { Readiness } from '../health';
+
+export function publicRouter(deps: {
+  readiness: () => Promise<Readiness>;
+  shuttingDown: () => boolean;
+  openApiDocument: () => object;
+}): Router {
+  const router = Router();
+
+  // Liveness: the process answers. Dependencies are readiness's business, so a Temporal outage
+  // does not get every instance restarted.
+  router.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+
+  router.get('/readyz', async (req, res) => {
+    if (deps.shuttingDown()) throw temporarilyUnavailable('Not ready: shutting down.');
+    const { temporal, provider, problems } = await deps.readiness();
+    const down = [temporal ? [] : ['Temporal'], provider ? [] : ['the provider']].flat();
+    if (down.length > 0) {
+      // The reasons go to the log only: /readyz is public.
+      req.log.warn({ problems }, 'not ready');
+      throw temporarilyUnavailable(`Not ready: ${down.join(' and ')} unreachable.`);
+    }
+    res.json({ status: 'ready', checks: { temporal: 'up', provider: 'up' } });
+  });
+
+  router.get('/openapi.json', (_req, res) => {
+    res.json(deps.openApiDocument());
+  });
+
+  return router;
+}

@@ -1,0 +1,153 @@
+/**
+ * The intake API's own schemas: path and query parameters, and the response bodies. A `.meta` id
+ * names the schema's component in the OpenAPI document.
+ *
+ * Request bodies come from src/orders/schemas.ts. The response schemas describe the workflow's
+ * OrderView (workflows/contract.ts) for the OpenAPI document; the type assertions at the end make
+ * the compiler fail if the two drift apart.
+ */
+import { z } from 'zod';
+import type { OrderView as ContractView } from '../../workflows/contract';
+import { OrderRef, OrderRequest, OrderStatus, OrderType, ReviewDecision } from '../orders/schemas';
+import { ProviderStatus } from '../provider/wire';
+
+// ---- parameters ----
+
+export const RefParams = z.strictObject({
+  ref: OrderRef,
+});
+
+/** Page sizes above this make one visibility call too slow to answer within the request timeout. */
+export const MAX_PAGE_SIZE = 100;
+export const DEFAULT_PAGE_SIZE = 20;
+
+export const ListOrdersQuery = z.strictObject({
+  status: OrderStatus.optional().meta({ description: 'Only orders in this status.' }),
+  type: OrderType.optional().meta({ description: 'Only orders of this type.' }),
+  pageSize: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_PAGE_SIZE)
+    .default(DEFAULT_PAGE_SIZE)
+    .meta({ description: 'Orders per page.' }),
+  pageToken: z
+    .string()
+    .max(4_096)
+    .regex(/^[A-Za-z0-9_-]+$/, 'expected the nextPageToken of a previous page')
+    .optional()
+    .meta({ description: 'The `nextPageToken` of the previous page.' }),
+});
+export type ListOrdersQuery = z.infer<typeof ListOrdersQuery>;
+
+// ---- responses ----
+
+const IsoTime = z.iso.datetime({ offset: true });
+
+export const TimelineEntry = z
+  .object({ at: IsoTime, status: OrderStatus, event: z.string() })
+  .meta({ id: 'TimelineEntry' });
+
+export const OrderResult = z
+  .object({
+    msisdn: z.string().optional(),
+    amount: z.number().optional(),
+    cardCode: z.string().optional().meta({ description: 'Internet top-ups: the recharge code.' }),
+    transactionNumber: z.string().optional(),
+    cards: z
+      .array(z.object({ code: z.string(), serial: z.string() }))
+      .optional()
+      .meta({ description: 'Gift cards: one entry per card.' }),
+    message: z.string().optional(),
+    suggestedPlans: z.array(z.object({ planCode: z.string(), amount: z.number() })).optional(),
+  })
+  .meta({ id: 'OrderResult' });
+
+export const OrderView = z
+  .object({
+    ref: z.string(),
+    type: OrderType,
+    status: OrderStatus,
+    providerStatus: ProviderStatus.optional(),
+    request: OrderRequest,
+    providerReference: z.string().optional(),
+    result: OrderResult.optional(),
+    failure: z.object({ code: z.string(), message: z.string() }).optional(),
+    review: z
+      .object({
+        reason: z.string(),
+        evidence: z.string().optional(),
+        since: IsoTime,
+        resolution: ReviewDecision.extend({ at: IsoTime }).optional(),
+      })
+      .optional(),
+    acceptedAt: IsoTime,
+    updatedAt: IsoTime,
+    completedAt: IsoTime.optional(),
+    timeline: z.array(TimelineEntry),
+  })
+  .meta({ id: 'OrderView', description: 'An order as the workflow sees it now.' });
+
+export const workflowStatuses = [
+  'RUNNING',
+  'COMPLETED',
+  'FAILED',
+  'CANCELLED',
+  'TERMINATED',
+  'CONTINUED_AS_NEW',
+  'TIMED_OUT',
+  'UNKNOWN',
+] as const;
+
+export const OrderSummary = z
+  .object({
+    ref: z.string(),
+    type: OrderType.optional(),
+    status: OrderStatus.optional(),
+    workflowStatus: z.enum(workflowStatuses),
+    acceptedAt: IsoTime,
+    closedAt: IsoTime.optional(),
+  })
+  .meta({ id: 'OrderSummary', description: 'One order as Temporal visibility lists it.' });
+
+export const OrderList = z
+  .object({
+    orders: z.array(OrderSummary),
+    nextPageToken: z.string().optional().meta({ description: 'Absent on the last page.' }),
+  })
+  .meta({ id: 'OrderList' });
+
+export const Health = z.object({ status: z.literal('ok') }).meta({ id: 'Health' });
+export const Readiness = z
+  .object({
+    status: z.literal('ready'),
+    checks: z.object({ temporal: z.literal('up'), provider: z.literal('up') }),
+  })
+  .meta({ id: 'Readiness' });
+
+export const FieldErrorSchema = z.object({ field: z.string(), message: z.string() });
+
+export const ProblemSchema = z
+  .object({
+    type: z
+      .string()
+      .meta({ description: 'Stable identifier of the problem type, e.g. /problems/validation-error.' }),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    requestId: z.string().optional(),
+    errors: z
+      .array(FieldErrorSchema)
+      .optional()
+      .meta({ description: 'Validation problems: one entry per bad field.' }),
+  })
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details.' });
+
+// ---- the compiler keeps the documented view and the workflow's view identical ----
+
+type Assignable<A, B> = [A] extends [B] ? true : false;
+const viewMatches: [
+  Assignable<z.infer<typeof OrderView>, ContractView>,
+  Assignable<ContractView, z.infer<typeof OrderView>>,
+] = [true, true];
+void viewMatches;
