@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { failureConverterPath } from '../src/codec/data-converter';
 import { defaultWorkflowsPath } from '../src/worker/worker';
 
 async function main(): Promise<void> {
@@ -12,6 +13,9 @@ async function main(): Promise<void> {
   // WARN: webpack's per-module report is noise here.
   const { code } = await bundleWorkflowCode({
     workflowsPath: defaultWorkflowsPath,
+    // A pre-built bundle ignores the Worker's failureConverterPath: build it in, so failures
+    // raised inside workflows are encrypted whenever PAYLOAD_ENCRYPTION_KEYS is set.
+    failureConverterPath,
     logger: new DefaultLogger('WARN'),
   });
   mkdirSync(dirname(outFile), { recursive: true });

@@ -7,6 +7,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { failureConverterPath } from '../src/codec/data-converter';
 import { startDevServer } from '../src/temporal/dev-server';
 
 const root = resolve(__dirname, '..');
@@ -22,8 +24,7 @@ function testFiles(dir: string): string[] {
 async function bundleWorkflows(outDir: string): Promise<string | undefined> {
   const workflowsPath = join(root, 'workflows', 'index.ts');
   if (!existsSync(workflowsPath)) return undefined;
-  const { bundleWorkflowCode } = await import('@temporalio/worker');
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: undefined });
+  const { code } = await bundleWorkflowCode({ workflowsPath, failureConverterPath, logger: undefined });
   const codePath = join(outDir, 'workflow-bundle.js');
   writeFileSync(codePath, code);
   return codePath;

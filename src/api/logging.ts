@@ -4,12 +4,12 @@
  * The log line carries the request ID, method, path, matched route, status and duration. It never
  * carries headers (Authorization), bodies (phone numbers, card codes) or query values beyond the
  * URL: the serializers below pick fields explicitly instead of redacting a full dump, and the
- * redaction list in `createLogger` is the second line of defence for anything logged by hand.
+ * redaction list in `createLogger` (src/logging.ts) is the second line of defence for anything logged by hand.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request } from 'express';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
@@ -19,33 +19,6 @@ const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function requestIdFor(header: string | string[] | undefined): string {
   return typeof header === 'string' && SAFE_REQUEST_ID.test(header) ? header : randomUUID();
-}
-
-/** Paths censored in every log line, should a secret or personal datum ever be logged by hand. */
-export const redactPaths = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'headers.authorization',
-  'authorization',
-  'apiKey',
-  '*.apiKey',
-  'msisdn',
-  'number',
-  'cardCode',
-  'cards',
-  '*.msisdn',
-  '*.number',
-  '*.cardCode',
-  '*.cards',
-  '*.*.msisdn',
-  '*.*.number',
-  '*.*.cardCode',
-  '*.*.cards',
-];
-
-/** The process's root logger (JSON to stdout). */
-export function createLogger(level: string): Logger {
-  return pino({ level, redact: { paths: redactPaths, censor: '[redacted]' } });
 }
 
 /**

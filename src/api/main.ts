@@ -11,9 +11,9 @@ import { dataConverterFromConfig } from '../codec/data-converter';
 import { ConfigError, loadConfig } from '../config';
 import { createProviderClientFromConfig } from '../provider/pool';
 import { createApp } from './app';
-import { createLogger } from './logging';
+import { createLogger } from '../logging';
 import { listen } from './server';
-import { temporalConnectionOptions } from './temporal-connection';
+import { temporalConnectionOptions } from '../temporal/connection';
 
 async function main(): Promise<void> {
   const config = loadConfig();

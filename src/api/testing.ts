@@ -8,7 +8,7 @@ import pino, { type Logger } from 'pino';
 import { Pool } from 'undici';
 import { loadConfig, type Config } from '../config';
 import { createApp, type AppDeps } from './app';
-import { redactPaths } from './logging';
+import { redactPaths } from '../logging';
 import { listen } from './server';
 
 export const TEST_API_KEY = 'test-api-key-1';

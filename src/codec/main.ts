@@ -4,7 +4,7 @@
  * [--codec-auth "Bearer <token>"]`). See server.ts for who may call it.
  */
 import type { AddressInfo } from 'node:net';
-import pino from 'pino';
+import { createLogger } from '../logging';
 import { ConfigError, loadConfig } from '../config';
 import { createEncryptionCodecFromConfig } from './encryption-codec';
 import { createCodecServer } from './server';
@@ -15,7 +15,7 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 
 function main(): void {
   const config = loadConfig();
-  const logger = pino({ name: 'codec', level: config.LOG_LEVEL });
+  const logger = createLogger(config.LOG_LEVEL).child({ name: 'codec' });
 
   const codec = createEncryptionCodecFromConfig(config);
   if (!codec) {

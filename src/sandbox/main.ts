@@ -3,13 +3,13 @@
  * SANDBOX_* and LOG_LEVEL). Logs where it listens — never the keys or the admin token — and stops
  * cleanly on SIGINT / SIGTERM.
  */
-import pino from 'pino';
+import { createLogger } from '../logging';
 import { ConfigError, loadConfig } from '../config';
 import { startSandbox } from './server';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = pino({ name: 'sandbox', level: config.LOG_LEVEL });
+  const logger = createLogger(config.LOG_LEVEL).child({ name: 'sandbox' });
   const sandbox = await startSandbox({
     port: config.SANDBOX_PORT,
     host: config.SANDBOX_HOST,

@@ -4,10 +4,10 @@
  * SDK drops log calls made while replaying).
  */
 import type { LogLevel, LogMetadata, Logger } from '@temporalio/common';
-import pino from 'pino';
+import { createLogger } from '../logging';
 
 export function createWorkerLogger(level: string): Logger {
-  const root = pino({ name: 'worker', level });
+  const root = createLogger(level).child({ name: 'worker' });
   const log = (sdkLevel: LogLevel, message: string, meta: LogMetadata = {}) => {
     // pino serializes an Error only under `err`; the SDK passes failures as `error`.
     const { error, ...rest } = meta as { error?: unknown };

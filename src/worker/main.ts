@@ -5,7 +5,8 @@
  */
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createActivities } from '../../activities';
-import { temporalConnectionOptions } from '../api/temporal-connection';
+import { nativeConnectionOptions } from '../temporal/connection';
+import { dataConverterFromConfig } from '../codec/data-converter';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createProviderClientFromConfig, isProviderError, type ProviderClient } from '../provider';
 import { createWorkerLogger } from './logger';
@@ -22,18 +23,14 @@ async function main(): Promise<void> {
   let connection: NativeConnection | undefined;
   try {
     await checkProviderKey(provider.client, config, logger);
-    // The same TLS / API-key settings as the API's client; the client's type also allows a key callback.
-    const { address, tls, apiKey } = temporalConnectionOptions(config);
-    connection = await NativeConnection.connect({
-      address,
-      tls,
-      apiKey: typeof apiKey === 'function' ? apiKey() : apiKey,
-    });
+    connection = await NativeConnection.connect(nativeConnectionOptions(config));
     const worker = await createOrderWorker({
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       activities: createActivities({ provider: provider.client }),
+      // The API's client encrypts what it starts; the worker must read and write the same way.
+      dataConverter: dataConverterFromConfig(config),
       workflowCode: workflowCodeFromConfig(config),
       tuning: tuningFromConfig(config),
     });

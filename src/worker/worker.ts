@@ -3,6 +3,7 @@
  * activities on one task queue. Shared by `npm run worker` (main.ts), tests and scripts.
  */
 import { Worker, type NativeConnection } from '@temporalio/worker';
+import type { DataConverter } from '@temporalio/common';
 import type { OrderActivities } from '../../activities';
 import type { Config } from '../config';
 
@@ -27,11 +28,21 @@ export interface OrderWorkerOptions {
   activities: OrderActivities;
   workflowCode: WorkflowCode;
   tuning?: Partial<WorkerTuning>;
+  /** Payload encryption (dataConverterFromConfig); Temporal's defaults when absent. */
+  dataConverter?: DataConverter;
 }
 
 export function createOrderWorker(options: OrderWorkerOptions): Promise<Worker> {
-  const { connection, namespace, taskQueue, activities, workflowCode, tuning } = options;
-  return Worker.create({ connection, namespace, taskQueue, activities, ...workflowCode, ...tuning });
+  const { connection, namespace, taskQueue, activities, workflowCode, tuning, dataConverter } = options;
+  return Worker.create({
+    connection,
+    namespace,
+    taskQueue,
+    activities,
+    dataConverter,
+    ...workflowCode,
+    ...tuning,
+  });
 }
 
 export function tuningFromConfig(config: Config): WorkerTuning {

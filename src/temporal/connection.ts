@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from '@temporalio/client';
+import type { NativeConnectionOptions } from '@temporalio/worker';
 import { ConfigError, type Config } from '../config';
 
 export function temporalConnectionOptions(config: Config): ConnectionOptions {
@@ -23,6 +24,16 @@ export function temporalConnectionOptions(config: Config): ConnectionOptions {
       : undefined;
   return {
     address: config.TEMPORAL_ADDRESS,
+    ...(tls ? { tls } : {}),
+    ...(config.TEMPORAL_API_KEY ? { apiKey: config.TEMPORAL_API_KEY } : {}),
+  };
+}
+
+/** The same settings for the worker's NativeConnection (whose API key is a plain string). */
+export function nativeConnectionOptions(config: Config): NativeConnectionOptions {
+  const { address, tls } = temporalConnectionOptions(config);
+  return {
+    address,
     ...(tls ? { tls } : {}),
     ...(config.TEMPORAL_API_KEY ? { apiKey: config.TEMPORAL_API_KEY } : {}),
   };
