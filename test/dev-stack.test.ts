@@ -1,0 +1,204 @@
+/**
+ * The README's first command, run as a user would: `npm start` in a terminal, an order submitted to
+ * the address it prints with the key it prints, then Ctrl-C (SIGINT to the whole process group, as
+ * a terminal sends it). Nothing may be left running. The restart test stops the stack while an
+ * order is in flight and starts it again on the same data directory: the order finishes.
+ */
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { freePort } from '../src/temporal/dev-server';
+import { startSandbox } from '../src/sandbox/server';
+
+const root = resolve(__dirname, '..');
+const STARTUP_TIMEOUT_MS = 240_000;
+
+interface RunningStack {
+  npm: ChildProcess;
+  output: () => string;
+  apiUrl: string;
+  apiKey: string;
+  uiUrl: string;
+}
+
+async function stackEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise<NodeJS.ProcessEnv> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  // The test runner's own settings must not leak into the stack under test.
+  for (const name of [
+    'TEMPORAL_ADDRESS',
+    'PROVIDER_BASE_URL',
+    'PROVIDER_API_KEY',
+    'API_KEYS',
+    'NODE_TEST_CONTEXT',
+  ]) {
+    delete env[name];
+  }
+  return {
+    ...env,
+    DEV_DATA_DIR: dataDir,
+    DEV_TEMPORAL_PORT: String(await freePort()),
+    DEV_TEMPORAL_UI_PORT: String(await freePort()),
+    CODEC_PORT: String(await freePort()),
+    SANDBOX_PORT: String(await freePort()),
+    PORT: String(await freePort()),
+    // Fast sandbox and polling, so an order finishes in about a second.
+    SANDBOX_TIME_SCALE: '0.05',
+    POLL_FIRST_CHECK_MS: '250',
+    POLL_HANDLING_CHECK_MS: '750',
+    POLL_MAX_INTERVAL_MS: '1000',
+    LOG_LEVEL: 'warn',
+    ...extra,
+  };
+}
+
+function processesInGroup(pgid: number): string[] {
+  const ps = execFileSync('ps', ['-eo', 'pid=,pgid=,args='], { encoding: 'utf8' });
+  return ps
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([, group]) => Number(group) === pgid)
+    .map((fields) => fields.slice(2).join(' '));
+}
+
+async function startStack(env: NodeJS.ProcessEnv): Promise<RunningStack> {
+  // detached: its own process group, like a shell job, so Ctrl-C can be sent to all of it.
+  const npm = spawn('npm', ['start', '--silent'], {
+    cwd: root,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  npm.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  npm.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  while (!output.includes('Ctrl-C stops everything.')) {
+    if (npm.exitCode !== null) throw new Error(`npm start exited early:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`npm start did not come up:\n${output}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const field = (label: string) => {
+    const match = new RegExp(`${label}:\\s+(\\S+)`).exec(output);
+    assert.ok(match, `the banner prints "${label}"`);
+    return match[1]!;
+  };
+  return {
+    npm,
+    output: () => output,
+    apiUrl: field('API'),
+    apiKey: field('API key'),
+    uiUrl: field('Temporal UI'),
+  };
+}
+
+/** Ctrl-C, then wait for npm start to end and check that nothing of the stack is left. */
+async function stopStack(stack: RunningStack): Promise<void> {
+  const pgid = stack.npm.pid!;
+  const exited = new Promise<number | null>((done) => stack.npm.once('exit', (code) => done(code)));
+  process.kill(-pgid, 'SIGINT');
+  const code = await Promise.race([
+    exited,
+    new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 60_000)),
+  ]);
+  // Give the group's last members a moment to be reaped before looking.
+  for (let i = 0; i < 20 && processesInGroup(pgid).length > 0; i++)
+    await new Promise((r) => setTimeout(r, 250));
+  const leftovers = processesInGroup(pgid);
+  if (leftovers.length > 0) process.kill(-pgid, 'SIGKILL');
+  assert.notEqual(code, 'timeout', `npm start stops on Ctrl-C:\n${stack.output()}`);
+  assert.deepEqual(leftovers, [], 'nothing is left running after Ctrl-C');
+}
+
+async function api(stack: RunningStack, path: string, body?: unknown) {
+  const response = await fetch(`${stack.apiUrl}${path}`, {
+    method: body ? 'POST' : 'GET',
+    headers: { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: response.status, body: (await response.json()) as { status?: string } };
+}
+
+async function waitForStatus(stack: RunningStack, ref: string, wanted: string[], timeoutMs = 90_000) {
+  const deadline = Date.now() + timeoutMs;
+  let last: string | undefined;
+  while (Date.now() < deadline) {
+    const { status, body } = await api(stack, `/v1/orders/${ref}`);
+    last = `${status} ${body.status}`;
+    if (status === 200 && wanted.includes(body.status!)) return body;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`order ${ref} did not reach ${wanted.join('/')} (last: ${last})`);
+}
+
+describe('the dev stack (npm start)', { timeout: 600_000 }, () => {
+  const dataDirs: string[] = [];
+  after(() => dataDirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+  it('when started as the README says, serves the printed API with the printed key until Ctrl-C, then leaves nothing running', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'dev-stack-'));
+    dataDirs.push(dataDir);
+    const stack = await startStack(await stackEnv(dataDir));
+    try {
+      const ui = await fetch(stack.uiUrl);
+      assert.equal(ui.status, 200, 'the printed Temporal UI answers');
+      await ui.body?.cancel();
+      const submitted = await api(stack, '/v1/orders', {
+        type: 'mobile_topup',
+        ref: 'dev-stack-1',
+        planCode: 'PREPAID_MOBILIS',
+        msisdn: '0555123456',
+        amount: 500,
+      });
+      assert.equal(submitted.status, 201);
+      await waitForStatus(stack, 'dev-stack-1', ['FULFILLED']);
+    } finally {
+      await stopStack(stack);
+    }
+  });
+
+  it('when stopped with an order in flight and started again on the same data, the order finishes', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'dev-stack-'));
+    dataDirs.push(dataDir);
+    // The provider lives outside the stack, as a real one does: it remembers the order across our restart.
+    const provider = await startSandbox({ port: 0, timeScale: 0.5, adminToken: 'admin' });
+    try {
+      const env = await stackEnv(dataDir, {
+        PROVIDER_BASE_URL: provider.url,
+        PROVIDER_API_KEY: 'sandbox-key',
+      });
+      const first = await startStack(env);
+      try {
+        const submitted = await api(first, '/v1/orders', {
+          type: 'internet_topup',
+          ref: 'dev-stack-restart',
+          lineType: 'ADSL',
+          number: '0213456789',
+          value: 1000,
+        });
+        assert.equal(submitted.status, 201);
+        // Sent to the provider, which needs 10 s more at this time scale: in flight.
+        await waitForStatus(first, 'dev-stack-restart', ['SUBMITTED', 'PROCESSING'], 60_000);
+      } finally {
+        await stopStack(first);
+      }
+      const second = await startStack(env);
+      try {
+        const order = await waitForStatus(second, 'dev-stack-restart', ['FULFILLED'], 120_000);
+        assert.equal(order.status, 'FULFILLED');
+      } finally {
+        await stopStack(second);
+      }
+      const sends = (await (
+        await fetch(`${provider.url}/admin/sends/dev-stack-restart`, {
+          headers: { 'x-admin-token': 'admin' },
+        })
+      ).json()) as { data: { accepted: number } };
+      assert.equal(sends.data.accepted, 1, 'the restart did not send the top-up again');
+    } finally {
+      await provider.close();
+    }
+  });
+});
