@@ -105,6 +105,11 @@ const schema = z.object({
   WORKER_MAX_CONCURRENT_ACTIVITIES: positiveInt.default(100),
   WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: positiveInt.default(40),
   WORKER_MAX_CACHED_WORKFLOWS: positiveInt.default(2_000),
+  /**
+   * Provider calls per second across ALL workers of the task queue (Temporal enforces it on the
+   * server side, so adding workers does not multiply it). Unset = no limit.
+   */
+  WORKER_PROVIDER_CALLS_PER_SECOND: z.coerce.number().positive().optional(),
   /** Path to a pre-built workflow bundle (npm run build:bundle); unset = bundle at start. */
   WORKER_WORKFLOW_BUNDLE_PATH: z.string().optional(),
 

@@ -12,6 +12,8 @@ export interface WorkerTuning {
   maxConcurrentActivityTaskExecutions: number;
   maxConcurrentWorkflowTaskExecutions: number;
   maxCachedWorkflows: number;
+  /** Every activity is one provider call, so this caps the calls the whole fleet makes. */
+  maxTaskQueueActivitiesPerSecond?: number;
 }
 
 /** A bundle built ahead (npm run build:bundle: fast start, same code on every worker) or the sources. */
@@ -50,6 +52,9 @@ export function tuningFromConfig(config: Config): WorkerTuning {
     maxConcurrentActivityTaskExecutions: config.WORKER_MAX_CONCURRENT_ACTIVITIES,
     maxConcurrentWorkflowTaskExecutions: config.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+    ...(config.WORKER_PROVIDER_CALLS_PER_SECOND
+      ? { maxTaskQueueActivitiesPerSecond: config.WORKER_PROVIDER_CALLS_PER_SECOND }
+      : {}),
   };
 }
 
