@@ -8,7 +8,6 @@ import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, defaultPayloadConverter, type Payload } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { Express } from 'express';
 import pino from 'pino';
@@ -23,6 +22,7 @@ import {
 import { dataConverterFromConfig, failureConverterPath } from '../src/codec/data-converter';
 import type * as failureConverterModule from '../src/codec/failure-converter';
 import { createCodecServer } from '../src/codec/server';
+import { rawHistory as readRawHistory, toJsonPayload, type RawPayload } from './helpers/raw-history';
 import { ConfigError } from '../src/config';
 import { findTemporalCli } from '../src/temporal/cli';
 import type {
@@ -46,14 +46,6 @@ const secretPayload = (): Payload =>
 function plain(payload: Payload): { metadata: Record<string, string>; data: string } {
   const metadata = Object.entries(payload.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString()]);
   return { metadata: Object.fromEntries(metadata), data: Buffer.from(payload.data ?? []).toString() };
-}
-
-function toJsonPayload(payload: Payload): { metadata: Record<string, string>; data: string } {
-  const metadata = Object.entries(payload.metadata ?? {}).map(([k, v]) => [
-    k,
-    Buffer.from(v).toString('base64'),
-  ]);
-  return { metadata: Object.fromEntries(metadata), data: Buffer.from(payload.data ?? []).toString('base64') };
 }
 
 function assertNoSecret(message: string, ...secrets: string[]): void {
@@ -495,22 +487,6 @@ describe('npm run codec (src/codec/main.ts)', () => {
 
 // ---------------------------------------------------------------------------------------------------
 
-type RawPayload = temporal.api.common.v1.IPayload;
-
-/** Every Payload message anywhere in a raw (undecoded) history. */
-function payloadsIn(value: unknown, found: RawPayload[] = []): RawPayload[] {
-  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return found;
-  if (Array.isArray(value)) {
-    for (const item of value) payloadsIn(item, found);
-    return found;
-  }
-  const record = value as Record<string, unknown>;
-  const metadata = record.metadata as Record<string, unknown> | undefined;
-  if (metadata?.encoding instanceof Uint8Array) found.push(record as RawPayload);
-  else for (const field of Object.values(record)) payloadsIn(field, found);
-  return found;
-}
-
 describe('end to end with a Temporal server', () => {
   const keys = `k1:${newKey()}`;
   const dataConverter = dataConverterFromConfig({ PAYLOAD_ENCRYPTION_KEYS: keys });
@@ -565,13 +541,9 @@ describe('end to end with a Temporal server', () => {
 
   /** The raw history: its bytes and its payloads, exactly as Temporal Server stores them. */
   async function rawHistory(workflowId: string): Promise<{ bytes: Buffer; payloads: RawPayload[] }> {
-    const { history } = await client.workflowService.getWorkflowExecutionHistory({
-      namespace: temporalServer.namespace,
-      execution: { workflowId },
-    });
-    assert.ok(history?.events?.length, 'the history has events');
-    const bytes = Buffer.from(temporal.api.history.v1.History.encode(history).finish());
-    return { bytes, payloads: payloadsIn(history.events) };
+    const raw = await readRawHistory(client.workflowService, temporalServer.namespace, workflowId);
+    assert.ok(raw.eventCount > 0, 'the history has events');
+    return raw;
   }
 
   /** What an operator sees through Temporal UI or the CLI: the payloads decoded by the codec server. */

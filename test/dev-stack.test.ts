@@ -10,7 +10,9 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Connection } from '@temporalio/client';
 import { freePort } from '../src/temporal/dev-server';
+import { rawHistory, toJsonPayload } from './helpers/raw-history';
 import { startSandbox } from '../src/sandbox/server';
 
 const root = resolve(__dirname, '..');
@@ -22,6 +24,8 @@ interface RunningStack {
   apiUrl: string;
   apiKey: string;
   uiUrl: string;
+  temporalAddress: string;
+  codecUrl: string;
 }
 
 async function stackEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise<NodeJS.ProcessEnv> {
@@ -91,6 +95,8 @@ async function startStack(env: NodeJS.ProcessEnv): Promise<RunningStack> {
     apiUrl: field('API'),
     apiKey: field('API key'),
     uiUrl: field('Temporal UI'),
+    temporalAddress: field('Temporal'),
+    codecUrl: field('Codec server'),
   };
 }
 
@@ -118,7 +124,13 @@ async function api(stack: RunningStack, path: string, body?: unknown) {
     headers: { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' },
     body: body ? JSON.stringify(body) : undefined,
   });
-  return { status: response.status, body: (await response.json()) as { status?: string } };
+  return {
+    status: response.status,
+    body: (await response.json()) as {
+      status?: string;
+      result?: { cards?: { code: string; serial: string }[] };
+    },
+  };
 }
 
 async function waitForStatus(stack: RunningStack, ref: string, wanted: string[], timeoutMs = 90_000) {
@@ -154,6 +166,45 @@ describe('the dev stack (npm start)', { timeout: 600_000 }, () => {
       });
       assert.equal(submitted.status, 201);
       await waitForStatus(stack, 'dev-stack-1', ['FULFILLED']);
+
+      // Secrets in Temporal: a finished gift-card order's card codes and serials, and a phone number,
+      // are nowhere in the raw history, yet the codec endpoint the UI uses reveals them.
+      assert.equal(
+        (
+          await api(stack, '/v1/orders', {
+            type: 'gift_card',
+            ref: 'dev-stack-2',
+            productId: 'GOOGLE_PLAY',
+            typeId: 'GOOGLE_PLAY_1000',
+            quantity: 2,
+          })
+        ).status,
+        201,
+      );
+      const giftCard = await waitForStatus(stack, 'dev-stack-2', ['FULFILLED']);
+      const secrets = giftCard.result!.cards!.flatMap((card) => [card.code, card.serial]);
+      assert.equal(secrets.length, 4);
+      const connection = await Connection.connect({ address: stack.temporalAddress });
+      try {
+        const mobile = await rawHistory(connection.workflowService, 'default', 'order-dev-stack-1');
+        assert.ok(!mobile.bytes.includes('0555123456'), 'the phone number is not in the raw history');
+        const raw = await rawHistory(connection.workflowService, 'default', 'order-dev-stack-2');
+        for (const secret of secrets)
+          assert.ok(!raw.bytes.includes(secret), 'no card code or serial in clear');
+        const decoded = await fetch(`${stack.codecUrl}/decode`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-namespace': 'default' },
+          body: JSON.stringify({ payloads: raw.payloads.map(toJsonPayload) }),
+        });
+        assert.equal(decoded.status, 200);
+        const plain = ((await decoded.json()) as { payloads: { data: string }[] }).payloads
+          .map((p) => Buffer.from(p.data, 'base64').toString())
+          .join('\n');
+        for (const secret of secrets)
+          assert.ok(plain.includes(secret), 'the codec endpoint decodes the cards');
+      } finally {
+        await connection.close();
+      }
     } finally {
       await stopStack(stack);
     }
