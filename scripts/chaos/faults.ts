@@ -1,0 +1,139 @@
+/**
+ * The sandbox's admin surface (README "Provider sandbox") and the chaos run's fault schedule:
+ * phases of random fault rules that replace each other, so the provider is by turns slow,
+ * failing before or after it commits a send, rate limiting, hanging, dropping answers, down
+ * altogether — or fine.
+ */
+import type { FaultRule, FaultSpecInput, RouteName } from '../../src/sandbox/faults';
+import type { SendReport } from '../../src/sandbox/state';
+import type { Random } from './random';
+
+export class SandboxAdmin {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly token: string,
+  ) {}
+
+  async #call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const response = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers: { 'x-admin-token': this.token, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+      signal: AbortSignal.timeout(10_000),
+    });
+    const json = (await response.json()) as { data: T };
+    if (!response.ok)
+      throw new Error(`sandbox admin ${method} ${path}: HTTP ${response.status} ${JSON.stringify(json)}`);
+    return json.data;
+  }
+
+  add(rule: FaultSpecInput): Promise<{ id: string }> {
+    return this.#call('POST', '/admin/faults', rule);
+  }
+  async rules(): Promise<readonly FaultRule[]> {
+    return (await this.#call<{ faults: FaultRule[] }>('GET', '/admin/faults')).faults;
+  }
+  clear(): Promise<{ removed: number }> {
+    return this.#call('DELETE', '/admin/faults');
+  }
+  sends(): Promise<SendReport> {
+    return this.#call('GET', '/admin/sends');
+  }
+}
+
+/** The routes orders use; `validate` and the catalog only matter to readiness. */
+const orderRoutes: readonly RouteName[] = [
+  'mobile.send',
+  'mobile.check',
+  'internet.send',
+  'internet.check',
+  'giftcards.placeOrder',
+  'giftcards.checkOrder',
+];
+const sendRoutes: readonly RouteName[] = ['mobile.send', 'internet.send', 'giftcards.placeOrder'];
+
+export interface FaultPhase {
+  name: 'calm' | 'mixed' | 'flaky-sends' | 'outage';
+  rules: FaultSpecInput[];
+}
+
+/** One phase's rules. Probabilities stay below 1 except in a short outage, so orders keep moving. */
+export function randomFaultPhase(rng: Random): FaultPhase {
+  const roll = rng.next();
+  if (roll < 0.15) return { name: 'calm', rules: [] };
+  if (roll < 0.25) {
+    return {
+      name: 'outage',
+      rules: [{ kind: 'error', routes: rng.subset(orderRoutes), status: rng.pick([502, 503] as const) }],
+    };
+  }
+  if (roll < 0.4) {
+    // The case never-send-twice exists for: the send commits and the answer is lost.
+    return {
+      name: 'flaky-sends',
+      rules: [
+        { kind: 'drop_after_commit', routes: [...sendRoutes], probability: rng.between(0.1, 0.4) },
+        { kind: 'error', afterCommit: true, routes: [...sendRoutes], probability: rng.between(0.1, 0.3) },
+        { kind: 'hang', afterCommit: true, routes: [...sendRoutes], probability: rng.between(0.02, 0.1) },
+      ],
+    };
+  }
+  const candidates: (() => FaultSpecInput)[] = [
+    // Some latencies exceed the provider headers timeout (1.5 s): the call times out, yet the sandbox acts on it.
+    () => ({
+      kind: 'latency',
+      latencyMs: rng.chance(0.2) ? rng.int(1_200, 2_500) : rng.int(20, 600),
+      probability: rng.between(0.1, 0.6),
+    }),
+    () => ({
+      kind: 'error',
+      status: rng.pick([500, 502, 503, 504] as const),
+      probability: rng.between(0.05, 0.25),
+    }),
+    () => ({
+      kind: 'error',
+      afterCommit: true,
+      status: rng.pick([500, 503] as const),
+      probability: rng.between(0.05, 0.2),
+    }),
+    () => ({ kind: 'rate_limit', retryAfterSeconds: rng.int(0, 1), probability: rng.between(0.05, 0.25) }),
+    () => ({ kind: 'hang', probability: rng.between(0.02, 0.08) }),
+    () => ({ kind: 'hang', afterCommit: true, probability: rng.between(0.02, 0.08) }),
+    () => ({ kind: 'drop_after_commit', probability: rng.between(0.05, 0.2) }),
+  ];
+  const rules = rng.subset(candidates).map((make) => ({ ...make(), routes: rng.subset(orderRoutes) }));
+  return { name: 'mixed', rules };
+}
+
+/** How a rule is counted in the summary: its kind, and whether it acts after the commit. */
+export function faultLabel(rule: Pick<FaultRule, 'kind'> & { afterCommit?: boolean }): string {
+  return rule.afterCommit ? `${rule.kind} after commit` : rule.kind;
+}
+
+/** Applies phase after phase and counts how many requests each kind of fault hit. */
+export class FaultSchedule {
+  readonly injected: Record<string, number> = {};
+  readonly phases: Record<FaultPhase['name'], number> = { calm: 0, mixed: 0, 'flaky-sends': 0, outage: 0 };
+
+  constructor(
+    private readonly admin: SandboxAdmin,
+    private readonly rng: Random,
+  ) {}
+
+  async next(): Promise<FaultPhase> {
+    await this.clear();
+    const phase = randomFaultPhase(this.rng);
+    for (const rule of phase.rules) await this.admin.add(rule);
+    this.phases[phase.name]++;
+    return phase;
+  }
+
+  /** Removes every rule, first counting what each one did (`applied` is per rule). */
+  async clear(): Promise<void> {
+    for (const rule of await this.admin.rules()) {
+      const label = faultLabel(rule);
+      this.injected[label] = (this.injected[label] ?? 0) + rule.applied;
+    }
+    await this.admin.clear();
+  }
+}

@@ -1,0 +1,266 @@
+/**
+ * One chaos run: start a stack of its own, submit orders while the provider misbehaves, workers
+ * are SIGKILLed and Temporal restarts, then calm everything down, let the orders settle and
+ * check that none was lost or sent twice. Everything it starts, it stops, whatever happens.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { setMaxListeners } from 'node:events';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { faultLabel, FaultSchedule, SandboxAdmin } from './faults';
+import { IntakeClient } from './intake';
+import type { ChaosOptions } from './options';
+import { planOrders } from './orders';
+import { Random } from './random';
+import { buildWorkflowBundle, CHAOS_ADMIN_TOKEN, CHAOS_API_KEY, ChaosStack } from './stack';
+import { newRecord, submitAll, settleAll, type OrderRecord } from './submit';
+import { TemporalProbe } from './temporal';
+import { verify, type Verdict } from './verify';
+
+export interface ChaosSummary extends Verdict {
+  seed: number;
+  options: ChaosOptions;
+  durationMs: number;
+  chaosPhaseMs: number;
+  settleMs: number;
+  chaos: {
+    killRounds: number;
+    workersKilled: number;
+    workerStarts: number;
+    unexpectedWorkerExits: number;
+    temporalRestarts: number;
+    temporalDowntimeMs: number[];
+    faultPhases: Record<string, number>;
+    faultsInjected: Record<string, number>;
+  };
+  /** Where the Temporal database and part logs are, when kept. */
+  runDir?: string;
+}
+
+interface Disruption {
+  atMs: number;
+  kind: 'kill' | 'restart';
+}
+
+/**
+ * Kills every `killEveryMs` (± a quarter, so a run of D ms gets about D / killEveryMs of them, at
+ * most maxKills) and Temporal restarts spread evenly, all inside the chaos phase.
+ */
+function planDisruptions(rng: Random, options: ChaosOptions): Disruption[] {
+  const plan: Disruption[] = [];
+  if (options.killEveryMs > 0) {
+    for (let k = 1; k <= options.maxKills; k++) {
+      const atMs = k * options.killEveryMs + rng.between(-0.25, 0.25) * options.killEveryMs;
+      if (atMs >= options.durationMs) break;
+      plan.push({ atMs, kind: 'kill' });
+    }
+  }
+  for (let r = 1; r <= options.temporalRestarts; r++) {
+    const slot = options.durationMs / (options.temporalRestarts + 1);
+    plan.push({ atMs: r * slot + rng.between(-0.2, 0.2) * slot, kind: 'restart' });
+  }
+  return plan.sort((a, b) => a.atMs - b.atMs);
+}
+
+export async function runChaos(
+  options: ChaosOptions,
+  context: { signal?: AbortSignal; log?: (line: string) => void } = {},
+): Promise<ChaosSummary> {
+  // Aborted when the run ends however it ends, so no loop or retry outlives it.
+  const done = new AbortController();
+  const signal = context.signal ? AbortSignal.any([context.signal, done.signal]) : done.signal;
+  // Every request and sleep listens to it: hundreds at once are expected, not a leak.
+  setMaxListeners(0, signal);
+  const started = Date.now();
+  const log = (line: string) =>
+    context.log?.(`${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s  ${line}`);
+  const rng = new Random(options.seed);
+  const dir = mkdtempSync(join(tmpdir(), 'topup-chaos-'));
+  log(`seed ${options.seed}; run directory ${dir}`);
+  let toStop: ChaosStack | undefined;
+  let passed = false;
+  try {
+    const stack = new ChaosStack({
+      dir,
+      timeScale: options.timeScale,
+      workflowBundlePath: await buildWorkflowBundle(dir),
+      encrypt: options.encrypt,
+      log,
+    });
+    toStop = stack;
+    await stack.start(options.workers);
+    const intake = new IntakeClient(stack.apiUrl, CHAOS_API_KEY, signal);
+    const admin = new SandboxAdmin(stack.sandboxUrl, CHAOS_ADMIN_TOKEN);
+    const faults = new FaultSchedule(admin, rng.fork());
+
+    // A twentieth of the orders (at least 6) come after the chaos, as the fault-free control group.
+    const controlCount = Math.min(options.orders, Math.max(6, Math.round(options.orders * 0.05)));
+    const refPrefix = `chaos${options.seed.toString(36)}`;
+    const chaosRecords = planOrders(rng.fork(), {
+      count: options.orders - controlCount,
+      spreadMs: options.durationMs,
+      refPrefix,
+      control: false,
+    }).map(newRecord);
+    const controlRecords = planOrders(rng.fork(), {
+      count: controlCount,
+      spreadMs: 2_000,
+      refPrefix: `${refPrefix}-ctl`,
+      control: true,
+    }).map(newRecord);
+    const disruptions = planDisruptions(rng.fork(), options);
+    const chaosRng = rng.fork();
+
+    // ---- the chaos phase ----
+    const chaosStarted = Date.now();
+    log(
+      `chaos phase: ${chaosRecords.length} orders over ${options.durationMs / 1000} s, ${disruptions.length} disruptions planned`,
+    );
+    const chaos = {
+      killRounds: 0,
+      workersKilled: 0,
+      temporalRestarts: 0,
+      temporalDowntimeMs: [] as number[],
+    };
+    let chaosOver = false;
+    const guard = () => {
+      signal.throwIfAborted();
+      if (stack.fatal) throw stack.fatal;
+    };
+
+    const submitting = submitAll(intake, chaosRecords, {
+      concurrency: options.concurrency,
+      startedAt: chaosStarted,
+      signal,
+    });
+    const disrupting = (async () => {
+      for (const disruption of disruptions) {
+        const wait = chaosStarted + disruption.atMs - Date.now();
+        if (wait > 0) await sleep(wait, undefined, { signal });
+        guard();
+        if (disruption.kind === 'restart') {
+          log('restarting the Temporal dev server (same port, same database)');
+          const downMs = await stack.restartTemporal();
+          chaos.temporalRestarts++;
+          chaos.temporalDowntimeMs.push(downMs);
+          log(`Temporal is back after ${(downMs / 1000).toFixed(1)} s`);
+        } else {
+          const live = [...stack.workers];
+          // Sometimes every worker at once: nothing polls until the replacements are up.
+          const victims = chaosRng.chance(0.25) ? live : live.length > 0 ? [chaosRng.pick(live)] : [];
+          log(`SIGKILL ${victims.map((w) => w.name).join(', ') || '(no worker running)'}`);
+          await stack.kill(victims);
+          chaos.killRounds++;
+          chaos.workersKilled += victims.length;
+          await stack.ensureWorkers(options.workers);
+        }
+      }
+    })();
+    const faulting = (async () => {
+      while (!chaosOver) {
+        guard();
+        const phase = await faults.next();
+        const rules = phase.rules.map((rule) => faultLabel(rule)).join(', ');
+        log(`provider: ${phase.name}${rules ? ` (${rules})` : ''}`);
+        await sleep(options.faultPhaseMs * chaosRng.between(0.5, 1.5), undefined, { signal });
+      }
+    })();
+    // A worker that died on its own is replaced, as an orchestrator would.
+    const keeping = (async () => {
+      while (!chaosOver) {
+        guard();
+        if (stack.workers.size < options.workers) await stack.ensureWorkers(options.workers);
+        await sleep(1_000, undefined, { signal });
+      }
+    })();
+    const reporting = (async () => {
+      while (!chaosOver) {
+        await sleep(5_000, undefined, { signal });
+        const answered = chaosRecords.filter((r) => r.status !== undefined || r.error !== undefined).length;
+        log(`submitted ${answered}/${chaosRecords.length}, ${stack.workers.size} worker(s) up`);
+      }
+    })();
+    // Background loops fail the run through the Promise.all below; until then their rejections are handled.
+    const background = [faulting, keeping, reporting];
+    for (const loop of background) loop.catch(() => undefined);
+    try {
+      await Promise.all([submitting, disrupting, sleep(options.durationMs, undefined, { signal })]);
+    } finally {
+      chaosOver = true;
+    }
+    await Promise.all([faulting, keeping]);
+    const chaosPhaseMs = Date.now() - chaosStarted;
+
+    // ---- calm: no faults, every worker up, then the control group ----
+    await faults.clear();
+    await stack.ensureWorkers(options.workers);
+    guard();
+    log(`chaos over; faults cleared; submitting ${controlRecords.length} control orders`);
+    await submitAll(intake, controlRecords, {
+      concurrency: options.concurrency,
+      startedAt: Date.now(),
+      signal,
+    });
+
+    const records: OrderRecord[] = [...chaosRecords, ...controlRecords];
+    const settleStarted = Date.now();
+    let lastReport = 0;
+    const unsettled = await settleAll(intake, records, {
+      deadline: settleStarted + options.settleTimeoutMs,
+      signal,
+      progress: (left) => {
+        guard();
+        if (left.length === 0 || Date.now() - lastReport < 5_000) return;
+        lastReport = Date.now();
+        log(`waiting for ${left.length} order(s) to settle`);
+      },
+    });
+    const settleMs = Date.now() - settleStarted;
+    log(
+      unsettled.length
+        ? `${unsettled.length} order(s) did not settle in time`
+        : 'every order is final or in review',
+    );
+
+    const probe = await TemporalProbe.connect(stack.temporalAddress, 'default');
+    try {
+      const accepted = records.filter((r) => r.accepted).length;
+      const verdict = await verify({
+        records,
+        sends: await admin.sends(),
+        workflowCount: await probe.countOrders(accepted),
+        intakeStats: intake.stats,
+        troubleOf: (ref) => probe.troubleOf(ref),
+      });
+      if (stack.unexpectedWorkerExits > 0) {
+        verdict.problems.push(`${stack.unexpectedWorkerExits} worker(s) exited on their own (see the logs)`);
+      }
+      passed = verdict.problems.length === 0;
+      return {
+        ...verdict,
+        seed: options.seed,
+        options,
+        durationMs: Date.now() - started,
+        chaosPhaseMs,
+        settleMs,
+        chaos: {
+          ...chaos,
+          workerStarts: stack.workerStarts,
+          unexpectedWorkerExits: stack.unexpectedWorkerExits,
+          faultPhases: faults.phases,
+          faultsInjected: faults.injected,
+        },
+        ...(passed && !options.keep ? {} : { runDir: dir }),
+      };
+    } finally {
+      await probe.close();
+    }
+  } finally {
+    done.abort();
+    log('stopping the stack');
+    await toStop?.stop();
+    if (passed && !options.keep) rmSync(dir, { recursive: true, force: true });
+    else log(`run directory kept: ${dir}`);
+  }
+}

@@ -1,0 +1,72 @@
+/** The chaos run's printed summary: plain text, one fact a line, the verdict last. */
+import type { ChaosSummary } from './run';
+
+const statuses = ['FULFILLED', 'REFUNDED', 'FAILED', 'NEEDS_REVIEW'] as const;
+const types = ['mobile_topup', 'internet_topup', 'gift_card'] as const;
+const MAX_PROBLEMS_SHOWN = 40;
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const counts = (record: Record<string, number>) =>
+  Object.entries(record)
+    .map(([key, n]) => `${key} ${n}`)
+    .join(', ') || 'none';
+
+function table(s: ChaosSummary): string[] {
+  const row = (label: string, cells: (string | number)[]) =>
+    `    ${label.padEnd(16)}${cells.map((c) => String(c).padStart(14)).join('')}`;
+  const lines = [row('', [...statuses, 'total'])];
+  for (const type of types) {
+    const byStatus = s.byType[type] ?? {};
+    const total = Object.values(byStatus).reduce((a, b) => a + b, 0);
+    lines.push(row(type, [...statuses.map((st) => byStatus[st] ?? 0), total]));
+  }
+  const total = Object.values(s.byStatus).reduce((a, b) => a + b, 0);
+  lines.push(row('all', [...statuses.map((st) => s.byStatus[st] ?? 0), total]));
+  return lines;
+}
+
+export function formatSummary(s: ChaosSummary): string {
+  const { submissions: sub, sandbox, chaos, underFaults } = s;
+  const o = s.options;
+  const lines = [
+    '',
+    '=== chaos summary ===',
+    `seed ${s.seed}; ${o.orders} orders, concurrency ${o.concurrency}, ${o.workers} workers, time scale ${o.timeScale}, payload encryption ${o.encrypt ? 'on' : 'off'}`,
+    `duration ${seconds(s.durationMs)} (chaos phase ${seconds(s.chaosPhaseMs)}, settling ${seconds(s.settleMs)})`,
+    '',
+    `orders submitted ${sub.orders} (${sub.orders - sub.controlOrders} during chaos, ${sub.controlOrders} control after it)`,
+    `  accepted ${sub.accepted} (201: ${sub.created}, 200 because a retried attempt had started it: ${sub.accepted - sub.created}); not accepted ${sub.notAccepted}`,
+    `  same body again → 200, same order: ${sub.sameBody.ok}/${sub.sameBody.sent}`,
+    `  different body, same ref → 409: ${sub.conflicting.ok}/${sub.conflicting.sent}`,
+    `  two identical submissions at once → one order: ${sub.concurrentPairs.ok}/${sub.concurrentPairs.sent}`,
+    `  API answers retried by the client: ${counts(sub.retried)}; HTTP 500: ${sub.internalErrors}`,
+    '',
+    'final status by type:',
+    ...table(s),
+    '',
+    'special numbers:',
+    ...Object.entries(s.specials).map(([msisdn, t]) => `  ${msisdn} → ${t.expected}: ${t.ok}/${t.total}`),
+    `control orders (after the chaos, no faults) as expected: ${s.control.asExpected}/${s.control.total}`,
+    'legitimate outcomes of faults (counted, not failed):',
+    `  top-ups in NEEDS_REVIEW: ${underFaults.topupsInReview}; gift cards in NEEDS_REVIEW (uncertain placement): ${underFaults.giftCardsInReview}; FAILED with nothing sent: ${underFaults.failedNothingSent}`,
+    ...Object.entries(underFaults.reviewReasons).map(([reason, n]) => `    ${n} × ${reason}`),
+    '',
+    `provider sandbox: ${sandbox.refsSent} refs sent, ${sandbox.sendAttempts} send attempts, refs accepted twice: ${sandbox.acceptedTwice}`,
+    `  gift-card placements ${sandbox.giftCardPlacements} for ${sandbox.giftCardOrders} gift-card orders (${sandbox.giftCardsFulfilled} fulfilled, ${sandbox.giftCardsInReview} in review)`,
+    `Temporal: ${s.workflows} order workflows for ${sub.accepted} accepted orders`,
+    '',
+    `chaos: ${chaos.workersKilled} workers SIGKILLed in ${chaos.killRounds} rounds, ${chaos.workerStarts} worker starts, ${chaos.unexpectedWorkerExits} exited on their own`,
+    `  Temporal restarts ${chaos.temporalRestarts} (down ${chaos.temporalDowntimeMs.map(seconds).join(', ') || '-'})`,
+    `  fault phases: ${counts(chaos.faultPhases)}`,
+    `  requests hit by faults: ${counts(chaos.faultsInjected)}`,
+    '',
+    `lost: ${s.lost}; sent twice: ${s.sentTwice}; problems: ${s.problems.length}`,
+    ...s.problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => `  - ${p}`),
+    ...(s.problems.length > MAX_PROBLEMS_SHOWN
+      ? [`  … and ${s.problems.length - MAX_PROBLEMS_SHOWN} more`]
+      : []),
+    ...(s.runDir ? [`run directory (database, logs): ${s.runDir}`] : []),
+    s.problems.length === 0 ? 'RESULT: PASS' : 'RESULT: FAIL',
+  ];
+  return lines.join('\n');
+}

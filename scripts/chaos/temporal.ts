@@ -1,0 +1,56 @@
+/** What the chaos verdict asks Temporal directly: how many order workflows exist, and what hit one. */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { orderWorkflowId } from '../../workflows/contract';
+
+const { EventType } = temporal.api.enums.v1;
+
+/** Events that show an order was hit by trouble: a provider call failed or timed out, or a worker vanished. */
+const troubleEvents = new Map<number, string>([
+  [EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED, 'an activity failed'],
+  [EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, 'an activity timed out'],
+  [EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, 'a workflow task failed'],
+  [EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, 'a workflow task timed out'],
+]);
+
+export class TemporalProbe {
+  private constructor(
+    private readonly connection: Connection,
+    private readonly client: Client,
+  ) {}
+
+  static async connect(address: string, namespace: string): Promise<TemporalProbe> {
+    const connection = await Connection.connect({ address });
+    return new TemporalProbe(connection, new Client({ connection, namespace }));
+  }
+
+  /**
+   * Order workflows, one per order: runs that continued as new count once. Visibility trails the
+   * workflows a little, so the count is read until it reaches `expected` or `withinMs` passes.
+   */
+  async countOrders(expected: number, withinMs = 15_000): Promise<number> {
+    const deadline = Date.now() + withinMs;
+    for (;;) {
+      const { count } = await this.client.workflow.count(`ExecutionStatus != 'ContinuedAsNew'`);
+      if (count === expected || Date.now() >= deadline) return count;
+      await sleep(500);
+    }
+  }
+
+  /** The first sign of trouble in the order's (latest run's) history, or undefined if it ran clean. */
+  async troubleOf(ref: string): Promise<string | undefined> {
+    const history = await this.client.workflow.getHandle(orderWorkflowId(ref)).fetchHistory();
+    for (const event of history.events ?? []) {
+      const trouble = event.eventType ? troubleEvents.get(event.eventType) : undefined;
+      if (trouble) return trouble;
+      const attempt = event.activityTaskStartedEventAttributes?.attempt ?? 1;
+      if (attempt > 1) return `an activity was retried (attempt ${attempt})`;
+    }
+    return undefined;
+  }
+
+  close(): Promise<void> {
+    return this.connection.close();
+  }
+}

@@ -1,0 +1,294 @@
+/**
+ * The chaos run's verdict: what happened to every order, checked against the intake API's answers,
+ * the order views, the sandbox's send counters and Temporal. A "problem" fails the run; outcomes
+ * that faults legitimately cause (a top-up in review, a gift card in review) are only counted.
+ */
+import type { SendReport } from '../../src/sandbox/state';
+import type { OrderType } from '../../src/orders/schemas';
+import { sandboxSpecialNumbers } from '../../src/provider/wire';
+import type { OrderView } from '../../workflows/contract';
+import type { IntakeStats } from './intake';
+import type { Expectation, Special } from './orders';
+import { isSettled, type OrderRecord } from './submit';
+
+export interface Verdict {
+  submissions: {
+    orders: number;
+    controlOrders: number;
+    accepted: number;
+    /** Accepted with 201; the rest answered 200 because a retried attempt had already started them. */
+    created: number;
+    notAccepted: number;
+    sameBody: { sent: number; ok: number };
+    conflicting: { sent: number; ok: number };
+    concurrentPairs: { sent: number; ok: number };
+    retried: Record<string, number>;
+    internalErrors: number;
+  };
+  byStatus: Record<string, number>;
+  byType: Record<string, Record<string, number>>;
+  specials: Record<string, { expected: string; ok: number; total: number }>;
+  control: { total: number; asExpected: number };
+  /** Legitimate outcomes of faults: counted, not failed. */
+  underFaults: {
+    topupsInReview: number;
+    giftCardsInReview: number;
+    failedNothingSent: number;
+    /** Why those orders went to review (the view's review.reason). */
+    reviewReasons: Record<string, number>;
+  };
+  sandbox: {
+    refsSent: number;
+    sendAttempts: number;
+    acceptedTwice: number;
+    giftCardPlacements: number;
+    giftCardOrders: number;
+    giftCardsFulfilled: number;
+    giftCardsInReview: number;
+  };
+  workflows: number;
+  /** Accepted orders that have no workflow, or never became final nor went to review. */
+  lost: number;
+  sentTwice: number;
+  problems: string[];
+}
+
+const specialLabel: Record<Special, string> = {
+  refunded: 'REFUNDED with message',
+  planMismatch: 'REFUNDED with suggestedPlans',
+  unknownError: 'NEEDS_REVIEW (UNKNOWN_ERROR)',
+};
+
+/** Does the view show the scripted outcome, including what the design says it carries? */
+function specialOutcomeHolds(special: Special, view: OrderView): boolean {
+  switch (special) {
+    case 'refunded':
+      return view.status === 'REFUNDED' && typeof view.result?.message === 'string';
+    case 'planMismatch':
+      return view.status === 'REFUNDED' && (view.result?.suggestedPlans?.length ?? 0) > 0;
+    case 'unknownError':
+      return view.status === 'NEEDS_REVIEW' && /UNKNOWN_ERROR/.test(view.review?.reason ?? '');
+  }
+}
+
+/** A FULFILLED view must deliver what was ordered. */
+function deliveryProblem(view: OrderView): string | undefined {
+  const { request, result } = view;
+  switch (request.type) {
+    case 'mobile_topup':
+      return result?.msisdn === request.msisdn && result.amount === request.amount
+        ? undefined
+        : 'wrong number or amount';
+    case 'internet_topup':
+      return result?.cardCode && result.transactionNumber ? undefined : 'no card code or transaction number';
+    case 'gift_card':
+      return result?.cards?.length === request.quantity
+        ? undefined
+        : `${result?.cards?.length ?? 0} cards for ${request.quantity}`;
+  }
+}
+
+function meetsExpectation(expected: Expectation, view: OrderView): boolean {
+  if (expected.special) return specialOutcomeHolds(expected.special, view);
+  return view.status === 'FULFILLED' && deliveryProblem(view) === undefined;
+}
+
+function bump(counts: Record<string, number>, key: string): void {
+  counts[key] = (counts[key] ?? 0) + 1;
+}
+
+export async function verify(input: {
+  records: OrderRecord[];
+  sends: SendReport;
+  workflowCount: number;
+  intakeStats: IntakeStats;
+  /** Why an order's history shows it was hit by trouble (a failed or timed-out task), or undefined. */
+  troubleOf: (ref: string) => Promise<string | undefined>;
+}): Promise<Verdict> {
+  const { records, sends, workflowCount, intakeStats, troubleOf } = input;
+  const problems: string[] = [];
+  const accepted = records.filter((r) => r.accepted);
+  const byStatus: Record<string, number> = {};
+  const byType: Record<string, Record<string, number>> = {};
+  const specials: Verdict['specials'] = Object.fromEntries(
+    Object.entries(sandboxSpecialNumbers).map(([key, msisdn]) => [
+      msisdn,
+      { expected: specialLabel[key as Special], ok: 0, total: 0 },
+    ]),
+  );
+  const underFaults: Verdict['underFaults'] = {
+    topupsInReview: 0,
+    giftCardsInReview: 0,
+    failedNothingSent: 0,
+    reviewReasons: {},
+  };
+  let lost = 0;
+  let controlOk = 0;
+  const sameBody = { sent: 0, ok: 0 };
+  const conflicting = { sent: 0, ok: 0 };
+  const concurrentPairs = { sent: 0, ok: 0 };
+
+  for (const record of records) {
+    const { request, expected, control } = record.planned;
+    const name = `${request.ref} (${request.type}${expected.special ? ` ${sandboxSpecialNumbers[expected.special]}` : ''})`;
+    for (const problem of record.answerProblems) problems.push(`${name}: ${problem}`);
+    if (!record.accepted) {
+      problems.push(
+        `${name}: not accepted (${record.error ?? `answers ${record.race?.join(', ') ?? record.status}`})`,
+      );
+      continue;
+    }
+    if (record.repeat) {
+      sameBody.sent++;
+      if (record.repeat.status === 200 && record.repeat.sameOrder) sameBody.ok++;
+      else
+        problems.push(
+          `${name}: the same body again answered ${record.repeat.status}, expected 200 and the same order`,
+        );
+    }
+    if (record.conflict) {
+      conflicting.sent++;
+      if (record.conflict.status === 409 && record.conflict.type === '/problems/ref-conflict')
+        conflicting.ok++;
+      else
+        problems.push(
+          `${name}: a different body under its ref answered ${record.conflict.status} ${record.conflict.type ?? ''}, expected 409 ref-conflict`,
+        );
+    }
+    if (record.race) {
+      concurrentPairs.sent++;
+      // Both may answer 200 when a retried attempt started it; never two 201s.
+      if (record.race.filter((s) => s === 201).length <= 1) concurrentPairs.ok++;
+      else problems.push(`${name}: two simultaneous submissions answered ${record.race.join(' and ')}`);
+    }
+
+    const view = record.view;
+    if (!view || !isSettled(record)) {
+      lost++;
+      problems.push(
+        `${name}: LOST — ${view ? `still ${view.status}` : `no order view (last read: HTTP ${record.readStatus ?? 'none'})`}`,
+      );
+      continue;
+    }
+    bump(byStatus, view.status);
+    bump((byType[request.type] ??= {}), view.status);
+    if (
+      view.ref !== request.ref ||
+      view.type !== request.type ||
+      JSON.stringify(view.request) !== JSON.stringify(request)
+    ) {
+      problems.push(`${name}: the order view does not hold the submitted request`);
+    }
+    if (expected.special) {
+      const tally = specials[sandboxSpecialNumbers[expected.special]]!;
+      tally.total++;
+      if (specialOutcomeHolds(expected.special, view)) tally.ok++;
+      else problems.push(`${name}: expected ${specialLabel[expected.special]}, got ${view.status}`);
+    }
+    if (control) {
+      if (meetsExpectation(expected, view)) controlOk++;
+      else if (!expected.special)
+        problems.push(`${name}: a control order (no faults) ended ${view.status}, expected FULFILLED`);
+      continue;
+    }
+    if (expected.special || meetsExpectation(expected, view)) continue;
+
+    // A normal order that was hit by faults: review is legitimate, if its history shows why.
+    if (view.status === 'FULFILLED') {
+      problems.push(`${name}: FULFILLED but ${deliveryProblem(view)}`);
+      continue;
+    }
+    const trouble = await troubleOf(request.ref);
+    if (view.status === 'NEEDS_REVIEW' && trouble) {
+      if (request.type === 'gift_card') underFaults.giftCardsInReview++;
+      else underFaults.topupsInReview++;
+      bump(underFaults.reviewReasons, view.review?.reason ?? '(no reason given)');
+    } else if (view.status === 'FAILED' && trouble) {
+      underFaults.failedNothingSent++;
+    } else {
+      problems.push(
+        `${name}: expected FULFILLED, got ${view.status} ${trouble ? `(${trouble})` : 'with no fault in its history'}`,
+      );
+    }
+  }
+
+  // ---- the provider's side: nothing sent twice, money moved exactly when the order says so ----
+  const topups = new Map(
+    accepted.filter((r) => r.planned.request.type !== 'gift_card').map((r) => [r.planned.request.ref, r]),
+  );
+  let sentTwice = 0;
+  let sendAttempts = 0;
+  for (const [ref, counts] of Object.entries(sends.refs)) {
+    sendAttempts += counts.attempts;
+    if (counts.accepted > 1) {
+      sentTwice++;
+      problems.push(`${ref}: SENT TWICE — the provider accepted ${counts.accepted} sends`);
+    }
+    const record = topups.get(ref);
+    const family = record?.planned.request.type === 'mobile_topup' ? 'mobile' : 'internet';
+    if (!record) problems.push(`${ref}: sent to the provider, but no accepted top-up has this ref`);
+    else if (counts.family !== family)
+      problems.push(`${ref}: sent as ${counts.family}, ordered as ${family}`);
+  }
+  for (const [ref, record] of topups) {
+    const status = record.view?.status;
+    const sent = sends.refs[ref]?.accepted ?? 0;
+    const mustHaveSent =
+      status === 'FULFILLED' || status === 'REFUNDED' || record.planned.expected.special === 'unknownError';
+    if (mustHaveSent && sent !== 1)
+      problems.push(`${ref}: ${status}, but the provider accepted ${sent} sends`);
+    if (status === 'FAILED' && sent !== 0)
+      problems.push(`${ref}: FAILED, but the provider accepted a send (money moved)`);
+  }
+  const giftCards = accepted.filter((r) => r.planned.request.type === 'gift_card');
+  const giftCardsFulfilled = giftCards.filter((r) => r.view?.status === 'FULFILLED').length;
+  const giftCardsInReview = giftCards.filter((r) => r.view?.status === 'NEEDS_REVIEW').length;
+  const placed = sends.giftCardOrders.placed;
+  // Each fulfilled card order was placed; each other placement must have left its order in review.
+  if (placed > giftCards.length)
+    problems.push(`gift cards: ${placed} placements for ${giftCards.length} orders`);
+  if (placed < giftCardsFulfilled || placed > giftCardsFulfilled + giftCardsInReview) {
+    problems.push(
+      `gift cards: ${placed} placements, but ${giftCardsFulfilled} fulfilled and ${giftCardsInReview} in review`,
+    );
+  }
+  if (workflowCount !== accepted.length) {
+    problems.push(`Temporal holds ${workflowCount} order workflows for ${accepted.length} accepted orders`);
+  }
+  if (intakeStats.internalErrors > 0)
+    problems.push(`the intake API answered 500 ${intakeStats.internalErrors} times`);
+
+  const controls = accepted.filter((r) => r.planned.control);
+  return {
+    submissions: {
+      orders: records.length,
+      controlOrders: records.filter((r) => r.planned.control).length,
+      accepted: accepted.length,
+      created: accepted.filter((r) => r.status === 201).length,
+      notAccepted: records.length - accepted.length,
+      sameBody,
+      conflicting,
+      concurrentPairs,
+      retried: intakeStats.retried,
+      internalErrors: intakeStats.internalErrors,
+    },
+    byStatus,
+    byType: byType as Record<OrderType, Record<string, number>>,
+    specials,
+    control: { total: controls.length, asExpected: controlOk },
+    underFaults,
+    sandbox: {
+      refsSent: Object.keys(sends.refs).length,
+      sendAttempts,
+      acceptedTwice: sentTwice,
+      giftCardPlacements: placed,
+      giftCardOrders: giftCards.length,
+      giftCardsFulfilled,
+      giftCardsInReview,
+    },
+    workflows: workflowCount,
+    lost,
+    sentTwice,
+    problems,
+  };
+}
