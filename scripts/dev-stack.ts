@@ -126,7 +126,7 @@ async function main() {
   const apiKeys = config.API_KEYS?.length ? config.API_KEYS : [DEV_API_KEY];
   const appEnv = { ...baseEnv, PROVIDER_BASE_URL: providerBaseUrl, PROVIDER_API_KEY: providerApiKey };
   start('worker', appEnv);
-  start('api', { ...appEnv, API_KEYS: apiKeys.join(',') });
+  start('api', { ...appEnv, API_KEYS: apiKeys.join(','), API_HOST: process.env.API_HOST ?? '127.0.0.1' });
   const apiUrl = `http://127.0.0.1:${config.PORT}`;
   await waitForHttp(`${apiUrl}/readyz`, { ok: (status) => status === 200 });
 

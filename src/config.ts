@@ -78,6 +78,8 @@ const schema = z.object({
 
   // -- intake API --
   PORT: port.default(3000),
+  /** All interfaces by default (containers); the dev stack binds loopback only. */
+  API_HOST: z.string().default('0.0.0.0'),
   API_KEYS: commaList.optional(),
   API_BODY_LIMIT: z.string().default('16kb'),
   API_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),

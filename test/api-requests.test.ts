@@ -445,8 +445,21 @@ describe('intake API: requests at the edge', () => {
     it('an unknown /v1 path with a key → 404 problem+json', async () => {
       assertProblem(await api.request('GET', '/v1/nope'), 404, 'not-found');
     });
-    it('an unrouted method → 404 problem+json', async () => {
-      assertProblem(await api.request('DELETE', '/v1/orders/ABC'), 404, 'not-found');
+    it('a method a documented path does not have → 405 problem+json with Allow', async () => {
+      const deleted = await api.request('DELETE', '/v1/orders/ABC');
+      assertProblem(deleted, 405, 'method-not-allowed');
+      assert.equal(deleted.headers.allow, 'GET, HEAD');
+      const put = await api.request('PUT', '/v1/orders');
+      assertProblem(put, 405, 'method-not-allowed');
+      assert.equal(put.headers.allow, 'POST, GET, HEAD');
+    });
+    it('a blank operator or note in a review → 400 naming the field as blank', async () => {
+      const answer = await api.request('POST', '/v1/orders/ABC/review', {
+        body: { decision: 'FULFILLED', operator: '   ', note: 'ok' },
+      });
+      assertProblem(answer, 400, 'validation-error');
+      assert.match(answer.text, /operator/);
+      assert.match(answer.text, /must not be blank/);
     });
   });
 

@@ -333,6 +333,12 @@ describe('intake API end to end', () => {
         assert.equal(running.status, 503, running.text);
         assert.equal((running.body as Problem).type, '/problems/temporarily-unavailable');
         assert.ok(running.headers['retry-after']);
+
+        // A repeat of the open order is still recognised: 200 with what Temporal knows, not 503.
+        const repeat = await impatient.request<OrderView>('POST', '/v1/orders', { body: open });
+        assert.equal(repeat.status, 200, repeat.text);
+        assert.equal(repeat.body.status, 'NEEDS_REVIEW');
+        assert.equal(repeat.body.ref, open.ref);
       } finally {
         await impatient.close();
         await client.workflow.getHandle(orderWorkflowId(open.ref)).terminate('test done');

@@ -159,6 +159,7 @@ export class ChaosStack {
       SANDBOX_ADMIN_TOKEN: CHAOS_ADMIN_TOKEN,
       PORT: String(apiPort),
       API_KEYS: CHAOS_API_KEY,
+      API_HOST: '127.0.0.1',
       // One client polling hundreds of orders is not abuse here.
       API_RATE_LIMIT_PER_MINUTE: '1000000',
       API_SHUTDOWN_TIMEOUT_MS: '2000',

@@ -15,7 +15,13 @@ import type { OrderType } from '../orders/schemas';
 import { timingsFromConfig } from '../orders/timings';
 import { ApiKeys, identifyCaller, rateLimitPerCaller, requireApiKey } from './auth';
 import { cachedCatalog } from './catalog';
-import { errorHandler, notFoundHandler, sendProblem, temporarilyUnavailable } from './error-handler';
+import {
+  errorHandler,
+  methodNotAllowedHandler,
+  notFoundHandler,
+  sendProblem,
+  temporarilyUnavailable,
+} from './error-handler';
 import { readinessCheck, type ProviderPort } from './health';
 import { requestLogger } from './logging';
 import { openApiDocument } from './openapi';
@@ -104,6 +110,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(ordersRouter(orders));
   app.use(giftCardsRouter(catalog));
 
+  app.use(methodNotAllowedHandler(openApiDocument()));
   app.use(notFoundHandler);
   app.use(errorHandler);
   return app;

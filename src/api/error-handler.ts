@@ -116,6 +116,35 @@ export const errorHandler: ErrorRequestHandler = (err, req, res, next) => {
   sendProblem(req, res, toApiError(err));
 };
 
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+/**
+ * A documented path asked with a method it does not have: 405 with `Allow` (RFC 9110), not 404.
+ * The methods come from the generated OpenAPI document, the same source clients integrate from.
+ */
+export function methodNotAllowedHandler(document: { paths?: Record<string, object> }): RequestHandler {
+  const routes = Object.entries(document.paths ?? {}).map(([path, item]) => {
+    const methods = Object.keys(item)
+      .filter((m) => HTTP_METHODS.includes(m))
+      .map((m) => m.toUpperCase());
+    const pattern = path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^/}]+\}/g, '[^/]+');
+    return {
+      pattern: new RegExp(`^${pattern}/?$`),
+      allow: methods.includes('GET') ? [...methods, 'HEAD'] : methods,
+    };
+  });
+  return (req, _res, next) => {
+    const route = routes.find((r) => r.pattern.test(req.path));
+    if (!route) return next();
+    const allow = route.allow.join(', ');
+    next(
+      new ApiError('method-not-allowed', `${req.method} is not allowed here; use ${allow}.`, {
+        headers: { Allow: allow },
+      }),
+    );
+  };
+}
+
 /** The last route: anything unmatched is a 404 problem, never Express's HTML page. */
 export const notFoundHandler: RequestHandler = (_req, _res, next) => {
   next(new ApiError('not-found', 'No such resource.'));

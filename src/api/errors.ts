@@ -24,6 +24,7 @@ export const problemKinds = {
   'malformed-request': { status: 400, title: 'The request could not be read' },
   unauthorized: { status: 401, title: 'A valid API key is required' },
   'not-found': { status: 404, title: 'No such resource' },
+  'method-not-allowed': { status: 405, title: 'The method is not allowed on this resource' },
   'order-not-found': { status: 404, title: 'No order with this ref' },
   'ref-conflict': { status: 409, title: 'This ref was already used for a different order' },
   'order-not-in-review': { status: 409, title: 'The order is not waiting for a review' },

@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     logger,
     shuttingDown: () => shuttingDown,
   });
-  const server = await listen(app, { port: config.PORT, config });
+  const server = await listen(app, { port: config.PORT, host: config.API_HOST, config });
   logger.info({ url: server.url, taskQueue: config.TEMPORAL_TASK_QUEUE }, 'intake API listening');
 
   const shutdown = async (signal: NodeJS.Signals) => {

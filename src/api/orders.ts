@@ -146,7 +146,17 @@ export class OrderService {
         `An order with ref ${request.ref} exists with a different request; use a new ref for a new order.`,
       );
     }
-    return { created: false, view: await this.view(request.ref, log) };
+    try {
+      return { created: false, view: await this.view(request.ref, log) };
+    } catch (err) {
+      if (!(err instanceof ApiError && err.key === 'temporarily-unavailable')) throw err;
+      // No worker answers the status query right now (all restarting, say). The order exists and
+      // is this very request, so a repeat still gets its 200 with what Temporal itself knows.
+      const status = description.typedSearchAttributes.get(OrderStatusAttribute) as
+        OrderView['status'] | undefined;
+      const accepted = acceptedView({ ...input, acceptedAt: description.startTime.toISOString() });
+      return { created: false, view: { ...accepted, status: status ?? accepted.status } };
+    }
   }
 
   /**

@@ -115,8 +115,9 @@ export const reviewDecisions = ['FULFILLED', 'REFUNDED', 'RECHECK'] as const;
 export const ReviewDecision = z
   .strictObject({
     decision: z.enum(reviewDecisions),
-    operator: z.string().trim().min(1).max(100),
-    note: z.string().trim().min(1).max(1_000),
+    // Blank is refused with its own message (and the pattern shows in the OpenAPI document).
+    operator: z.string().max(100).regex(/\S/, 'must not be blank').trim(),
+    note: z.string().max(1_000).regex(/\S/, 'must not be blank').trim(),
   })
   .meta({
     id: 'ReviewDecision',

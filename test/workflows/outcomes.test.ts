@@ -228,7 +228,9 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
 
     assert.match(inReview.review?.reason ?? '', /stuck/);
     assert.equal(inReview.review?.evidence, 'provider status PENDING');
-    assert.ok(checks >= 3 && checks <= 6, `checks: ${checks}`);
+    // Four checks fit in the 5 s when the machine is idle; a loaded 2-core machine (CI with chaos
+    // alongside) delays activities, so the floor only proves the polling repeats after the first.
+    assert.ok(checks >= 2 && checks <= 6, `checks: ${checks}`);
     // A check costs a timer, an activity and two workflow tasks: 11 events. At the production
     // timings (deadline 30 min, cap 60 s) that is about 31 checks, some 350 events.
     assert.ok(events <= 11 * checks + 20, `history events: ${events}`);
