@@ -16,6 +16,7 @@ import { Random } from './random';
 import { buildWorkflowBundle, CHAOS_ADMIN_TOKEN, CHAOS_API_KEY, ChaosStack } from './stack';
 import { newRecord, submitAll, settleAll, type OrderRecord } from './submit';
 import { TemporalProbe } from './temporal';
+import { orderSecrets, secretsInLogs } from './log-secrets';
 import { verify, type Verdict } from './verify';
 
 export interface ChaosSummary extends Verdict {
@@ -233,6 +234,7 @@ export async function runChaos(
         intakeStats: intake.stats,
         troubleOf: (ref) => probe.troubleOf(ref),
       });
+      verdict.problems.push(...secretsInLogs(stack.logDir, [...stack.secrets, ...orderSecrets(records)]));
       if (stack.unexpectedWorkerExits > 0) {
         verdict.problems.push(`${stack.unexpectedWorkerExits} worker(s) exited on their own (see the logs)`);
       }

@@ -5,6 +5,7 @@
  * admin surface, N workers and the intake API. Part output goes to log files in the run
  * directory, not to the terminal.
  */
+import type { Secret } from './log-secrets';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
@@ -105,6 +106,12 @@ export class ChaosStack {
 
   readonly #options: ChaosStackOptions;
   readonly #logDir: string;
+  /** The keys the parts were given: none may appear in their logs. */
+  secrets: Secret[] = [];
+
+  get logDir(): string {
+    return this.#logDir;
+  }
   readonly #dbFile: string;
   readonly #streams: WriteStream[] = [];
   readonly #others: ManagedProcess[] = [];
@@ -138,6 +145,12 @@ export class ChaosStack {
     const [sandboxPort, apiPort] = [await freePort(), await freePort()];
     this.sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
     this.apiUrl = `http://127.0.0.1:${apiPort}`;
+    const encryptionKey = this.#options.encrypt ? randomBytes(32).toString('base64') : undefined;
+    this.secrets = [
+      { kind: 'provider API key', value: SANDBOX_KEY },
+      { kind: 'intake API key', value: CHAOS_API_KEY },
+      ...(encryptionKey ? [{ kind: 'payload encryption key', value: encryptionKey }] : []),
+    ];
     this.#env = {
       ...neutralEnvironment(),
       // info: the worker's "worker started" line is how we know it polls.
@@ -149,9 +162,7 @@ export class ChaosStack {
       PROVIDER_API_KEY: SANDBOX_KEY,
       ...PROVIDER_TIMEOUTS,
       // Encrypted payloads, as in production: the codec must survive kills and restarts too.
-      ...(this.#options.encrypt
-        ? { PAYLOAD_ENCRYPTION_KEYS: `chaos:${randomBytes(32).toString('base64')}` }
-        : {}),
+      ...(encryptionKey ? { PAYLOAD_ENCRYPTION_KEYS: `chaos:${encryptionKey}` } : {}),
       SANDBOX_HOST: '127.0.0.1',
       SANDBOX_PORT: String(sandboxPort),
       SANDBOX_KEY,
