@@ -30,8 +30,12 @@ export type OrderProvider = Pick<
 
 export function createActivities({ provider }: { provider: OrderProvider }) {
   return {
-    sendMobileTopup(request: MobileTopupRequest): Promise<Submission<MobileCheck>> {
+    sendMobileTopup(
+      request: MobileTopupRequest,
+      options: SendOptions = {},
+    ): Promise<Submission<MobileCheck>> {
       return sendTopupOnce(
+        options,
         () =>
           provider.sendMobileTopup({
             plan_code: request.planCode,
@@ -47,8 +51,12 @@ export function createActivities({ provider }: { provider: OrderProvider }) {
       return check(() => provider.checkMobileTopup(ref));
     },
 
-    sendInternetTopup(request: InternetTopupRequest): Promise<Submission<InternetCheck>> {
+    sendInternetTopup(
+      request: InternetTopupRequest,
+      options: SendOptions = {},
+    ): Promise<Submission<InternetCheck>> {
       return sendTopupOnce(
+        options,
         () =>
           provider.sendInternetTopup({
             type: request.lineType,
@@ -89,16 +97,23 @@ export function createActivities({ provider }: { provider: OrderProvider }) {
 
 export type OrderActivities = ReturnType<typeof createActivities>;
 
+export interface SendOptions {
+  /** The workflow sends again after an earlier send activity gave up: look the ref up first. */
+  lookUpFirst?: boolean;
+}
+
 /**
  * Sends a top-up at most once per ref. A retry (attempt > 1) follows an attempt whose outcome we
  * did not see — an unknown answer, a timeout, a worker that died — so it looks the ref up first:
- * found means that attempt was accepted; only "not found" allows a new send.
+ * found means that attempt was accepted; only "not found" allows a new send. The workflow's own
+ * re-submission (a new activity, attempt 1 again) asks for the same with `lookUpFirst`.
  */
 async function sendTopupOnce<C>(
+  { lookUpFirst = false }: SendOptions,
   send: () => Promise<{ topupId: string }>,
   checkRef: () => Promise<C>,
 ): Promise<Submission<C>> {
-  if (Context.current().info.attempt > 1) {
+  if (lookUpFirst || Context.current().info.attempt > 1) {
     const earlier = await lookUpEarlierSend(checkRef);
     if (earlier.found) return { alreadySent: true, check: earlier.check };
   }

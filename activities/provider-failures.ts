@@ -14,8 +14,9 @@ export interface FailureOptions {
    */
   neverRetry?: boolean;
   /**
-   * The call was the look-up of an earlier, unclear send: even a refusal of the look-up (say a
-   * 401 after a key rotation) says nothing about that send, so it must not fail the order.
+   * The call was the look-up of an earlier, unclear send: whatever stopped the look-up (a 401
+   * after a key rotation, a refused connection, a 429) says nothing about that send, whose outcome
+   * stays unknown: never "rejected" (the order would FAIL) nor "not reached" (it would be re-sent).
    */
   lookingUpEarlierSend?: boolean;
 }
@@ -24,8 +25,7 @@ export function toTemporalFailure(err: unknown, options: FailureOptions = {}): E
   // Not a provider failure: a bug in this process. Rethrown as is, so Temporal retries it like any error.
   if (!isProviderError(err)) return err instanceof Error ? err : new Error(String(err));
   let type = failureType(err);
-  if (options.lookingUpEarlierSend && type === ProviderFailureType.rejected)
-    type = ProviderFailureType.outcomeUnknown;
+  if (options.lookingUpEarlierSend) type = ProviderFailureType.outcomeUnknown;
   return ApplicationFailure.create({
     type,
     message: options.lookingUpEarlierSend ? `looking up an earlier send: ${err.message}` : err.message,

@@ -248,6 +248,16 @@ describe('ProviderClient with a mocked provider', () => {
       });
     }
 
+    it('a provider message that echoes a phone number or card code has the digits masked', async () => {
+      provider
+        .intercept({ path: '/v3/mobile/send', method: 'POST' })
+        .reply(400, fail('VALIDATION_ERROR', `MSSIDN ${PHONE} invalid; card 1234-5678-9012 blocked`));
+      const err = await providerError(() =>
+        client.sendMobileTopup({ plan_code: 'PREPAID_X', MSSIDN: PHONE, amount: 100, ref: 'r1' }),
+      );
+      assert.match(err.message, /MSSIDN \[digits\] invalid; card \[digits\] blocked/);
+    });
+
     it('tolerates an error body that is not JSON (a proxy HTML page): 502 is outcome_unknown, no code', async () => {
       provider
         .intercept({ path: '/v3/gift-cards/catalog', method: 'GET' })
@@ -351,8 +361,9 @@ describe('ProviderClient with a mocked provider', () => {
       ['ENOTFOUND', 'not_reached'],
       ['EAI_AGAIN', 'not_reached'],
       ['UND_ERR_CONNECT_TIMEOUT', 'not_reached'],
-      ['EHOSTUNREACH', 'not_reached'],
-      ['ENETUNREACH', 'not_reached'],
+      // On an established socket these may come after the request was written: only "maybe sent".
+      ['EHOSTUNREACH', 'outcome_unknown'],
+      ['ENETUNREACH', 'outcome_unknown'],
       ['UND_ERR_HEADERS_TIMEOUT', 'outcome_unknown'],
       ['UND_ERR_BODY_TIMEOUT', 'outcome_unknown'],
       ['UND_ERR_SOCKET', 'outcome_unknown'],
@@ -376,6 +387,17 @@ describe('ProviderClient with a mocked provider', () => {
         assert.equal(err.status, undefined);
         assert.equal(err.cause, cause);
         assert.match(err.message, new RegExp(`^sendMobileTopup: .*\\(${code ?? 'UNKNOWN'}\\)`));
+      });
+    }
+
+    for (const code of ['EHOSTUNREACH', 'ENETUNREACH']) {
+      it(`${code} while connecting (syscall connect) → not_reached`, async () => {
+        const cause = Object.assign(new Error(`connect ${code}`), { code, syscall: 'connect' });
+        provider.intercept({ path: '/v3/mobile/send', method: 'POST' }).replyWithError(cause);
+        const err = await providerError(() =>
+          client.sendMobileTopup({ plan_code: 'PREPAID_X', MSSIDN: PHONE, amount: 100, ref: 'r1' }),
+        );
+        assert.equal(err.kind, 'not_reached');
       });
     }
 

@@ -8,7 +8,8 @@ import { defineOrderWorkflow } from './order-lifecycle';
 
 export const mobileTopupWorkflow = defineOrderWorkflow<MobileTopupRequest, MobileCheck>('mobile_topup', {
   submitRetry: 'lookup',
-  submit: (activities, request) => activities.sendMobileTopup(request),
+  submit: (activities, request, resubmission) =>
+    activities.sendMobileTopup(request, { lookUpFirst: resubmission }),
   check: (activities, request) => activities.checkMobileTopup(request.ref),
   fulfilledResult: (check, request) =>
     // The ref is ours, but a 409 could point at an earlier order under the same ref: make sure it is this one.
@@ -21,7 +22,8 @@ export const internetTopupWorkflow = defineOrderWorkflow<InternetTopupRequest, I
   'internet_topup',
   {
     submitRetry: 'lookup',
-    submit: (activities, request) => activities.sendInternetTopup(request),
+    submit: (activities, request, resubmission) =>
+      activities.sendInternetTopup(request, { lookUpFirst: resubmission }),
     check: (activities, request) => activities.checkInternetTopup(request.ref),
     fulfilledResult: (check) =>
       check.card_code && check.num_trans

@@ -59,7 +59,8 @@ export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
    * `once`: it may not — the submission cannot be looked up, so an unclear attempt goes to review.
    */
   submitRetry: 'lookup' | 'once';
-  submit(activities: OrderActivities, request: R): Promise<Submission<C>>;
+  /** `resubmission`: an earlier submit activity of this order gave up; a top-up looks its ref up first. */
+  submit(activities: OrderActivities, request: R, resubmission: boolean): Promise<Submission<C>>;
   /** Undefined when the order cannot be looked up (e.g. a gift card with no order id). */
   check(
     activities: OrderActivities,
@@ -93,6 +94,8 @@ const MAX_SUBMIT_TRIES = 20;
 const MAX_TIMELINE_ENTRIES = 100;
 /** First retry of a failed provider call; further ones back off to the polling cap. */
 const RETRY_INITIAL_INTERVAL_MS = 1_000;
+/** lookUp's answer when the provider has no trace of the ref or order. */
+const PROVIDER_DOES_NOT_KNOW = 'the provider does not know the order';
 
 type Interpretation =
   | { kind: 'open'; status: 'SUBMITTED' | 'PROCESSING' }
@@ -158,7 +161,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private async submit(): Promise<void> {
     for (let tries = 1; ; tries++) {
       try {
-        const submission = await this.adapter.submit(this.submitActivities(), this.request);
+        const submission = await this.adapter.submit(this.submitActivities(), this.request, tries > 1);
         return this.onSubmitted(submission);
       } catch (err) {
         const failure = providerFailureOf(err);
@@ -179,9 +182,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
         const delayMs =
           failure.details?.retryAfterMs ?? this.backoff(RETRY_INITIAL_INTERVAL_MS, 2 ** (tries - 1));
         if (tries >= MAX_SUBMIT_TRIES || Date.now() + delayMs >= this.deadlineAt) {
-          return this.finish('FAILED', 'The provider could not be reached; nothing was submitted', {
-            failure: { code: 'PROVIDER_UNREACHABLE', message: failure.message },
-          });
+          return this.giveUpSubmitting(failure.message);
         }
         log.warn('submission not accepted by the provider, trying again', {
           type: failure.type,
@@ -191,6 +192,29 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
         await sleep(delayMs);
       }
     }
+  }
+
+  /**
+   * The provider stayed out of reach until the deadline. A placement that never reached it is
+   * FAILED. A top-up's earlier attempts may have been sent before the outage, so its ref is looked
+   * up one last time: found → carry on with it; unknown to the provider → FAILED, nothing was sent;
+   * no answer → review, since nobody can say.
+   */
+  private async giveUpSubmitting(lastFailure: string): Promise<void> {
+    const unreachable = { failure: { code: 'PROVIDER_UNREACHABLE', message: lastFailure } };
+    if (this.adapter.submitRetry === 'once') {
+      return this.finish('FAILED', 'The provider could not be reached; nothing was submitted', unreachable);
+    }
+    const answer = await this.lookUp(this.timings.activityTimeoutMs);
+    if (typeof answer !== 'string') return this.onSubmitted({ alreadySent: true, check: answer });
+    if (answer === PROVIDER_DOES_NOT_KNOW) {
+      return this.finish(
+        'FAILED',
+        'The provider could not be reached and has no trace of the order',
+        unreachable,
+      );
+    }
+    return this.toReview('the provider could not be reached to confirm whether the top-up was sent', answer);
   }
 
   private onSubmitted(submission: Submission<C>): void {
@@ -272,8 +296,14 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   // ---- review ----
 
   private async reviewStep(): Promise<void> {
-    const decided = await condition(() => this.decisions.length > 0, this.timings.reviewRecheckMs);
-    const decision = decided ? this.decisions.shift() : undefined;
+    // Also wake when the history grows long: signals alone (a script resending a malformed
+    // decision, say) must not push it towards Temporal's limit while we wait.
+    const woke = await condition(
+      () => this.decisions.length > 0 || this.historyIsLong(),
+      this.timings.reviewRecheckMs,
+    );
+    if (woke && this.decisions.length === 0) return; // the loop continues as new first
+    const decision = this.decisions.shift();
     if (!decision) return this.recheck();
     if (decision.decision === 'RECHECK') {
       this.note(`Recheck requested by ${decision.operator}`);
@@ -346,7 +376,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     if (!pending) return 'the order cannot be looked up (no provider reference)';
     try {
       const outcome = await pending;
-      return outcome.found ? outcome.check : 'the provider does not know the order';
+      return outcome.found ? outcome.check : PROVIDER_DOES_NOT_KNOW;
     } catch (err) {
       log.warn('status check failed', { failure: describeFailure(err) });
       return `the status check failed (${describeFailure(err)})`;
@@ -427,11 +457,16 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   /** Polling and review can last long; a fresh run with the state carried over keeps history bounded. */
-  private async continueAsNewIfLong(): Promise<void> {
+  private historyIsLong(): boolean {
     const { historyLength, continueAsNewSuggested } = workflowInfo();
-    const limit = this.input.historyEventLimit ?? DEFAULT_HISTORY_EVENT_LIMIT;
-    if (!(continueAsNewSuggested || historyLength >= limit) || this.decisions.length > 0) return;
-    log.info('continuing as new to keep the history short', { historyLength });
+    return (
+      continueAsNewSuggested || historyLength >= (this.input.historyEventLimit ?? DEFAULT_HISTORY_EVENT_LIMIT)
+    );
+  }
+
+  private async continueAsNewIfLong(): Promise<void> {
+    if (!this.historyIsLong() || this.decisions.length > 0) return;
+    log.info('continuing as new to keep the history short', { historyLength: workflowInfo().historyLength });
     // The starter's memo (the API keeps the request's fingerprint there) goes along explicitly.
     await makeContinueAsNewFunc<OrderWorkflow>({ memo: workflowInfo().memo })({
       ...this.input,

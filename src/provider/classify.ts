@@ -25,12 +25,26 @@ const NOT_REACHED_CODES: ReadonlySet<string> = new Set([
   'ENOTFOUND',
   'EAI_AGAIN',
   'UND_ERR_CONNECT_TIMEOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
   // Raised synchronously by undici before dispatch: the request was never written to a socket.
   'UND_ERR_INVALID_ARG', // the request options were rejected
   'UND_ERR_CLOSED', // the pool was already closed (a closing pool still finishes requests in flight)
 ]);
+
+/**
+ * Routing failures: "not reached" only while connecting. On an established keep-alive socket the
+ * same codes can arrive after the request was written, when the provider may have acted on it.
+ */
+const NOT_REACHED_WHILE_CONNECTING: ReadonlySet<string> = new Set(['EHOSTUNREACH', 'ENETUNREACH']);
+
+function isNotReached(err: unknown, code: string): boolean {
+  if (NOT_REACHED_CODES.has(code)) return true;
+  return NOT_REACHED_WHILE_CONNECTING.has(code) && connectSyscall(err);
+}
+
+function connectSyscall(err: unknown): boolean {
+  if (err instanceof AggregateError) return err.errors.every(connectSyscall);
+  return typeof err === 'object' && err !== null && (err as { syscall?: unknown }).syscall === 'connect';
+}
 
 /** The `code` of a transport error; looks inside an AggregateError (Node's happy-eyeballs connect). */
 export function transportErrorCode(err: unknown): string | undefined {
@@ -52,7 +66,7 @@ export function transportErrorCode(err: unknown): string | undefined {
  */
 export function transportFailure(operation: string, err: unknown): ProviderError {
   const code = transportErrorCode(err) ?? 'UNKNOWN';
-  if (NOT_REACHED_CODES.has(code)) {
+  if (isNotReached(err, code)) {
     return new ProviderError(
       { kind: 'not_reached', operation, code },
       `${operation}: provider not reached (${code})`,
@@ -147,5 +161,8 @@ function safeProviderMessage(message: string, secret: string): string {
   let safe = secret ? message.split(secret).join('[redacted]') : message;
   // eslint-disable-next-line no-control-regex -- control characters are exactly what we strip
   safe = safe.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  // A provider that echoes the request would put a phone number or card code into our logs and
+  // histories: runs of 6+ digits (with spaces or dashes) are masked.
+  safe = safe.replace(/\d(?:[\s-]?\d){5,}/g, '[digits]');
   return safe.length > MAX_PROVIDER_MESSAGE_LENGTH ? `${safe.slice(0, MAX_PROVIDER_MESSAGE_LENGTH)}…` : safe;
 }

@@ -84,6 +84,33 @@ describe('order workflows when the provider misbehaves', () => {
     });
   }
 
+  it('when a send commits but answers 502 and every look-up after it is rate-limited until the deadline, the order goes to NEEDS_REVIEW and is never sent again', async () => {
+    // The look-up's own failure (429 here, refused connections in real outages) says nothing about
+    // the earlier send: it must neither count as "never reached" (a blind resend) nor as FAILED.
+    await sandbox.addFault({
+      kind: 'error',
+      status: 502,
+      afterCommit: true,
+      routes: ['mobile.send'],
+      times: 1,
+    });
+    await sandbox.addFault({ kind: 'rate_limit', retryAfterSeconds: 1, routes: ['mobile.check'] });
+    const request = mobileRequest(newRef('outage-after-send'));
+    const handle = await start(request, {
+      timings: scaledTimings({ deadlineMs: 4_000, maxIntervalMs: 1_000 }),
+    });
+    const view = await waitForView(
+      handle,
+      (v) => v.status !== 'ACCEPTED' && v.status !== 'SUBMITTED',
+      60_000,
+    );
+
+    assert.equal(view.status, 'NEEDS_REVIEW', JSON.stringify(view.timeline));
+    assert.notEqual(view.failure?.code, 'PROVIDER_UNREACHABLE');
+    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+    await handle.terminate('test done');
+  });
+
   it('when the provider refuses the send (403, production key), the order is FAILED without a retry', async () => {
     const request = mobileRequest(newRef('refused'));
     const view = await (await start(request, {}, 'production')).result();
