@@ -518,6 +518,39 @@ describe('ProviderClient over real sockets (local node:http server)', () => {
     });
   }
 
+  it('a call stuck in the pool queue behind a slow one gives up at its deadline (outcome_unknown), never going out late', async () => {
+    let arrivals = 0;
+    handler = (_req, res) => {
+      arrivals += 1;
+      // Headers at once, then a byte every 200 ms for 6 s: the body timeout (idle time) never fires.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const drip = setInterval(() => res.write(' '), 200);
+      setTimeout(() => {
+        clearInterval(drip);
+        res.end(JSON.stringify(ok({ products: [] })));
+      }, 6_000);
+    };
+    // Two clients on one single-connection pool: a patient one holds the socket, an impatient one queues.
+    const patient = clientFor({ connections: 1, headersTimeoutMs: 5_000, bodyTimeoutMs: 5_000 });
+    const impatient = new ProviderClient({
+      baseUrl,
+      apiKey: API_KEY,
+      dispatcher: pools[pools.length - 1]!,
+      headersTimeoutMs: 500,
+      bodyTimeoutMs: 500,
+    });
+    const slow = patient.getGiftCardCatalog().catch((err: unknown) => err);
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    const queued = await providerError(() => impatient.getGiftCardCatalog());
+
+    assert.equal(queued.kind, 'outcome_unknown');
+    assert.equal(queued.code, 'CALL_DEADLINE_EXCEEDED');
+    assert.ok(Date.now() - started < 3_000, 'gave up at its 1 s deadline, not after the slow call');
+    await slow;
+    assert.equal(arrivals, 1, 'the queued call never reached the provider');
+  });
+
   it('drains error bodies: on one connection, many error answers do not stall the next request', async () => {
     let calls = 0;
     handler = (_req, res) => {

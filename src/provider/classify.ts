@@ -12,6 +12,8 @@ import { ProviderError, type ProviderFailureKind } from './errors';
 /** When a 429 carries no usable Retry-After we still back off; one second is the usual floor. */
 export const DEFAULT_RETRY_AFTER_MS = 1_000;
 
+export const CALL_DEADLINE_EXCEEDED = 'CALL_DEADLINE_EXCEEDED';
+
 /** Long enough for any real provider message, short enough to keep log lines and histories small. */
 const MAX_PROVIDER_MESSAGE_LENGTH = 200;
 
@@ -49,6 +51,8 @@ function connectSyscall(err: unknown): boolean {
 /** The `code` of a transport error; looks inside an AggregateError (Node's happy-eyeballs connect). */
 export function transportErrorCode(err: unknown): string | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
+  // The client's own whole-call deadline (AbortSignal.timeout): queued or sent, nobody can tell.
+  if ((err as { name?: unknown }).name === 'TimeoutError') return CALL_DEADLINE_EXCEEDED;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') return code;
   if (err instanceof AggregateError) {

@@ -167,17 +167,26 @@ export class ProviderClient {
     if (body !== undefined) headers['content-type'] = 'application/json';
 
     let response: Dispatcher.ResponseData;
+    // undici's timeouts start once the request is on a socket; time queued in a busy pool is
+    // unbounded. A call that Temporal has long given up on must not go out late (a resend may
+    // already have happened), so the whole call, queue included, has a deadline: undici drops an
+    // aborted request when it leaves the queue, and we stop waiting for it at once.
+    const deadline = AbortSignal.timeout(this.#headersTimeoutMs + this.#bodyTimeoutMs);
     try {
-      response = await this.#dispatcher.request({
-        // `origin` is ignored by a Pool (it has one) and required by an Agent or MockAgent.
-        origin: this.#origin,
-        path: `${this.#pathPrefix}${API_PREFIX}${path}`,
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        headersTimeout: this.#headersTimeoutMs,
-        bodyTimeout: this.#bodyTimeoutMs,
-      });
+      response = await untilAborted(
+        deadline,
+        this.#dispatcher.request({
+          // `origin` is ignored by a Pool (it has one) and required by an Agent or MockAgent.
+          origin: this.#origin,
+          path: `${this.#pathPrefix}${API_PREFIX}${path}`,
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          headersTimeout: this.#headersTimeoutMs,
+          bodyTimeout: this.#bodyTimeoutMs,
+          signal: deadline,
+        }),
+      );
     } catch (err) {
       throw transportFailure(operation, err);
     }
@@ -219,4 +228,14 @@ function describeIssues(error: z.ZodError): string {
   const shown = error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(root)'}: ${i.code}`);
   const more = error.issues.length > shown.length ? `, +${error.issues.length - shown.length} more` : '';
   return `${shown.join(', ')}${more}`;
+}
+
+/** `promise`, or the signal's reason as soon as it aborts (the promise is then left to settle unobserved). */
+function untilAborted<T>(signal: AbortSignal, promise: Promise<T>): Promise<T> {
+  promise.catch(() => {}); // settles after we stopped waiting; nothing to report
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
