@@ -29,7 +29,9 @@ const ADMIN_TOKEN = 't';
 const SANDBOX_KEY = 'sandbox-key';
 const PRODUCTION_KEY = 'production-key';
 const DISABLED_KEY = 'disabled-key';
-const TIME_SCALE = 0.01;
+// 0.05: PENDING lasts 250 ms, long enough for "right after the send" on a loaded 2-core machine
+// (exact boundaries are tested with an injected clock).
+const TIME_SCALE = 0.05;
 /** When PENDING ends and FULFILLED begins at TIME_SCALE, in ms after the send. */
 const HANDLING_FROM = 5_000 * TIME_SCALE;
 const FULFILLED_FROM = 20_000 * TIME_SCALE;
