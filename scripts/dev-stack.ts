@@ -10,8 +10,11 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import { prettyFactory } from 'pino-pretty';
-import { loadConfig } from '../src/config';
+import { loadConfig, type Config } from '../src/config';
+import { temporalConnectionOptions } from '../src/temporal/connection';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server';
 import { projectRoot, startPart, waitForHttp, type ManagedProcess, type PartName } from './lib/processes';
 
@@ -55,6 +58,31 @@ function start(part: PartName, env: NodeJS.ProcessEnv): ManagedProcess {
     void shutdown(1);
   });
   return managed;
+}
+
+/**
+ * Waits until a worker polls the order task queue, as Temporal itself sees it (the worker bundles
+ * the workflows first, which takes a while): the banner should promise only what is ready.
+ */
+async function waitForWorker(config: Config, timeoutMs = 180_000) {
+  const { TEMPORAL_NAMESPACE: namespace, TEMPORAL_TASK_QUEUE: taskQueue } = config;
+  // The same TLS / API-key settings the worker and API use, for an external TEMPORAL_ADDRESS.
+  const connection = await Connection.connect(temporalConnectionOptions(config));
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline && !stopping) {
+      const { pollers } = await connection.workflowService.describeTaskQueue({
+        namespace,
+        taskQueue: { name: taskQueue },
+        taskQueueType: proto.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      });
+      if (pollers && pollers.length > 0) return;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    throw new Error(`no worker polled ${taskQueue} within ${timeoutMs / 1000} s`);
+  } finally {
+    await connection.close();
+  }
 }
 
 async function shutdown(code: number): Promise<void> {
@@ -129,6 +157,8 @@ async function main() {
   start('api', { ...appEnv, API_KEYS: apiKeys.join(','), API_HOST: process.env.API_HOST ?? '127.0.0.1' });
   const apiUrl = `http://127.0.0.1:${config.PORT}`;
   await waitForHttp(`${apiUrl}/readyz`, { ok: (status) => status === 200 });
+  // The banner comes last: once the worker has bundled the workflows and polls for orders.
+  await waitForWorker({ ...config, TEMPORAL_ADDRESS: temporalAddress });
 
   const apiKey = apiKeys[0]!;
   const ref = `demo-${Date.now()}`;
