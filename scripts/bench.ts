@@ -1,0 +1,141 @@
+/**
+ * `npm run bench`: throughput, latency and cost of the order service against baselines measured in
+ * the same run on the same Temporal server; `npm run bench -- --scale 10000`: many orders in flight
+ * at once at the spec's full timings. Prints a table and writes bench-results/bench-<time>.json.
+ *
+ * Starts its own stack on free loopback ports (or uses a running one, see --help) and stops
+ * everything it started at the end, on an error and on Ctrl-C. It only reports: timings on a
+ * shared 2-core machine are too noisy to assert anything on.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { projectRoot } from './lib/processes';
+import { parseBenchArgs, usage, type BenchOptions } from './bench/args';
+import { cleanUp, installSignalHandlers, onCleanup } from './bench/cleanup';
+import { ProcMonitor } from './bench/proc';
+import { addProviderLatency } from './bench/sandbox-admin';
+import { formatComparison, formatNormal, formatScale, normalTargets } from './bench/report';
+import type { NormalReport } from './bench/run-normal';
+import { runNormal } from './bench/run-normal';
+import { runScale } from './bench/run-scale';
+import { startStack } from './bench/stack';
+
+function log(line: string): void {
+  process.stderr.write(`[bench] ${line}\n`);
+}
+
+function gitRevision(): string | undefined {
+  try {
+    const rev = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: projectRoot,
+      encoding: 'utf8',
+    }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain'], {
+      cwd: projectRoot,
+      encoding: 'utf8',
+    }).trim();
+    return dirty ? `${rev}+changes` : rev;
+  } catch {
+    return undefined;
+  }
+}
+
+function timestamp(date: Date): string {
+  return date.toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
+}
+
+async function main(options: BenchOptions): Promise<void> {
+  const startedAt = new Date();
+  const runId = Date.now().toString(36);
+  installSignalHandlers(log);
+
+  const stack = await startStack(options, runId, { withBaselineWorker: options.scale === undefined, log });
+  const connection = await Connection.connect(stack.connectionOptions);
+  onCleanup('bench client connection', () => connection.close());
+  const client = new Client({ connection, namespace: stack.namespace });
+  const monitor = new ProcMonitor({
+    worker: stack.pids.worker,
+    api: stack.pids.api,
+    temporal: stack.pids.temporal,
+    'baseline-worker': stack.pids.baselineWorker,
+    sandbox: stack.pids.sandbox,
+    bench: process.pid,
+  });
+  onCleanup('monitor', async () => monitor.close());
+
+  if (options.providerLatencyMs > 0) await addProviderLatency(stack.sandbox, options.providerLatencyMs);
+  const ctx = { options, stack, client, monitor, runId, log };
+  const report = options.scale === undefined ? await runNormal(ctx) : await runScale(ctx);
+
+  const header = [
+    '',
+    `bench ${timestamp(startedAt)}${options.label ? ` “${options.label}”` : ''} — git ${gitRevision() ?? 'n/a'}, ` +
+      `${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, load average at the end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+    `${options.scale ?? options.orders} orders${options.scale === undefined && options.rounds > 1 ? ` × ${options.rounds} rounds` : ''}, concurrency ${options.concurrency}, time scale ${options.timeScale}, mix ${options.mix.join('/')}` +
+      `${options.isolateIntake ? ', workers frozen while submitting (--isolate-intake)' : ''}` +
+      `${options.providerLatencyMs ? `, provider latency ${options.providerLatencyMs} ms` : ''}`,
+    `stack: ${stack.started.length ? `started ${stack.started.join(', ')}` : 'given'}; Temporal ${stack.temporalAddress}; API ${stack.apiUrl}`,
+    `parts' environment: ${Object.entries(stack.partEnv)
+      .filter(([k]) => !k.startsWith('API_RATE'))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  ];
+  const text = report.kind === 'normal' ? formatNormal(report, header) : formatScale(report, header);
+  process.stdout.write(`${text}\n`);
+
+  const outDir = resolve(projectRoot, options.outDir);
+  mkdirSync(outDir, { recursive: true });
+  const file = join(outDir, `bench-${timestamp(startedAt)}${report.kind === 'scale' ? '-scale' : ''}.json`);
+  const json = {
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    label: options.label,
+    git: gitRevision(),
+    machine: { cores: cpus().length, memoryGiB: totalmem() / 2 ** 30, loadavgAtEnd: loadavg() },
+    options: { ...options, apiKey: options.apiKey ? '[set]' : undefined, sandboxAdminToken: undefined },
+    stack: {
+      temporalAddress: stack.temporalAddress,
+      apiUrl: stack.apiUrl,
+      started: stack.started,
+      partEnv: stack.partEnv,
+    },
+    ...(report.kind === 'normal' ? { targets: normalTargets(report) } : {}),
+    report,
+  };
+  writeFileSync(file, JSON.stringify(json, null, 2));
+  log(`results written to ${file}`);
+}
+
+let options: BenchOptions | 'help';
+try {
+  options = parseBenchArgs(process.argv.slice(2));
+} catch (err) {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n\n${usage}`);
+  process.exit(2);
+}
+if (options === 'help') {
+  process.stdout.write(usage);
+} else if (options.compare.length > 0) {
+  const runs = options.compare.map((file) => {
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { label?: string; report: NormalReport };
+    if (saved.report.kind !== 'normal') throw new Error(`${file}: not a normal run`);
+    return { file: basename(file), label: saved.label, report: saved.report };
+  });
+  process.stdout.write(`${formatComparison(runs)}\n`);
+} else {
+  main(options)
+    .then(
+      () => cleanUp(),
+      async (err: unknown) => {
+        log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+        process.exitCode = 1;
+        await cleanUp();
+      },
+    )
+    .finally(() => process.exit());
+}

@@ -1,0 +1,197 @@
+/**
+ * `npm run bench -- [flags]`. Every flag also has a BENCH_* environment variable (flags win).
+ */
+import { parseArgs } from 'node:util';
+import { orderTypes, type OrderType } from '../../src/orders/schemas';
+
+export interface BenchOptions {
+  /** Orders (and workflows of each baseline) in the normal run. */
+  orders: number;
+  /** Requests or starts in flight at once. */
+  concurrency: number;
+  /** The normal run's phases this many times (ABBA order), pooled: steadier figures on a noisy machine. */
+  rounds: number;
+  /** Scale mode: this many orders at full spec timings, no baselines. */
+  scale?: number;
+  /** Scale mode: submit through the API (default) or through OrderService in-process (no HTTP). */
+  scaleSubmit: 'api' | 'direct';
+  /** Multiplies the sandbox's delays and our polling timings (normal run 0.05, scale run 1). */
+  timeScale: number;
+  /** Order types, submitted round-robin. */
+  mix: OrderType[];
+  /** Orders and baseline workflows run before measuring (JIT, connections, caches). */
+  warmup: number;
+  /** Longest wait for a phase's workflows to close. */
+  waitTimeoutS: number;
+  /** Histories fetched at once when analysing. */
+  historyConcurrency: number;
+  /** Latency the sandbox adds to every send and check (ms), like a real provider's. */
+  providerLatencyMs: number;
+  /** Extra KEY=VALUE for the worker and API we start (tuning runs). */
+  partEnv: Record<string, string>;
+  /** Freeze the workers (SIGSTOP) while each phase submits: intake alone, without the processing it triggers. */
+  isolateIntake: boolean;
+  /** Leave out the diagnostic phase that submits through OrderService in-process. */
+  skipDirect: boolean;
+  /** Let the workers bundle their workflows at start instead of running pre-built bundles. */
+  bundleAtStart: boolean;
+  /** Encrypt payloads (PAYLOAD_ENCRYPTION_KEYS with a random key) in the parts we start. */
+  encrypt: boolean;
+  logLevel: string;
+  outDir: string;
+  /** A running stack instead of our own. */
+  apiUrl?: string;
+  apiKey?: string;
+  temporalAddress?: string;
+  namespace: string;
+  sandboxUrl?: string;
+  sandboxAdminToken?: string;
+  /** PIDs of a running stack's parts, for CPU and RSS. */
+  pids: { worker?: number; api?: number; temporal?: number };
+  label?: string;
+  /** Compare saved results instead of running: JSON files written by earlier runs. */
+  compare: string[];
+}
+
+export const usage = `npm run bench -- [flags]
+
+  --orders N               orders in the normal run (default 500)
+  --concurrency C          requests / starts in flight at once (default 16; scale run 64)
+  --scale N                scale run: N orders at the spec's full timings (e.g. 10000)
+  --scale-submit api|direct  scale run: through the API (default) or OrderService in-process
+  --time-scale F           sandbox delays and polling timings x F (default 0.05; scale run 1)
+  --mix a,b,c              order types, round-robin (default mobile_topup,internet_topup,gift_card)
+  --warmup N               unmeasured orders first (default 30)
+  --rounds R               repeat the phases R times (ABBA order) and pool them (default 1)
+  --wait-timeout S         longest wait for a phase to finish (default 300; scale run 1800)
+  --history-concurrency N  histories fetched at once when analysing (default 16)
+  --provider-latency MS    the sandbox answers every send and check MS later (a real provider's latency)
+  --env KEY=VALUE          extra environment for the worker and API we start (repeatable)
+  --encrypt                payload encryption on in the parts we start
+  --bundle-at-start        workers bundle their workflows at start (default: pre-built, as in production)
+  --isolate-intake         freeze the workers we started while each phase submits (intake alone)
+  --skip-direct            leave out the phase that submits through OrderService in-process (no HTTP)
+  --log-level L            LOG_LEVEL of the parts we start (default info)
+  --out DIR                where the JSON goes (default bench-results)
+  --label TEXT             stored in the JSON (e.g. the tuning being tried)
+  --compare FILE           (repeatable) print saved normal runs side by side instead of running
+
+  A running stack instead of our own (each part independently):
+  --api-url URL --api-key KEY           the intake API (then no sandbox/worker/API are started)
+  --temporal-address HOST:PORT          Temporal (then no dev server is started)
+  --namespace NS                        (default "default")
+  --sandbox-url URL --sandbox-admin-token T   the sandbox admin surface, for send counts
+  --worker-pid P --api-pid P --temporal-pid P  processes to measure CPU and RSS of
+  (environment: BENCH_API_URL, BENCH_API_KEY, BENCH_TEMPORAL_ADDRESS, BENCH_NAMESPACE,
+   BENCH_SANDBOX_URL, BENCH_SANDBOX_ADMIN_TOKEN, BENCH_ORDERS, BENCH_CONCURRENCY)
+`;
+
+function positive(name: string, value: string | undefined, fallback: number, integer = true): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+    throw new Error(`--${name}: expected a positive ${integer ? 'integer' : 'number'}, got "${value}"`);
+  }
+  return n;
+}
+
+function optionalPid(name: string, value: string | undefined): number | undefined {
+  return value ? positive(name, value, 0) : undefined;
+}
+
+export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): BenchOptions | 'help' {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      help: { type: 'boolean', short: 'h' },
+      orders: { type: 'string' },
+      concurrency: { type: 'string' },
+      scale: { type: 'string' },
+      'scale-submit': { type: 'string' },
+      'time-scale': { type: 'string' },
+      mix: { type: 'string' },
+      warmup: { type: 'string' },
+      rounds: { type: 'string' },
+      'wait-timeout': { type: 'string' },
+      'history-concurrency': { type: 'string' },
+      env: { type: 'string', multiple: true },
+      'provider-latency': { type: 'string' },
+      encrypt: { type: 'boolean' },
+      'bundle-at-start': { type: 'boolean' },
+      'skip-direct': { type: 'boolean' },
+      'isolate-intake': { type: 'boolean' },
+      'log-level': { type: 'string' },
+      out: { type: 'string' },
+      label: { type: 'string' },
+      compare: { type: 'string', multiple: true },
+      'api-url': { type: 'string' },
+      'api-key': { type: 'string' },
+      'temporal-address': { type: 'string' },
+      namespace: { type: 'string' },
+      'sandbox-url': { type: 'string' },
+      'sandbox-admin-token': { type: 'string' },
+      'worker-pid': { type: 'string' },
+      'api-pid': { type: 'string' },
+      'temporal-pid': { type: 'string' },
+    },
+  });
+  if (values.help) return 'help';
+
+  const scale = values.scale !== undefined ? positive('scale', values.scale, 0) : undefined;
+  const mix = (values.mix ?? orderTypes.join(',')).split(',').map((t) => t.trim());
+  for (const type of mix) {
+    if (!(orderTypes as readonly string[]).includes(type)) {
+      throw new Error(`--mix: unknown order type "${type}" (known: ${orderTypes.join(', ')})`);
+    }
+  }
+  const scaleSubmit = values['scale-submit'] ?? 'api';
+  if (scaleSubmit !== 'api' && scaleSubmit !== 'direct') throw new Error('--scale-submit: api or direct');
+  const partEnv: Record<string, string> = {};
+  for (const pair of values.env ?? []) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`--env: expected KEY=VALUE, got "${pair}"`);
+    partEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  const apiUrl = values['api-url'] ?? env.BENCH_API_URL;
+  const apiKey = values['api-key'] ?? env.BENCH_API_KEY;
+  if (apiUrl && !apiKey) throw new Error('--api-url needs --api-key (or BENCH_API_KEY)');
+
+  return {
+    orders: positive('orders', values.orders ?? env.BENCH_ORDERS, 500),
+    concurrency: positive('concurrency', values.concurrency ?? env.BENCH_CONCURRENCY, scale ? 64 : 16),
+    rounds: positive('rounds', values.rounds, 1),
+    scale,
+    scaleSubmit,
+    timeScale: positive('time-scale', values['time-scale'], scale ? 1 : 0.05, false),
+    mix: mix as OrderType[],
+    warmup: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 30),
+    waitTimeoutS: positive('wait-timeout', values['wait-timeout'], scale ? 1_800 : 300),
+    historyConcurrency: positive('history-concurrency', values['history-concurrency'], 16),
+    partEnv,
+    providerLatencyMs:
+      values['provider-latency'] === undefined
+        ? 0
+        : positive('provider-latency', values['provider-latency'], 0),
+    encrypt: values.encrypt ?? false,
+    bundleAtStart: values['bundle-at-start'] ?? false,
+    skipDirect: values['skip-direct'] ?? false,
+    isolateIntake: values['isolate-intake'] ?? false,
+    logLevel: values['log-level'] ?? 'info',
+    outDir: values.out ?? 'bench-results',
+    apiUrl,
+    apiKey,
+    temporalAddress: values['temporal-address'] ?? env.BENCH_TEMPORAL_ADDRESS,
+    namespace: values.namespace ?? env.BENCH_NAMESPACE ?? 'default',
+    sandboxUrl: values['sandbox-url'] ?? env.BENCH_SANDBOX_URL,
+    sandboxAdminToken: values['sandbox-admin-token'] ?? env.BENCH_SANDBOX_ADMIN_TOKEN,
+    pids: {
+      worker: optionalPid('worker-pid', values['worker-pid']),
+      api: optionalPid('api-pid', values['api-pid']),
+      temporal: optionalPid('temporal-pid', values['temporal-pid']),
+    },
+    label: values.label,
+    compare: values.compare ?? [],
+  };
+}

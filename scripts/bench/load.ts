@@ -1,0 +1,100 @@
+/**
+ * The load: a closed loop of C callers taking the next of N items until none is left, timing each
+ * call. Drives the intake API over HTTP (an undici Pool of C keep-alive connections) and the
+ * baselines' starts through a Temporal Client, so both are measured the same way.
+ */
+import { Pool } from 'undici';
+import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { OrderRequest } from '../../src/orders/schemas';
+import type { OrderService } from '../../src/api/orders';
+import { mapBounded, nowMs, summarize, type Summary } from './stats';
+
+export interface Call {
+  index: number;
+  /** Epoch ms when the call was made / answered. */
+  startMs: number;
+  endMs: number;
+  /** "ok", or what went wrong ("HTTP 429", "timeout", …). */
+  outcome: string;
+}
+
+export interface LoadResult {
+  calls: Call[];
+  ok: number;
+  failures: Record<string, number>;
+  durationS: number;
+  /** Successful calls per second over the whole phase. */
+  perSecond: number;
+  /** Latency of the successful calls, ms. */
+  latencyMs: Summary;
+}
+
+export async function closedLoop(
+  n: number,
+  concurrency: number,
+  call: (index: number) => Promise<string>,
+): Promise<LoadResult> {
+  const t0 = nowMs();
+  const calls = await mapBounded(n, concurrency, async (index): Promise<Call> => {
+    const startMs = nowMs();
+    let outcome: string;
+    try {
+      outcome = await call(index);
+    } catch (err) {
+      outcome = err instanceof Error ? `${err.name}: ${err.message.slice(0, 80)}` : String(err);
+    }
+    return { index, startMs, endMs: nowMs(), outcome };
+  });
+  const durationS = (nowMs() - t0) / 1000;
+  const good = calls.filter((c) => c.outcome === 'ok');
+  const failures: Record<string, number> = {};
+  for (const c of calls) if (c.outcome !== 'ok') failures[c.outcome] = (failures[c.outcome] ?? 0) + 1;
+  return {
+    calls,
+    ok: good.length,
+    failures,
+    durationS,
+    perSecond: good.length / durationS,
+    latencyMs: summarize(good.map((c) => c.endMs - c.startMs)),
+  };
+}
+
+/** POST /v1/orders over keep-alive connections; 201 is the only success (a new order). */
+export function apiSubmitter(apiUrl: string, apiKey: string, connections: number) {
+  const pool = new Pool(apiUrl, { connections, pipelining: 1, headersTimeout: 60_000, bodyTimeout: 60_000 });
+  const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+  return {
+    async submit(order: OrderRequest): Promise<string> {
+      const response = await pool.request({
+        method: 'POST',
+        path: '/v1/orders',
+        headers,
+        body: JSON.stringify(order),
+      });
+      await response.body.dump();
+      return response.statusCode === 201 ? 'ok' : `HTTP ${response.statusCode}`;
+    },
+    close: () => pool.close(),
+  };
+}
+
+/** The API's own start path (OrderService.submit) without HTTP: where the API's time goes. */
+export function directSubmitter(service: OrderService) {
+  return async (order: OrderRequest): Promise<string> => {
+    const { created } = await service.submit(order);
+    return created ? 'ok' : 'already existed';
+  };
+}
+
+/** A raw start of a baseline workflow: no memo, no search attributes, default policies. */
+export function rawStarter(client: Client, taskQueue: string) {
+  return async (workflowType: string, workflowId: string, args: unknown[]): Promise<string> => {
+    try {
+      await client.workflow.start(workflowType, { taskQueue, workflowId, args });
+      return 'ok';
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return 'already started';
+      throw err;
+    }
+  };
+}

@@ -1,0 +1,416 @@
+/**
+ * The printed tables and the targets. The bench only reports: PASS / FAIL marks are information
+ * for the reader, never an exit code (timings on a shared 2-core machine are too noisy to assert).
+ */
+import type { PhaseUsage } from './proc';
+import type { NormalReport, PerTypeReport, PhaseReport } from './run-normal';
+import type { ScaleReport } from './run-scale';
+import { fmt, ratio, type Summary } from './stats';
+
+export interface Target {
+  name: string;
+  value: number;
+  limit: number;
+  comparison: '>=' | '<=';
+  pass: boolean;
+  unit: string;
+}
+
+function target(name: string, value: number, comparison: '>=' | '<=', limit: number, unit = ''): Target {
+  const pass = Number.isFinite(value) && (comparison === '>=' ? value >= limit : value <= limit);
+  return { name, value, limit, comparison, pass, unit };
+}
+
+export function normalTargets(report: NormalReport): Target[] {
+  const { api, rawStart, minimal } = report.phases;
+  const mobile = report.perType.find((t) => t.type === 'mobile_topup');
+  const targets = [
+    target(
+      'intake throughput vs raw start',
+      ratio(api.load.perSecond, rawStart.load.perSecond),
+      '>=',
+      0.8,
+      '×',
+    ),
+    target(
+      'intake p99 latency vs raw start',
+      ratio(api.load.latencyMs.p99, rawStart.load.latencyMs.p99),
+      '<=',
+      2,
+      '×',
+    ),
+    target(
+      'end-to-end completion vs minimal workflow',
+      ratio(api.e2e.perSecond, minimal.e2e.perSecond),
+      '>=',
+      0.7,
+      '×',
+    ),
+  ];
+  if (mobile) {
+    targets.push(target('mobile top-up check calls (max)', mobile.checkAttempts.max, '<=', 3));
+    targets.push(target('mobile top-up history events (max)', mobile.events.max, '<=', 40));
+  }
+  targets.push(
+    target('orders completed (of submitted)', ratio(api.e2e.completed, api.e2e.submitted), '>=', 1, '×'),
+  );
+  return targets;
+}
+
+/** Left-aligned first column, right-aligned others. */
+export function table(rows: (string | number)[][], indent = '  '): string {
+  const cells = rows.map((r) => r.map(String));
+  const widths: number[] = [];
+  for (const row of cells) row.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+  return cells
+    .map((row) =>
+      (
+        indent + row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('   ')
+      ).trimEnd(),
+    )
+    .join('\n');
+}
+
+const mark = (t: Target) => `${t.pass ? 'PASS' : 'FAIL'}`;
+const limitText = (t: Target) => `${t.comparison === '>=' ? '≥' : '≤'} ${t.limit}${t.unit}`;
+const meanMax = (s: Summary, digits = 1) => `${fmt(s.mean, digits)} / ${fmt(s.max, 0)}`;
+const meanP99 = (s: Summary | undefined) => (s ? `${fmt(s.mean, 0)} / ${fmt(s.p99, 0)}` : 'n/a');
+
+function usageRow(
+  label: string,
+  name: string,
+  phases: PhaseReport[],
+  pick: (u: PhaseUsage | undefined, p: PhaseReport) => string,
+) {
+  return [label, ...phases.map((p) => pick(p.usage.total[name], p))];
+}
+
+const NONE = { perSecond: NaN, latencyMs: { p50: NaN, p95: NaN, p99: NaN } };
+
+export function formatNormal(report: NormalReport, header: string[]): string {
+  const { rawStart, api, direct, minimal } = report.phases;
+  const dLoad = direct?.load ?? NONE;
+  const dE2e = direct?.e2e ?? { ...NONE, completed: 0, submitted: 0 };
+  const targets = normalTargets(report);
+  const t = (name: string) => targets.find((x) => x.name === name);
+  const statusText = (p: PhaseReport) =>
+    Object.entries(p.e2e.statuses)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+  const failures = (p: PhaseReport) => Object.values(p.load.failures).reduce((a, b) => a + b, 0);
+  const lines: string[] = [...header, ''];
+
+  lines.push('INTAKE  (closed loop, concurrency ' + report.concurrency + ')');
+  const rps = t('intake throughput vs raw start')!;
+  const p99 = t('intake p99 latency vs raw start')!;
+  lines.push(
+    table([
+      ['', 'ours: API', 'baseline (a): raw start', 'ratio', 'target', '', 'ours w/o HTTP'],
+      [
+        'requests/s',
+        fmt(api.load.perSecond),
+        fmt(rawStart.load.perSecond),
+        fmt(rps.value, 2),
+        limitText(rps),
+        mark(rps),
+        fmt(dLoad.perSecond),
+      ],
+      [
+        'latency p50 ms',
+        fmt(api.load.latencyMs.p50),
+        fmt(rawStart.load.latencyMs.p50),
+        fmt(ratio(api.load.latencyMs.p50, rawStart.load.latencyMs.p50), 2),
+        '',
+        '',
+        fmt(dLoad.latencyMs.p50),
+      ],
+      [
+        'latency p95 ms',
+        fmt(api.load.latencyMs.p95),
+        fmt(rawStart.load.latencyMs.p95),
+        fmt(ratio(api.load.latencyMs.p95, rawStart.load.latencyMs.p95), 2),
+        '',
+        '',
+        fmt(dLoad.latencyMs.p95),
+      ],
+      [
+        'latency p99 ms',
+        fmt(api.load.latencyMs.p99),
+        fmt(rawStart.load.latencyMs.p99),
+        fmt(p99.value, 2),
+        limitText(p99),
+        mark(p99),
+        fmt(dLoad.latencyMs.p99),
+      ],
+      ['errors', failures(api), failures(rawStart), '', '', '', direct ? failures(direct) : 'n/a'],
+    ]),
+  );
+  lines.push('');
+
+  const e2e = t('end-to-end completion vs minimal workflow')!;
+  lines.push(
+    `END TO END  (submit → final; minimal workflow: send, ${report.baselineTimersMs[0]} ms timer, check, ${report.baselineTimersMs[1]} ms timer, check)`,
+  );
+  lines.push(
+    table([
+      ['', 'ours: API', 'baseline (b): minimal', 'ratio', 'target', '', 'ours w/o HTTP'],
+      [
+        'orders completed/s',
+        fmt(api.e2e.perSecond),
+        fmt(minimal.e2e.perSecond),
+        fmt(e2e.value, 2),
+        limitText(e2e),
+        mark(e2e),
+        fmt(dE2e.perSecond),
+      ],
+      [
+        'latency p50 ms',
+        fmt(api.e2e.latencyMs.p50, 0),
+        fmt(minimal.e2e.latencyMs.p50, 0),
+        fmt(ratio(api.e2e.latencyMs.p50, minimal.e2e.latencyMs.p50), 2),
+        '',
+        '',
+        fmt(dE2e.latencyMs.p50, 0),
+      ],
+      [
+        'latency p99 ms',
+        fmt(api.e2e.latencyMs.p99, 0),
+        fmt(minimal.e2e.latencyMs.p99, 0),
+        fmt(ratio(api.e2e.latencyMs.p99, minimal.e2e.latencyMs.p99), 2),
+        '',
+        '',
+        fmt(dE2e.latencyMs.p99, 0),
+      ],
+      [
+        'completed / submitted',
+        `${api.e2e.completed}/${api.e2e.submitted}`,
+        `${minimal.e2e.completed}/${minimal.e2e.submitted}`,
+        '',
+        '',
+        '',
+        direct ? `${dE2e.completed}/${dE2e.submitted}` : 'n/a',
+      ],
+    ]),
+  );
+  lines.push(`  final statuses (ours: API): ${statusText(api)}`);
+  lines.push('');
+
+  lines.push(
+    `PER ORDER  (mean / max; spec timings × ${report.timeScale}; a normal order: a few on the idle stack)`,
+  );
+  const types = report.perType;
+  const loaded = (type: string) => report.perTypeUnderLoad.find((x) => x.type === type);
+  const row = (label: string, pick: (x: PerTypeReport) => string) => [label, ...types.map(pick)];
+  const underLoad = (label: string, pick: (x: PerTypeReport) => Summary) => [
+    label,
+    ...types.map((x) => {
+      const y = loaded(x.type);
+      return y ? meanMax(pick(y)) : 'n/a';
+    }),
+  ];
+  lines.push(
+    table([
+      ['', ...types.map((x) => `${x.type} (${x.orders})`)],
+      row('history events', (x) => meanMax(x.events)),
+      row('check calls', (x) => meanMax(x.checkAttempts)),
+      row('sends', (x) => `${meanMax(x.sends)}${x.sendsSource === 'history' ? ' h' : ''}`),
+      row('provider calls', (x) => meanMax(x.providerCalls)),
+      row('timers', (x) => meanMax(x.timers)),
+      underLoad('under load: history events', (x) => x.events),
+      underLoad('under load: check calls', (x) => x.checkAttempts),
+      underLoad('under load: sends', (x) => x.sends),
+    ]),
+  );
+  const gift = report.perTypeUnderLoad.find((x) => x.type === 'gift_card');
+  lines.push(
+    '  sends: the sandbox’s /admin/sends attempts per ref' +
+      (gift
+        ? `; gift cards (h): the placement activity's attempts (sandbox: ${gift.sandboxPlaced ?? 'n/a'} placed for ${gift.orders} orders under load)`
+        : ''),
+  );
+  lines.push('');
+
+  lines.push('WHERE AN ORDER’S TIME GOES  (ms per order, mean / p99; from the histories)');
+  lines.push(
+    table([
+      ['', 'normal order', 'minimal wf', 'order under load'],
+      ...Object.keys(report.time.normal).map((k) => [
+        k,
+        meanP99(report.time.normal[k]),
+        meanP99(report.time.minimal[k]),
+        meanP99(report.time.underLoad[k]),
+      ]),
+    ]),
+  );
+  lines.push('');
+
+  const phases = [rawStart, api, ...(direct ? [direct] : []), minimal];
+  lines.push(
+    'RESOURCES  (each phase: submissions until every workflow closed; CPU s, ms per workflow, peak RSS MB)',
+  );
+  const names = ['worker', 'api', 'temporal', 'baseline-worker', 'sandbox', 'bench', 'others'];
+  const rows: (string | number)[][] = [
+    ['', 'raw start', 'ours: API', ...(direct ? ['ours w/o HTTP'] : []), 'minimal wf'],
+    ['phase duration s', ...phases.map((p) => fmt(p.load.durationS + p.wait.waitedS, 1))],
+  ];
+  for (const name of names) {
+    if (!phases.some((p) => p.usage.total[name])) continue;
+    rows.push(
+      usageRow(`${name} CPU s (ms/wf)`, name, phases, (u, p) =>
+        u ? `${fmt(u.cpuSeconds, 1)} (${fmt((u.cpuSeconds * 1000) / Math.max(1, p.load.ok), 2)})` : 'n/a',
+      ),
+    );
+  }
+  for (const name of names) {
+    if (!phases.some((p) => Number.isFinite(p.usage.total[name]?.peakRssMb))) continue;
+    rows.push(usageRow(`${name} peak RSS MB`, name, phases, (u) => (u ? fmt(u.peakRssMb, 0) : 'n/a')));
+  }
+  lines.push(table(rows));
+  lines.push('  others: CPU the rest of the machine used meanwhile (other users of the same cores: noise)');
+  lines.push('');
+
+  lines.push('TARGETS');
+  lines.push(
+    table(
+      targets.map((x) => [mark(x), x.name, `${fmt(x.value, x.unit === '×' ? 2 : 0)}${x.unit}`, limitText(x)]),
+    ),
+  );
+  return lines.join('\n');
+}
+
+export function formatScale(report: ScaleReport, header: string[]): string {
+  const lines: string[] = [...header, ''];
+  const u = report.usage.total;
+  const cpu = (name: string) => (u[name] ? fmt(u[name].cpuSeconds, 1) : 'n/a');
+  lines.push(
+    `SCALE  (${report.orders} orders via ${report.submitVia}, concurrency ${report.concurrency}, spec timings × ${report.timeScale})`,
+  );
+  lines.push(
+    table([
+      ['intake requests/s', fmt(report.intake.perSecond)],
+      [
+        'intake latency p50 / p99 ms',
+        `${fmt(report.intake.latencyMs.p50)} / ${fmt(report.intake.latencyMs.p99)}`,
+      ],
+      ['intake errors', JSON.stringify(report.intake.failures)],
+      ['submitting took s', fmt(report.inFlight.submitSpanS)],
+      [
+        'peak in flight at once',
+        `${report.inFlight.peak} of ${report.orders} (at ${fmt(report.inFlight.peakAtS)} s)`,
+      ],
+      ['provider: last order FULFILLED at s', fmt(report.provider.lastFulfilledAtS)],
+      ['last order final at s', fmt(report.provider.lastFinalAtS)],
+      ['all final after the provider finished, s', fmt(report.provider.allFinalAfterProviderS, 2)],
+      [
+        'final − provider FULFILLED per order p50 / p99 / max ms',
+        `${fmt(report.provider.lagMs.p50, 0)} / ${fmt(report.provider.lagMs.p99, 0)} / ${fmt(report.provider.lagMs.max, 0)}`,
+      ],
+      [
+        'submit → final p50 / p99 s',
+        `${fmt(report.e2e.latencyMs.p50 / 1000, 1)} / ${fmt(report.e2e.latencyMs.p99 / 1000, 1)}`,
+      ],
+      ['completed / submitted', `${report.e2e.completed}/${report.e2e.submitted}`],
+      [
+        'gift cards: placed at the sandbox / submitted',
+        report.giftCards ? `${report.giftCards.placedAtSandbox} / ${report.giftCards.submitted}` : 'n/a',
+      ],
+      [
+        'final statuses',
+        Object.entries(report.e2e.statuses)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', '),
+      ],
+      [
+        'worker peak RSS MB (sampled / VmHWM)',
+        u.worker ? `${fmt(u.worker.peakRssMb, 0)} / ${fmt(u.worker.hwmMb, 0)}` : 'n/a',
+      ],
+      ['temporal server peak RSS MB', u.temporal ? fmt(u.temporal.peakRssMb, 0) : 'n/a'],
+      [
+        'CPU s: temporal / worker / api / sandbox',
+        `${cpu('temporal')} / ${cpu('worker')} / ${cpu('api')} / ${cpu('sandbox')}`,
+      ],
+      [
+        'average cores: temporal / worker / api',
+        ['temporal', 'worker', 'api'].map((n) => fmt(report.averageCores[n], 2)).join(' / '),
+      ],
+    ]),
+  );
+  lines.push('');
+  lines.push('PER ORDER  (mean / max)');
+  lines.push(
+    table([
+      ['', ...report.perType.map((x) => `${x.type} (${x.orders})`)],
+      ['history events', ...report.perType.map((x) => meanMax(x.events))],
+      ['check calls', ...report.perType.map((x) => meanMax(x.checkAttempts))],
+      ['sends', ...report.perType.map((x) => meanMax(x.sends))],
+    ]),
+  );
+  lines.push('');
+  lines.push('WHERE AN ORDER’S TIME GOES  (ms per order, mean / p99; from the histories)');
+  lines.push(table(Object.entries(report.time).map(([k, v]) => [k, meanP99(v)])));
+  lines.push('');
+  lines.push('OVER TIME  (orders in flight, worker RSS MB, CPU cores of temporal / worker / api)');
+  // At most ~40 rows, whatever the run's length.
+  const stride = Math.max(2, Math.ceil(report.series.length / 40));
+  const every = report.series.filter((_, i) => i % stride === 0);
+  lines.push(
+    table([
+      ['t s', 'in flight', 'worker RSS', 'temporal', 'worker', 'api'],
+      ...every.map((p) => [
+        fmt(p.t, 0),
+        p.inFlight,
+        fmt(p.workerRssMb, 0),
+        fmt(p.temporalCores, 2),
+        fmt(p.workerCores, 2),
+        fmt(p.apiCores, 2),
+      ]),
+    ]),
+  );
+  return lines.join('\n');
+}
+
+interface SavedRun {
+  file: string;
+  label?: string;
+  report: NormalReport;
+}
+
+/** Saved normal runs side by side: the figures a tuning change is judged by. */
+export function formatComparison(runs: SavedRun[]): string {
+  const cpuPerOrder = (p: PhaseReport | undefined, name: string) =>
+    p?.usage.total[name] ? (p.usage.total[name].cpuSeconds * 1000) / Math.max(1, p.load.ok) : NaN;
+  const mobile = (r: NormalReport) => r.perType.find((t) => t.type === 'mobile_topup');
+  const metrics: [string, (r: NormalReport) => string][] = [
+    ['intake req/s: API', (r) => fmt(r.phases.api.load.perSecond)],
+    ['intake req/s: raw start', (r) => fmt(r.phases.rawStart.load.perSecond)],
+    [
+      'intake ratio (≥ 0.8)',
+      (r) => fmt(ratio(r.phases.api.load.perSecond, r.phases.rawStart.load.perSecond), 2),
+    ],
+    ['intake p99 ms: API', (r) => fmt(r.phases.api.load.latencyMs.p99)],
+    ['intake p99 ms: raw start', (r) => fmt(r.phases.rawStart.load.latencyMs.p99)],
+    [
+      'p99 ratio (≤ 2)',
+      (r) => fmt(ratio(r.phases.api.load.latencyMs.p99, r.phases.rawStart.load.latencyMs.p99), 2),
+    ],
+    ['intake req/s: w/o HTTP', (r) => fmt(r.phases.direct?.load.perSecond)],
+    ['completed/s: ours', (r) => fmt(r.phases.api.e2e.perSecond)],
+    ['completed/s: minimal', (r) => fmt(r.phases.minimal.e2e.perSecond)],
+    ['e2e ratio (≥ 0.7)', (r) => fmt(ratio(r.phases.api.e2e.perSecond, r.phases.minimal.e2e.perSecond), 2)],
+    ['submit→final p99 ms: ours', (r) => fmt(r.phases.api.e2e.latencyMs.p99, 0)],
+    ['worker CPU ms/order', (r) => fmt(cpuPerOrder(r.phases.api, 'worker'), 1)],
+    ['api CPU ms/order', (r) => fmt(cpuPerOrder(r.phases.api, 'api'), 1)],
+    ['temporal CPU ms/order', (r) => fmt(cpuPerOrder(r.phases.api, 'temporal'), 1)],
+    ['temporal CPU ms/minimal wf', (r) => fmt(cpuPerOrder(r.phases.minimal, 'temporal'), 1)],
+    ['worker peak RSS MB', (r) => fmt(r.phases.api.usage.total.worker?.peakRssMb, 0)],
+    ['others CPU s (noise)', (r) => fmt(r.phases.api.usage.total.others?.cpuSeconds, 1)],
+    [
+      'mobile: events / checks',
+      (r) => `${fmt(mobile(r)?.events.max, 0)} / ${fmt(mobile(r)?.checkAttempts.max, 0)}`,
+    ],
+  ];
+  return table([
+    ['', ...runs.map((r) => r.label ?? r.file)],
+    ...metrics.map(([name, pick]) => [name, ...runs.map((r) => pick(r.report))]),
+  ]);
+}

@@ -1,0 +1,262 @@
+/**
+ * The scale run: N orders at the spec's full timings (PENDING 5 s, HANDLING 15 s, polling 5 s /
+ * 15 s), submitted as fast as the API (or, with --scale-submit direct, OrderService in-process)
+ * takes them, so as many as possible are in flight at once waiting on their timers. Measures the
+ * worker's RSS, the Temporal server's CPU, how many orders were in flight at once, and how long
+ * after the provider had finished the last order every order was final.
+ */
+import pino from 'pino';
+import { OrderService } from '../../src/api/orders';
+import { loadConfig } from '../../src/config';
+import type { OrderType } from '../../src/orders/schemas';
+import { timingsFromConfig } from '../../src/orders/timings';
+import { orderWorkflowId } from '../../workflows/contract';
+import { fetchHistories, listWorkflows, timeBreakdown, waitClosed, type WaitResult } from './histories';
+import { sandboxSends } from './sandbox-admin';
+import { apiSubmitter, closedLoop, directSubmitter, type LoadResult } from './load';
+import { orderAt, workflowIdPrefix } from './orders';
+import type { PhaseUsage } from './proc';
+import { endToEnd, perType, type EndToEnd, type PerTypeReport, type RunContext } from './run-normal';
+import { summarize, type Summary } from './stats';
+
+/** The sandbox's PENDING + HANDLING time at scale 1: the provider has finished an order this long after its send. */
+const PROVIDER_DONE_AFTER_MS = 20_000;
+
+export interface ScalePoint {
+  /** Seconds since the first submission. */
+  t: number;
+  inFlight: number;
+  workerRssMb?: number;
+  /** CPU cores used since the previous point. */
+  temporalCores?: number;
+  workerCores?: number;
+  apiCores?: number;
+}
+
+export interface ScaleReport {
+  kind: 'scale';
+  orders: number;
+  concurrency: number;
+  timeScale: number;
+  submitVia: 'api' | 'direct';
+  intake: Omit<LoadResult, 'calls'>;
+  wait: WaitResult;
+  e2e: EndToEnd;
+  inFlight: {
+    peak: number;
+    /** Seconds after the first submission. */
+    peakAtS: number;
+    /** Seconds from the first to the last successful submission. */
+    submitSpanS: number;
+  };
+  provider: {
+    /** Seconds after the first submission: the provider's last FULFILLED (last send + 20 s × scale). */
+    lastFulfilledAtS: number;
+    /** Seconds after the first submission: the last order final. */
+    lastFinalAtS: number;
+    /** The headline: every order final this long after the provider had finished the last one. */
+    allFinalAfterProviderS: number;
+    /** Per order: final minus the provider's FULFILLED time (ms). */
+    lagMs: Summary;
+  };
+  perType: PerTypeReport[];
+  /** Gift-card orders submitted (warm-up included) and placements the sandbox received: a lost placement shows here. */
+  giftCards?: { submitted: number; placedAtSandbox: number };
+  /** Where an order's time went, ms per order. */
+  time: Record<string, Summary>;
+  usage: { submitting: Record<string, PhaseUsage>; total: Record<string, PhaseUsage> };
+  /** Average CPU cores of each process over the whole phase. */
+  averageCores: Record<string, number>;
+  series: ScalePoint[];
+}
+
+export async function runScale(ctx: RunContext): Promise<ScaleReport> {
+  const { options, stack, client, monitor, runId, log } = ctx;
+  const n = options.scale!;
+  const { mix, concurrency, timeScale } = options;
+  const phaseName = 'scale';
+  const prefix = workflowIdPrefix(runId, phaseName);
+
+  let submit: (index: number) => Promise<string>;
+  let close = async () => {};
+  if (options.scaleSubmit === 'direct') {
+    const partConfig = loadConfig({ ...process.env, ...stack.partEnv });
+    const service = new OrderService({
+      client,
+      taskQueue: stack.taskQueue ?? partConfig.TEMPORAL_TASK_QUEUE,
+      timeoutMs: partConfig.API_TEMPORAL_TIMEOUT_MS,
+      clock: () => new Date(),
+      timingsFor: (type) => timingsFromConfig(partConfig, type),
+      logger: pino({ level: 'silent' }),
+    });
+    const direct = directSubmitter(service);
+    submit = (i) => direct(orderAt(runId, phaseName, mix, i));
+  } else {
+    const api = apiSubmitter(stack.apiUrl, stack.apiKey, concurrency);
+    submit = (i) => api.submit(orderAt(runId, phaseName, mix, i));
+    close = () => api.close();
+  }
+
+  try {
+    let warmGiftCards = 0;
+    if (options.warmup > 0) {
+      log(`warm-up: ${options.warmup} orders (not waited for)…`);
+      const warm = await closedLoop(options.warmup, concurrency, (i) => submit(n + i));
+      warmGiftCards = warm.calls.filter(
+        (c) => c.outcome === 'ok' && mix[(n + c.index) % mix.length] === 'gift_card',
+      ).length;
+    }
+    log(`scale: submitting ${n} orders via ${options.scaleSubmit} at concurrency ${concurrency}…`);
+    monitor.recordSeries(true);
+    const total = monitor.phase();
+    const submitting = monitor.phase();
+    const { calls, ...intake } = await closedLoop(n, concurrency, submit);
+    const submittingUsage = submitting.stop();
+    log(
+      `  ${intake.ok} submitted in ${intake.durationS.toFixed(1)} s (${intake.perSecond.toFixed(1)}/s)` +
+        (Object.keys(intake.failures).length ? `, failures: ${JSON.stringify(intake.failures)}` : ''),
+    );
+    const expected = intake.ok + (options.warmup > 0 ? options.warmup : 0);
+    const wait = await waitClosed(client, prefix, expected, {
+      timeoutS: options.waitTimeoutS,
+      intervalMs: 2_000,
+      assertAlive: () => stack.assertAlive(),
+      progress: (closed) => log(`  ${closed}/${expected} closed…`),
+    });
+    const totalUsage = total.stop();
+    monitor.recordSeries(false);
+    log(
+      `  ${wait.closed} closed${wait.inReview ? `, ${wait.inReview} in NEEDS_REVIEW` : ''}` +
+        `${wait.timedOut ? ' (TIMED OUT waiting)' : ''} after ${wait.waitedS.toFixed(1)} s more`,
+    );
+
+    const orderId = (i: number) => orderWorkflowId(orderAt(runId, phaseName, mix, i).ref);
+    const workflows = (await listWorkflows(client, prefix)).filter((w) => {
+      const index = Number(w.workflowId.slice(prefix.length));
+      return index < n;
+    });
+    const e2e = endToEnd(calls, orderId, workflows);
+
+    log(`reading ${workflows.length} histories…`);
+    const histories = await fetchHistories(
+      client,
+      workflows.map((w) => w.workflowId),
+      options.historyConcurrency,
+      (done) => log(`  ${done}/${workflows.length}`),
+    );
+    const sends = await sandboxSends(stack.sandbox);
+
+    const okCalls = calls.filter((c) => c.outcome === 'ok');
+    const t0 = Math.min(...okCalls.map((c) => c.startMs));
+    const lastSubmit = Math.max(...okCalls.map((c) => c.endMs));
+    const starts = workflows.map((w) => w.startMs).sort((a, b) => a - b);
+    const closes = workflows
+      .flatMap((w) => (w.closeMs === undefined ? [] : [w.closeMs]))
+      .sort((a, b) => a - b);
+    const inFlightAt = (t: number) => countAtOrBefore(starts, t) - countAtOrBefore(closes, t);
+    let peak = 0;
+    let peakAt = t0;
+    for (const t of starts) {
+      const value = inFlightAt(t);
+      if (value > peak) [peak, peakAt] = [value, t];
+    }
+
+    const doneAfter = PROVIDER_DONE_AFTER_MS * timeScale;
+    const lags: number[] = [];
+    let lastFulfilled = -Infinity;
+    for (const h of histories) {
+      if (h.sendCompletedMs === undefined) continue;
+      const fulfilledAt = h.sendCompletedMs + doneAfter;
+      lastFulfilled = Math.max(lastFulfilled, fulfilledAt);
+      if (h.closeMs !== undefined) lags.push(h.closeMs - fulfilledAt);
+    }
+    const lastFinal = closes[closes.length - 1] ?? NaN;
+
+    const typeOf = new Map<string, OrderType>();
+    const refOf = new Map<string, string>();
+    for (let i = 0; i < n; i++) {
+      const order = orderAt(runId, phaseName, mix, i);
+      typeOf.set(orderWorkflowId(order.ref), order.type);
+      refOf.set(orderWorkflowId(order.ref), order.ref);
+    }
+
+    const series = downsample(monitor.series, t0, 5_000, inFlightAt);
+    const spanS = (lastFinal - t0) / 1000;
+    const averageCores = Object.fromEntries(
+      Object.entries(totalUsage).map(([name, u]) => [name, spanS > 0 ? u.cpuSeconds / spanS : NaN]),
+    );
+
+    return {
+      kind: 'scale',
+      orders: n,
+      concurrency,
+      timeScale,
+      submitVia: options.scaleSubmit,
+      intake,
+      wait,
+      e2e,
+      inFlight: { peak, peakAtS: (peakAt - t0) / 1000, submitSpanS: (lastSubmit - t0) / 1000 },
+      provider: {
+        lastFulfilledAtS: (lastFulfilled - t0) / 1000,
+        lastFinalAtS: (lastFinal - t0) / 1000,
+        allFinalAfterProviderS: (lastFinal - lastFulfilled) / 1000,
+        lagMs: summarize(lags),
+      },
+      perType: perType(histories, typeOf, refOf, undefined, sends),
+      ...(sends
+        ? {
+            giftCards: {
+              submitted:
+                okCalls.filter((c) => mix[c.index % mix.length] === 'gift_card').length + warmGiftCards,
+              placedAtSandbox: sends.giftCardOrders.placed,
+            },
+          }
+        : {}),
+      time: timeBreakdown(histories),
+      usage: { submitting: submittingUsage, total: totalUsage },
+      averageCores,
+      series,
+    };
+  } finally {
+    await close();
+  }
+}
+
+/** How many of the ascending `sorted` are <= t. */
+function countAtOrBefore(sorted: readonly number[], t: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function downsample(
+  samples: { at: number; rssMb: Record<string, number>; cpuSeconds: Record<string, number> }[],
+  t0: number,
+  stepMs: number,
+  inFlightAt: (t: number) => number,
+): ScalePoint[] {
+  const points: ScalePoint[] = [];
+  let previous: (typeof samples)[number] | undefined;
+  for (const sample of samples) {
+    if (previous && sample.at - previous.at < stepMs) continue;
+    const cores = (name: string) =>
+      previous && sample.cpuSeconds[name] !== undefined && previous.cpuSeconds[name] !== undefined
+        ? (sample.cpuSeconds[name] - previous.cpuSeconds[name]) / ((sample.at - previous.at) / 1000)
+        : undefined;
+    points.push({
+      t: Math.round((sample.at - t0) / 100) / 10,
+      inFlight: inFlightAt(sample.at),
+      workerRssMb: sample.rssMb.worker,
+      temporalCores: cores('temporal'),
+      workerCores: cores('worker'),
+      apiCores: cores('api'),
+    });
+    previous = sample;
+  }
+  return points;
+}
