@@ -47,6 +47,13 @@ export default tseslint.config(
               allowTypeImports: true,
               message: 'Workflows import only the types of activities (import type).',
             },
+            {
+              // zod in the workflow bundle costs memory per cached workflow (src/orders/review-decision.ts).
+              group: ['zod', 'zod/*', '**/orders/schemas', '**/provider/wire', '**/api/*'],
+              allowTypeImports: true,
+              message:
+                'Keep zod out of the workflow bundle: import types only (checks: src/orders/review-decision.ts).',
+            },
           ],
         },
       ],

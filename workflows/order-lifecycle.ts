@@ -28,7 +28,8 @@ import {
   type ProviderFailureDetails,
   type Submission,
 } from '../activities/outcomes.types';
-import { ReviewDecision } from '../src/orders/schemas';
+import { checkReviewDecision } from '../src/orders/review-decision';
+import type { ReviewDecision } from '../src/orders/schemas';
 import {
   defaultOrderTimings,
   finalStatuses,
@@ -333,20 +334,20 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   private onDecision(payload: unknown): void {
-    // Operators type this by hand in Temporal UI: check it with the API's own schema.
-    const parsed = ReviewDecision.safeParse(payload);
-    if (!parsed.success) {
-      const fields = [...new Set(parsed.error.issues.map((i) => i.path.join('.') || 'payload'))].join(', ');
+    // Operators type this by hand in Temporal UI: check it by the API's rule (zod-free, see review-decision.ts).
+    const checked = checkReviewDecision(payload);
+    if (!checked.ok) {
+      const fields = checked.fields.join(', ');
       log.warn('invalid review decision ignored', { fields });
       this.note(`Invalid review decision ignored (${fields})`);
       return;
     }
-    const { decision, operator } = parsed.data;
+    const { decision, operator } = checked.decision;
     if (this.view.status !== 'NEEDS_REVIEW') {
       this.note(`Review decision ${decision} by ${operator} ignored: the order is not in review`);
       return;
     }
-    this.decisions.push(parsed.data);
+    this.decisions.push(checked.decision);
   }
 
   // ---- provider calls ----

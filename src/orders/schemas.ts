@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { InternetLineType, LocalNumber, limits, PlanCode } from '../provider/wire';
+import { reviewDecisions, reviewTextMaxLength } from './review-decision';
 
 export const orderTypes = ['mobile_topup', 'internet_topup', 'gift_card'] as const;
 export const OrderType = z.enum(orderTypes);
@@ -111,13 +112,13 @@ export const OrderRequest = z
   .meta({ id: 'OrderRequest', description: 'An order, discriminated by `type`.' });
 export type OrderRequest = z.infer<typeof OrderRequest>;
 
-export const reviewDecisions = ['FULFILLED', 'REFUNDED', 'RECHECK'] as const;
+/** The workflows check signals with checkReviewDecision (no zod in the workflow bundle); a test keeps the two equal. */
 export const ReviewDecision = z
   .strictObject({
     decision: z.enum(reviewDecisions),
     // Blank is refused with its own message (and the pattern shows in the OpenAPI document).
-    operator: z.string().max(100).regex(/\S/, 'must not be blank').trim(),
-    note: z.string().max(1_000).regex(/\S/, 'must not be blank').trim(),
+    operator: z.string().max(reviewTextMaxLength.operator).regex(/\S/, 'must not be blank').trim(),
+    note: z.string().max(reviewTextMaxLength.note).regex(/\S/, 'must not be blank').trim(),
   })
   .meta({
     id: 'ReviewDecision',

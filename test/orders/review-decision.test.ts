@@ -1,0 +1,93 @@
+/**
+ * The workflows' zod-free review decision check must agree with the API's zod schema: same
+ * verdict, same cleaned value, and the same fields named when it refuses.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { checkReviewDecision, reviewDecisions, reviewTextMaxLength } from '../../src/orders/review-decision';
+import { ReviewDecision } from '../../src/orders/schemas';
+
+/** Strings around the interesting edges: blank, padded, exactly at and just over the limit. */
+function textAround(max: number): fc.Arbitrary<unknown> {
+  return fc.oneof(
+    fc.string({ maxLength: 20 }),
+    fc.constantFrom(
+      '',
+      ' ',
+      '\t\n ',
+      '  amina.b  ',
+      'x'.repeat(max),
+      'x'.repeat(max + 1),
+      ` ${'x'.repeat(max - 1)}`,
+    ),
+    fc.string({ minLength: max - 2, maxLength: max + 2 }),
+    fc.constantFrom(undefined, null, 42, ['a'], { a: 1 }),
+  );
+}
+
+const decisionLike = fc.oneof(
+  fc.constantFrom(...reviewDecisions),
+  fc.constantFrom('fulfilled', 'FAILED', '', undefined, null, 1),
+  fc.string({ maxLength: 10 }),
+);
+
+const payloadLike: fc.Arbitrary<unknown> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record(
+      {
+        decision: decisionLike,
+        operator: textAround(reviewTextMaxLength.operator),
+        note: textAround(reviewTextMaxLength.note),
+        extra: fc.anything(),
+      },
+      { requiredKeys: [] },
+    ),
+  },
+  { weight: 1, arbitrary: fc.anything() },
+);
+
+/** Zod names a missing or wrong field by its path and unknown keys in `keys`; the check names them all directly. */
+function zodFields(error: { issues: { path: PropertyKey[]; code: string; keys?: string[] }[] }): string[] {
+  return [
+    ...new Set(
+      error.issues.flatMap((issue) =>
+        issue.code === 'unrecognized_keys' ? (issue.keys ?? []) : [String(issue.path[0] ?? 'payload')],
+      ),
+    ),
+  ].sort();
+}
+
+describe('checkReviewDecision', () => {
+  it('accepts, cleans and refuses exactly as the API schema does', () => {
+    fc.assert(
+      fc.property(payloadLike, (payload) => {
+        const byZod = ReviewDecision.safeParse(payload);
+        const byCheck = checkReviewDecision(payload);
+        assert.equal(byCheck.ok, byZod.success, JSON.stringify(payload));
+        if (byCheck.ok && byZod.success) {
+          assert.deepEqual(byCheck.decision, byZod.data);
+        } else if (!byCheck.ok && !byZod.success) {
+          assert.deepEqual([...byCheck.fields].sort(), zodFields(byZod.error));
+        }
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('trims a valid decision and names each wrong field', () => {
+    assert.deepEqual(
+      checkReviewDecision({ decision: 'RECHECK', operator: ' amina.b ', note: ' asked again ' }),
+      {
+        ok: true,
+        decision: { decision: 'RECHECK', operator: 'amina.b', note: 'asked again' },
+      },
+    );
+    assert.deepEqual(checkReviewDecision({ decision: 'MAYBE', operator: '   ', note: 'x', by: 'me' }), {
+      ok: false,
+      fields: ['decision', 'operator', 'by'],
+    });
+    assert.deepEqual(checkReviewDecision('FULFILLED'), { ok: false, fields: ['payload'] });
+  });
+});
