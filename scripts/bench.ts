@@ -14,7 +14,7 @@ import { basename, join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { projectRoot } from './lib/processes';
 import { parseBenchArgs, usage, type BenchOptions } from './bench/args';
-import { cleanUp, installSignalHandlers, onCleanup } from './bench/cleanup';
+import { cleanUp, installSignalHandlers, onCleanup, wasInterrupted } from './bench/cleanup';
 import { ProcMonitor } from './bench/proc';
 import { addProviderLatency } from './bench/sandbox-admin';
 import { formatComparison, formatNormal, formatScale, normalTargets } from './bench/report';
@@ -55,7 +55,7 @@ async function main(options: BenchOptions): Promise<void> {
   const stack = await startStack(options, runId, { withBaselineWorker: options.scale === undefined, log });
   const connection = await Connection.connect(stack.connectionOptions);
   onCleanup('bench client connection', () => connection.close());
-  const client = new Client({ connection, namespace: stack.namespace });
+  const client = new Client({ connection, namespace: stack.namespace, dataConverter: stack.dataConverter });
   const monitor = new ProcMonitor({
     worker: stack.pids.worker,
     api: stack.pids.api,
@@ -121,17 +121,24 @@ try {
 if (options === 'help') {
   process.stdout.write(usage);
 } else if (options.compare.length > 0) {
-  const runs = options.compare.map((file) => {
-    const saved = JSON.parse(readFileSync(file, 'utf8')) as { label?: string; report: NormalReport };
-    if (saved.report.kind !== 'normal') throw new Error(`${file}: not a normal run`);
-    return { file: basename(file), label: saved.label, report: saved.report };
-  });
-  process.stdout.write(`${formatComparison(runs)}\n`);
+  try {
+    const runs = options.compare.map((file) => {
+      const saved = JSON.parse(readFileSync(file, 'utf8')) as { label?: string; report?: NormalReport };
+      if (saved.report?.kind !== 'normal') throw new Error(`${file}: not the JSON of a normal bench run`);
+      return { file: basename(file), label: saved.label, report: saved.report };
+    });
+    process.stdout.write(`${formatComparison(runs)}\n`);
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 2;
+  }
 } else {
   main(options)
     .then(
       () => cleanUp(),
       async (err: unknown) => {
+        // After Ctrl-C the parts stop under the run's feet: the signal handler exits, quietly.
+        if (wasInterrupted()) return new Promise<never>(() => {});
         log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
         process.exitCode = 1;
         await cleanUp();

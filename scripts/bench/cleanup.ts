@@ -10,6 +10,12 @@ type Cleanup = { name: string; run: () => Promise<void> };
 const cleanups: Cleanup[] = [];
 const children = new Set<ChildProcess>();
 let cleaning: Promise<void> | undefined;
+let interrupted = false;
+
+/** True once Ctrl-C / SIGTERM began the clean-up: parts exiting now are no news. */
+export function wasInterrupted(): boolean {
+  return interrupted;
+}
 
 export function onCleanup(name: string, run: () => Promise<void>): void {
   cleanups.push({ name, run });
@@ -46,6 +52,7 @@ export function installSignalHandlers(log: (line: string) => void): void {
     ['SIGTERM', 143],
   ] as const) {
     process.once(signal, () => {
+      interrupted = true;
       log(`${signal}: stopping everything the bench started…`);
       process.once(signal, () => process.exit(code));
       const hardStop = setTimeout(() => process.exit(code), 60_000);

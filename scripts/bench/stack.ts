@@ -10,12 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import type { DataConverter } from '@temporalio/common';
+import { dataConverterFromConfig } from '../../src/codec/data-converter';
 import { loadConfig } from '../../src/config';
 import { temporalConnectionOptions } from '../../src/temporal/connection';
 import { freePort, startDevServer } from '../../src/temporal/dev-server';
 import { projectRoot, startNodeScript, startPart, waitForHttp, type ManagedProcess } from '../lib/processes';
 import type { BenchOptions } from './args';
-import { onCleanup, trackChild } from './cleanup';
+import { onCleanup, trackChild, wasInterrupted } from './cleanup';
 
 export interface Stack {
   apiUrl: string;
@@ -24,6 +26,8 @@ export interface Stack {
   namespace: string;
   /** For the bench's own client: TLS / API key from TEMPORAL_* when the server was given. */
   connectionOptions: ConnectionOptions;
+  /** The parts' payload converter (encryption with --encrypt, or PAYLOAD_ENCRYPTION_KEYS of a given stack). */
+  dataConverter: DataConverter;
   /** The order workflows' task queue, when we started the worker. */
   taskQueue?: string;
   baselineTaskQueue: string;
@@ -166,7 +170,7 @@ export async function startStack(
       await managed.stop(15_000);
     });
     void managed.exited.then(({ code, signal }) => {
-      if (!part.stopping) {
+      if (!part.stopping && !wasInterrupted()) {
         log(`${name} exited unexpectedly (${signal ?? `code ${code}`}); its last lines:`);
         for (const line of tail) log(`  [${name}] ${line}`);
       }
@@ -222,8 +226,7 @@ export async function startStack(
   const timingEnv = scaledTimingEnv(options.timeScale);
   const connectionOptions = temporalConnectionOptions(loadConfig(common));
 
-  // -- baselines' worker (same WORKER_* tuning as ours) --
-  // Workers run pre-built bundles, as in production (Dockerfile: npm run build:bundle).
+  // -- workflow bundles: workers run pre-built ones, as in production (Dockerfile: npm run build:bundle) --
   let bundles: { orders?: string; baseline?: string } = {};
   if (!options.bundleAtStart) {
     log('bundling the workflows…');
@@ -233,6 +236,7 @@ export async function startStack(
     });
   }
 
+  // -- baselines' worker (same WORKER_* tuning as ours) --
   const baselineTaskQueue = `bench-baseline-${runId}`;
   let baselineReady: Promise<void> = Promise.resolve();
   if (withBaselineWorker) {
@@ -262,6 +266,8 @@ export async function startStack(
   let taskQueue: string | undefined;
   let sandbox: Stack['sandbox'];
   let partEnv: Record<string, string> = {};
+  // A given stack's keys come from our environment, like its parts'.
+  let encryptionKeys = options.apiUrl ? process.env.PAYLOAD_ENCRYPTION_KEYS : undefined;
   if (!apiUrl) {
     const sandboxPort = await freePort();
     const adminToken = randomBytes(12).toString('hex');
@@ -300,6 +306,7 @@ export async function startStack(
       API_KEYS: apiKey,
       ...(options.encrypt ? { PAYLOAD_ENCRYPTION_KEYS: `bench:${randomBytes(32).toString('base64')}` } : {}),
     };
+    encryptionKeys = secrets.PAYLOAD_ENCRYPTION_KEYS;
     const appEnv = { ...common, ...partEnv, ...secrets };
     taskQueue = partEnv.TEMPORAL_TASK_QUEUE!; // --env may have named another
 
@@ -335,6 +342,7 @@ export async function startStack(
     apiUrl,
     apiKey: apiKey!,
     connectionOptions,
+    dataConverter: dataConverterFromConfig({ PAYLOAD_ENCRYPTION_KEYS: encryptionKeys || undefined }),
     freezeWorkers,
     temporalAddress,
     namespace,
