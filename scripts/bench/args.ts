@@ -29,6 +29,8 @@ export interface BenchOptions {
   providerLatencyMs: number;
   /** Extra KEY=VALUE for the worker and API we start (tuning runs). */
   partEnv: Record<string, string>;
+  /** Extra dynamic config for the dev server we start (server-side tuning runs). */
+  serverConfig: Record<string, string | number | boolean>;
   /** Freeze the workers (SIGSTOP) while each phase submits: intake alone, without the processing it triggers. */
   isolateIntake: boolean;
   /** Leave out the diagnostic phase that submits through OrderService in-process. */
@@ -67,6 +69,7 @@ export const usage = `npm run bench -- [flags]
   --history-concurrency N  histories fetched at once when analysing (default 16)
   --provider-latency MS    the sandbox answers every send and check MS later (a real provider's latency)
   --env KEY=VALUE          extra environment for the worker and API we start (repeatable)
+  --server-config KEY=V    extra dynamic config for the dev server we start (repeatable)
   --encrypt                payload encryption on in the parts we start
   --bundle-at-start        workers bundle their workflows at start (default: pre-built, as in production)
   --isolate-intake         freeze the workers we started while each phase submits (intake alone)
@@ -99,6 +102,16 @@ function optionalPid(name: string, value: string | undefined): number | undefine
   return value ? positive(name, value, 0) : undefined;
 }
 
+function keyValuePairs(flag: string, pairs: string[] = []): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`--${flag}: expected KEY=VALUE, got "${pair}"`);
+    result[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return result;
+}
+
 export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): BenchOptions | 'help' {
   const { values } = parseArgs({
     args: argv,
@@ -117,6 +130,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       'wait-timeout': { type: 'string' },
       'history-concurrency': { type: 'string' },
       env: { type: 'string', multiple: true },
+      'server-config': { type: 'string', multiple: true },
       'provider-latency': { type: 'string' },
       encrypt: { type: 'boolean' },
       'bundle-at-start': { type: 'boolean' },
@@ -148,12 +162,14 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   }
   const scaleSubmit = values['scale-submit'] ?? 'api';
   if (scaleSubmit !== 'api' && scaleSubmit !== 'direct') throw new Error('--scale-submit: api or direct');
-  const partEnv: Record<string, string> = {};
-  for (const pair of values.env ?? []) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) throw new Error(`--env: expected KEY=VALUE, got "${pair}"`);
-    partEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
+  const partEnv = keyValuePairs('env', values.env);
+  // Dynamic config values are typed: `true` and `5` are a boolean and a number, anything else a string.
+  const serverConfig = Object.fromEntries(
+    Object.entries(keyValuePairs('server-config', values['server-config'])).map(([key, value]) => [
+      key,
+      /^(true|false|-?\d+(\.\d+)?)$/.test(value) ? (JSON.parse(value) as number | boolean) : value,
+    ]),
+  );
   const apiUrl = values['api-url'] ?? env.BENCH_API_URL;
   const apiKey = values['api-key'] ?? env.BENCH_API_KEY;
   if (apiUrl && !apiKey) throw new Error('--api-url needs --api-key (or BENCH_API_KEY)');
@@ -170,6 +186,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     waitTimeoutS: positive('wait-timeout', values['wait-timeout'], scale ? 1_800 : 300),
     historyConcurrency: positive('history-concurrency', values['history-concurrency'], 16),
     partEnv,
+    serverConfig,
     providerLatencyMs:
       values['provider-latency'] === undefined
         ? 0

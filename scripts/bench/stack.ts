@@ -204,7 +204,7 @@ export async function startStack(
     log('starting Temporal dev server (headless, in memory)…');
     const server = await startDevServer({
       uiPort: false,
-      dynamicConfig: serverDynamicConfig(options.timeScale),
+      dynamicConfig: { ...serverDynamicConfig(options.timeScale), ...options.serverConfig },
     });
     onCleanup('temporal', () => server.stop());
     if (server.process.pid) trackChild(server.process);
