@@ -2,51 +2,26 @@
  * The sandbox's admin surface, as far as the bench needs it: the send counters (how many sends of
  * each ref reached the provider) and a latency rule that makes the provider as slow as a real one.
  */
+import { orderRoutes, SandboxAdmin } from '../../src/sandbox/admin-client';
+import type { SendReport } from '../../src/sandbox/state';
 
-/** The sandbox's admin send counters: per ref (top-ups) and gift-card orders placed. */
-export interface SendReport {
-  refs: Record<string, { family: string; accepted: number; attempts: number }>;
-  giftCardOrders: { placed: number };
-}
+export type { SendReport };
 
-export async function sandboxSends(sandbox: { url: string; adminToken: string } | undefined) {
+type SandboxAccess = { url: string; adminToken: string } | undefined;
+
+/** The counters, or undefined when there is no sandbox to ask (or it does not answer). */
+export async function sandboxSends(sandbox: SandboxAccess): Promise<SendReport | undefined> {
   if (!sandbox) return undefined;
-  try {
-    const response = await fetch(`${sandbox.url}/admin/sends`, {
-      headers: { 'X-Admin-Token': sandbox.adminToken },
-      signal: AbortSignal.timeout(30_000),
-    });
-    if (!response.ok) return undefined;
-    return ((await response.json()) as { data: SendReport }).data;
-  } catch {
-    return undefined;
-  }
+  return new SandboxAdmin(sandbox.url, sandbox.adminToken, 30_000).sends().catch(() => undefined);
 }
 
 /** Every send and check answers `latencyMs` later (validate and the catalog stay fast). */
-export async function addProviderLatency(
-  sandbox: { url: string; adminToken: string } | undefined,
-  latencyMs: number,
-): Promise<void> {
+export async function addProviderLatency(sandbox: SandboxAccess, latencyMs: number): Promise<void> {
   if (!sandbox)
     throw new Error('--provider-latency needs the sandbox admin surface (our own sandbox or --sandbox-url)');
-  const response = await fetch(`${sandbox.url}/admin/faults`, {
-    method: 'POST',
-    headers: { 'X-Admin-Token': sandbox.adminToken, 'Content-Type': 'application/json' },
-    body: JSON.stringify({
-      kind: 'latency',
-      latencyMs,
-      routes: [
-        'mobile.send',
-        'mobile.check',
-        'internet.send',
-        'internet.check',
-        'giftcards.placeOrder',
-        'giftcards.checkOrder',
-      ],
-    }),
-    signal: AbortSignal.timeout(10_000),
+  await new SandboxAdmin(sandbox.url, sandbox.adminToken).add({
+    kind: 'latency',
+    latencyMs,
+    routes: [...orderRoutes],
   });
-  if (!response.ok) throw new Error(`sandbox refused the latency rule: HTTP ${response.status}`);
-  await response.body?.cancel();
 }

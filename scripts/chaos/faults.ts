@@ -1,55 +1,13 @@
 /**
- * The sandbox's admin surface (README "Provider sandbox") and the chaos run's fault schedule:
+ * The chaos run's fault schedule, applied through the sandbox's admin surface:
  * phases of random fault rules that replace each other, so the provider is by turns slow,
  * failing before or after it commits a send, rate limiting, hanging, dropping answers, down
  * altogether — or fine.
  */
+import { orderRoutes, type SandboxAdmin } from '../../src/sandbox/admin-client';
 import type { FaultRule, FaultSpecInput, RouteName } from '../../src/sandbox/faults';
-import type { SendReport } from '../../src/sandbox/state';
 import type { Random } from './random';
 
-export class SandboxAdmin {
-  constructor(
-    private readonly baseUrl: string,
-    private readonly token: string,
-  ) {}
-
-  async #call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const response = await fetch(`${this.baseUrl}${path}`, {
-      method,
-      headers: { 'x-admin-token': this.token, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-      signal: AbortSignal.timeout(10_000),
-    });
-    const json = (await response.json()) as { data: T };
-    if (!response.ok)
-      throw new Error(`sandbox admin ${method} ${path}: HTTP ${response.status} ${JSON.stringify(json)}`);
-    return json.data;
-  }
-
-  add(rule: FaultSpecInput): Promise<{ id: string }> {
-    return this.#call('POST', '/admin/faults', rule);
-  }
-  async rules(): Promise<readonly FaultRule[]> {
-    return (await this.#call<{ faults: FaultRule[] }>('GET', '/admin/faults')).faults;
-  }
-  clear(): Promise<{ removed: number }> {
-    return this.#call('DELETE', '/admin/faults');
-  }
-  sends(): Promise<SendReport> {
-    return this.#call('GET', '/admin/sends');
-  }
-}
-
-/** The routes orders use; `validate` and the catalog only matter to readiness. */
-const orderRoutes: readonly RouteName[] = [
-  'mobile.send',
-  'mobile.check',
-  'internet.send',
-  'internet.check',
-  'giftcards.placeOrder',
-  'giftcards.checkOrder',
-];
 const sendRoutes: readonly RouteName[] = ['mobile.send', 'internet.send', 'giftcards.placeOrder'];
 
 export interface FaultPhase {

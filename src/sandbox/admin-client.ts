@@ -1,0 +1,51 @@
+/**
+ * A client of the sandbox's admin surface (README "Provider sandbox"), for the tools that drive
+ * it from outside: the chaos run's fault schedule and the bench's send counts and latency rule.
+ */
+import type { FaultRule, FaultSpecInput, RouteName } from './faults';
+import type { SendReport } from './state';
+
+/** The routes orders use; `validate` and the catalog only matter to readiness. */
+export const orderRoutes: readonly RouteName[] = [
+  'mobile.send',
+  'mobile.check',
+  'internet.send',
+  'internet.check',
+  'giftcards.placeOrder',
+  'giftcards.checkOrder',
+];
+
+export class SandboxAdmin {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly token: string,
+    /** Send reports of a long run hold every ref, so callers that read them may allow longer. */
+    private readonly timeoutMs = 10_000,
+  ) {}
+
+  async #call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const response = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers: { 'x-admin-token': this.token, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+      signal: AbortSignal.timeout(this.timeoutMs),
+    });
+    const json = (await response.json()) as { data: T };
+    if (!response.ok)
+      throw new Error(`sandbox admin ${method} ${path}: HTTP ${response.status} ${JSON.stringify(json)}`);
+    return json.data;
+  }
+
+  add(rule: FaultSpecInput): Promise<{ id: string }> {
+    return this.#call('POST', '/admin/faults', rule);
+  }
+  async rules(): Promise<readonly FaultRule[]> {
+    return (await this.#call<{ faults: FaultRule[] }>('GET', '/admin/faults')).faults;
+  }
+  clear(): Promise<{ removed: number }> {
+    return this.#call('DELETE', '/admin/faults');
+  }
+  sends(): Promise<SendReport> {
+    return this.#call('GET', '/admin/sends');
+  }
+}
