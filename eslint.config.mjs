@@ -49,7 +49,15 @@ export default tseslint.config(
             },
             {
               // zod in the workflow bundle costs memory per cached workflow (src/orders/review-decision.ts).
-              group: ['zod', 'zod/*', '**/orders/schemas', '**/provider/wire', '**/api/*'],
+              group: [
+                'zod',
+                'zod/*',
+                '**/orders/schemas',
+                '**/src/provider',
+                '**/src/provider/*',
+                '**/src/config',
+                '**/api/*',
+              ],
               allowTypeImports: true,
               message:
                 'Keep zod out of the workflow bundle: import types only (checks: src/orders/review-decision.ts).',

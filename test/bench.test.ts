@@ -4,7 +4,7 @@
  * working. The run checks the JSON's shape and the figures that do not depend on machine speed.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -86,7 +86,12 @@ describe('bench flags', () => {
 
 describe('npm run bench', () => {
   const outDir = mkdtempSync(join(tmpdir(), 'bench-test-'));
-  after(() => rmSync(outDir, { recursive: true, force: true }));
+  let bench: ChildProcess | undefined;
+  after(() => {
+    // On a timeout the bench is still running: SIGTERM makes it stop everything it started.
+    if (bench?.exitCode === null) bench.kill('SIGTERM');
+    rmSync(outDir, { recursive: true, force: true });
+  });
 
   it('runs a small normal run end to end and writes its JSON', { timeout: 600_000 }, async () => {
     const env: NodeJS.ProcessEnv = { ...process.env };
@@ -97,11 +102,15 @@ describe('npm run bench', () => {
     }
     const orders = 12;
     const args = ['--orders', String(orders), '--warmup', '0', '--concurrency', '4', '--skip-direct'];
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench.ts', ...args, '--out', outDir], {
-      cwd: root,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = (bench = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/bench.ts', ...args, '--out', outDir],
+      {
+        cwd: root,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    ));
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -127,7 +136,8 @@ describe('npm run bench', () => {
     assert.equal(report.perType.length, 3);
     for (const type of report.perType) {
       assert.equal(type.sends.max, 1, `${type.type}: sent once`);
-      assert.equal(type.checkActivities.max, 2, `${type.type}: two checks`);
+      // Two on an idle machine; one when timers fire late enough that the first check finds it done.
+      assert.ok(type.checkActivities.min >= 1 && type.checkActivities.max <= 3, `${type.type}: checks`);
       assert.ok(type.events.max <= 40, `${type.type}: ${type.events.max} history events`);
     }
     assert.ok(saved.targets.length >= 5);

@@ -36,6 +36,23 @@ function text(value: unknown, max: number): string | undefined {
   return typeof value === 'string' && value.length <= max && /\S/.test(value) ? value.trim() : undefined;
 }
 
+/**
+ * Unknown keys are named in the order's timeline and log, and they are typed by hand: a few, cut
+ * short, so a pasted blob cannot swell the history.
+ */
+export const unknownFieldsNamed = { most: 5, longest: 40 } as const;
+
+function unknownFieldNames(keys: string[]): string[] {
+  const unknown = keys.filter((key) => !knownFields.has(key));
+  const named = unknown
+    .slice(0, unknownFieldsNamed.most)
+    .map((key) =>
+      key.length > unknownFieldsNamed.longest ? `${key.slice(0, unknownFieldsNamed.longest)}…` : key,
+    );
+  const more = unknown.length - named.length;
+  return more > 0 ? [...named, `${more} more`] : named;
+}
+
 export function checkReviewDecision(payload: unknown): ReviewDecisionCheck {
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
     return { ok: false, fields: ['payload'] };
@@ -48,7 +65,7 @@ export function checkReviewDecision(payload: unknown): ReviewDecisionCheck {
     ...(isReviewDecisionKind(decision) ? [] : ['decision']),
     ...(operator === undefined ? ['operator'] : []),
     ...(note === undefined ? ['note'] : []),
-    ...Object.keys(fields).filter((key) => !knownFields.has(key)),
+    ...unknownFieldNames(Object.keys(fields)),
   ];
   if (wrong.length > 0 || !isReviewDecisionKind(decision) || !operator || !note) {
     return { ok: false, fields: wrong };

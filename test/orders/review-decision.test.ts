@@ -5,7 +5,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { checkReviewDecision, reviewDecisions, reviewTextMaxLength } from '../../src/orders/review-decision';
+import {
+  checkReviewDecision,
+  reviewDecisions,
+  reviewTextMaxLength,
+  unknownFieldsNamed,
+} from '../../src/orders/review-decision';
 import { ReviewDecision } from '../../src/orders/schemas';
 
 /** Strings around the interesting edges: blank, padded, exactly at and just over the limit. */
@@ -21,6 +26,8 @@ function textAround(max: number): fc.Arbitrary<unknown> {
       'x'.repeat(max + 1),
       ` ${'x'.repeat(max - 1)}`,
     ),
+    // Whitespace beyond ASCII: no-break space, byte-order mark, line separator, ideographic space.
+    fc.constantFrom('\u00a0', '\ufeff', '\u2028x\u2028', '\u3000amina\u3000'),
     fc.string({ minLength: max - 2, maxLength: max + 2 }),
     fc.constantFrom(undefined, null, 42, ['a'], { a: 1 }),
   );
@@ -48,14 +55,26 @@ const payloadLike: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 1, arbitrary: fc.anything() },
 );
 
-/** Zod names a missing or wrong field by its path and unknown keys in `keys`; the check names them all directly. */
+/**
+ * The fields zod names: a wrong field by its path, unknown keys listed in one issue. The check
+ * names unknown keys too, but only a few and cut short (unknownFieldsNamed), so the same cap is
+ * applied to zod's list before comparing.
+ */
 function zodFields(error: { issues: { path: PropertyKey[]; code: string; keys?: string[] }[] }): string[] {
+  const { most, longest } = unknownFieldsNamed;
+  const unknown = error.issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys' ? (issue.keys ?? []) : [],
+  );
+  const named = unknown
+    .slice(0, most)
+    .map((key) => (key.length > longest ? `${key.slice(0, longest)}…` : key));
+  const wrong = error.issues
+    .filter((issue) => issue.code !== 'unrecognized_keys')
+    .map((issue) => String(issue.path[0] ?? 'payload'));
   return [
-    ...new Set(
-      error.issues.flatMap((issue) =>
-        issue.code === 'unrecognized_keys' ? (issue.keys ?? []) : [String(issue.path[0] ?? 'payload')],
-      ),
-    ),
+    ...new Set(wrong),
+    ...named,
+    ...(unknown.length > most ? [`${unknown.length - most} more`] : []),
   ].sort();
 }
 
@@ -89,5 +108,14 @@ describe('checkReviewDecision', () => {
       fields: ['decision', 'operator', 'by'],
     });
     assert.deepEqual(checkReviewDecision('FULFILLED'), { ok: false, fields: ['payload'] });
+  });
+
+  it('names a few unknown fields, cut short, however many were typed', () => {
+    const pasted = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`${'k'.repeat(100)}${i}`, i]));
+    const check = checkReviewDecision({ decision: 'FULFILLED', operator: 'amina.b', note: 'ok', ...pasted });
+    assert.deepEqual(check, {
+      ok: false,
+      fields: [...Array.from({ length: 5 }, () => `${'k'.repeat(40)}…`), '45 more'],
+    });
   });
 });
