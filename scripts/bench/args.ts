@@ -167,7 +167,11 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   const serverConfig = Object.fromEntries(
     Object.entries(keyValuePairs('server-config', values['server-config'])).map(([key, value]) => [
       key,
-      /^(true|false|-?\d+(\.\d+)?)$/.test(value) ? (JSON.parse(value) as number | boolean) : value,
+      value === 'true' || value === 'false'
+        ? value === 'true'
+        : /^-?\d+(\.\d+)?$/.test(value)
+          ? Number(value)
+          : value,
     ]),
   );
   const apiUrl = values['api-url'] ?? env.BENCH_API_URL;

@@ -306,8 +306,9 @@ export async function startStack(
       API_KEYS: apiKey,
       ...(options.encrypt ? { PAYLOAD_ENCRYPTION_KEYS: `bench:${randomBytes(32).toString('base64')}` } : {}),
     };
-    encryptionKeys = secrets.PAYLOAD_ENCRYPTION_KEYS;
     const appEnv = { ...common, ...partEnv, ...secrets };
+    // Whatever key the parts got (the shell's, --env's or --encrypt's), the bench's client reads with it.
+    encryptionKeys = appEnv.PAYLOAD_ENCRYPTION_KEYS;
     taskQueue = partEnv.TEMPORAL_TASK_QUEUE!; // --env may have named another
 
     log('starting worker and API…');

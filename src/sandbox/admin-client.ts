@@ -30,10 +30,11 @@ export class SandboxAdmin {
       body: body ? JSON.stringify(body) : undefined,
       signal: AbortSignal.timeout(this.timeoutMs),
     });
-    const json = (await response.json()) as { data: T };
+    const text = await response.text();
+    // Status first: a proxy's error page is not JSON, and "HTTP 502" says more than a parse error.
     if (!response.ok)
-      throw new Error(`sandbox admin ${method} ${path}: HTTP ${response.status} ${JSON.stringify(json)}`);
-    return json.data;
+      throw new Error(`sandbox admin ${method} ${path}: HTTP ${response.status} ${text.slice(0, 500)}`);
+    return (JSON.parse(text) as { data: T }).data;
   }
 
   add(rule: FaultSpecInput): Promise<{ id: string }> {
