@@ -5,8 +5,12 @@
  */
 import { Pool } from 'undici';
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import pino from 'pino';
+import { OrderService } from '../../src/api/orders';
+import { loadConfig } from '../../src/config';
 import type { OrderRequest } from '../../src/orders/schemas';
-import type { OrderService } from '../../src/api/orders';
+import { timingsFromConfig } from '../../src/orders/timings';
+import type { Stack } from './stack';
 import { mapBounded, nowMs, summarize, type Summary } from './stats';
 
 export interface Call {
@@ -78,8 +82,20 @@ export function apiSubmitter(apiUrl: string, apiKey: string, connections: number
   };
 }
 
-/** The API's own start path (OrderService.submit) without HTTP: where the API's time goes. */
-export function directSubmitter(service: OrderService) {
+/**
+ * The API's own start path (OrderService.submit) without HTTP: where the API's time goes. The
+ * service is configured as the API the bench started is (task queue, timings).
+ */
+export function directSubmitter(client: Client, stack: Pick<Stack, 'taskQueue' | 'partEnv'>) {
+  const partConfig = loadConfig({ ...process.env, ...stack.partEnv });
+  const service = new OrderService({
+    client,
+    taskQueue: stack.taskQueue ?? partConfig.TEMPORAL_TASK_QUEUE,
+    timeoutMs: partConfig.API_TEMPORAL_TIMEOUT_MS,
+    clock: () => new Date(),
+    timingsFor: (type) => timingsFromConfig(partConfig, type),
+    logger: pino({ level: 'silent' }),
+  });
   return async (order: OrderRequest): Promise<string> => {
     const { created } = await service.submit(order);
     return created ? 'ok' : 'already existed';

@@ -6,11 +6,7 @@
  * (OrderService.submit) called in-process without HTTP.
  */
 import type { Client } from '@temporalio/client';
-import pino from 'pino';
-import { OrderService } from '../../src/api/orders';
-import { loadConfig } from '../../src/config';
 import type { OrderType } from '../../src/orders/schemas';
-import { timingsFromConfig } from '../../src/orders/timings';
 import { orderWorkflowId, workflowTypeByOrderType } from '../../workflows/contract';
 import type { BenchOptions } from './args';
 import {
@@ -392,16 +388,7 @@ export async function runNormal(ctx: RunContext): Promise<NormalReport> {
   const baselineTimersMs: [number, number] = [Math.round(5_000 * timeScale), Math.round(15_000 * timeScale)];
   const start = rawStarter(client, stack.baselineTaskQueue);
   const api = apiSubmitter(stack.apiUrl, stack.apiKey, concurrency);
-  const partConfig = loadConfig({ ...process.env, ...stack.partEnv });
-  const service = new OrderService({
-    client,
-    taskQueue: stack.taskQueue ?? partConfig.TEMPORAL_TASK_QUEUE,
-    timeoutMs: partConfig.API_TEMPORAL_TIMEOUT_MS,
-    clock: () => new Date(),
-    timingsFor: (type) => timingsFromConfig(partConfig, type),
-    logger: pino({ level: 'silent' }),
-  });
-  const direct = directSubmitter(service);
+  const direct = directSubmitter(client, stack);
   const baselineId = (phaseName: string) => (i: number) => `bench-${runId}-${phaseName}-${i}`;
   const orderId = (phaseName: string) => (i: number) =>
     orderWorkflowId(orderAt(runId, phaseName, mix, i).ref);

@@ -5,11 +5,7 @@
  * worker's RSS, the Temporal server's CPU, how many orders were in flight at once, and how long
  * after the provider had finished the last order every order was final.
  */
-import pino from 'pino';
-import { OrderService } from '../../src/api/orders';
-import { loadConfig } from '../../src/config';
 import type { OrderType } from '../../src/orders/schemas';
-import { timingsFromConfig } from '../../src/orders/timings';
 import { orderWorkflowId } from '../../workflows/contract';
 import { fetchHistories, listWorkflows, timeBreakdown, waitClosed, type WaitResult } from './histories';
 import { sandboxSends } from './sandbox-admin';
@@ -80,16 +76,7 @@ export async function runScale(ctx: RunContext): Promise<ScaleReport> {
   let submit: (index: number) => Promise<string>;
   let close = async () => {};
   if (options.scaleSubmit === 'direct') {
-    const partConfig = loadConfig({ ...process.env, ...stack.partEnv });
-    const service = new OrderService({
-      client,
-      taskQueue: stack.taskQueue ?? partConfig.TEMPORAL_TASK_QUEUE,
-      timeoutMs: partConfig.API_TEMPORAL_TIMEOUT_MS,
-      clock: () => new Date(),
-      timingsFor: (type) => timingsFromConfig(partConfig, type),
-      logger: pino({ level: 'silent' }),
-    });
-    const direct = directSubmitter(service);
+    const direct = directSubmitter(client, stack);
     submit = (i) => direct(orderAt(runId, phaseName, mix, i));
   } else {
     const api = apiSubmitter(stack.apiUrl, stack.apiKey, concurrency);
