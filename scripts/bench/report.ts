@@ -100,87 +100,55 @@ export function formatNormal(report: NormalReport, header: string[]): string {
   const failures = (p: PhaseReport) => Object.values(p.load.failures).reduce((a, b) => a + b, 0);
   const lines: string[] = [...header, ''];
 
+  /** One figure of ours beside its baseline: the ratio, the target where there is one, and w/o HTTP. */
+  const compared = (
+    label: string,
+    ours: number,
+    baseline: number,
+    withoutHttp: number,
+    { target, digits = 1 }: { target?: Target; digits?: number } = {},
+  ) => [
+    label,
+    fmt(ours, digits),
+    fmt(baseline, digits),
+    fmt(ratio(ours, baseline), 2),
+    target ? limitText(target) : '',
+    target ? mark(target) : '',
+    fmt(withoutHttp, digits),
+  ];
+
   lines.push('INTAKE  (closed loop, concurrency ' + report.concurrency + ')');
-  const rps = t('intake throughput vs raw start')!;
-  const p99 = t('intake p99 latency vs raw start')!;
   lines.push(
     table([
       ['', 'ours: API', 'baseline (a): raw start', 'ratio', 'target', '', 'ours w/o HTTP'],
-      [
-        'requests/s',
-        fmt(api.load.perSecond),
-        fmt(rawStart.load.perSecond),
-        fmt(rps.value, 2),
-        limitText(rps),
-        mark(rps),
-        fmt(dLoad.perSecond),
-      ],
-      [
-        'latency p50 ms',
-        fmt(api.load.latencyMs.p50),
-        fmt(rawStart.load.latencyMs.p50),
-        fmt(ratio(api.load.latencyMs.p50, rawStart.load.latencyMs.p50), 2),
-        '',
-        '',
-        fmt(dLoad.latencyMs.p50),
-      ],
-      [
-        'latency p95 ms',
-        fmt(api.load.latencyMs.p95),
-        fmt(rawStart.load.latencyMs.p95),
-        fmt(ratio(api.load.latencyMs.p95, rawStart.load.latencyMs.p95), 2),
-        '',
-        '',
-        fmt(dLoad.latencyMs.p95),
-      ],
-      [
-        'latency p99 ms',
-        fmt(api.load.latencyMs.p99),
-        fmt(rawStart.load.latencyMs.p99),
-        fmt(p99.value, 2),
-        limitText(p99),
-        mark(p99),
-        fmt(dLoad.latencyMs.p99),
-      ],
+      compared('requests/s', api.load.perSecond, rawStart.load.perSecond, dLoad.perSecond, {
+        target: t('intake throughput vs raw start')!,
+      }),
+      compared('latency p50 ms', api.load.latencyMs.p50, rawStart.load.latencyMs.p50, dLoad.latencyMs.p50),
+      compared('latency p95 ms', api.load.latencyMs.p95, rawStart.load.latencyMs.p95, dLoad.latencyMs.p95),
+      compared('latency p99 ms', api.load.latencyMs.p99, rawStart.load.latencyMs.p99, dLoad.latencyMs.p99, {
+        target: t('intake p99 latency vs raw start')!,
+      }),
       ['errors', failures(api), failures(rawStart), '', '', '', direct ? failures(direct) : 'n/a'],
     ]),
   );
   lines.push('');
 
-  const e2e = t('end-to-end completion vs minimal workflow')!;
   lines.push(
     `END TO END  (submit → final; minimal workflow: send, ${report.baselineTimersMs[0]} ms timer, check, ${report.baselineTimersMs[1]} ms timer, check)`,
   );
   lines.push(
     table([
       ['', 'ours: API', 'baseline (b): minimal', 'ratio', 'target', '', 'ours w/o HTTP'],
-      [
-        'orders completed/s',
-        fmt(api.e2e.perSecond),
-        fmt(minimal.e2e.perSecond),
-        fmt(e2e.value, 2),
-        limitText(e2e),
-        mark(e2e),
-        fmt(dE2e.perSecond),
-      ],
-      [
-        'latency p50 ms',
-        fmt(api.e2e.latencyMs.p50, 0),
-        fmt(minimal.e2e.latencyMs.p50, 0),
-        fmt(ratio(api.e2e.latencyMs.p50, minimal.e2e.latencyMs.p50), 2),
-        '',
-        '',
-        fmt(dE2e.latencyMs.p50, 0),
-      ],
-      [
-        'latency p99 ms',
-        fmt(api.e2e.latencyMs.p99, 0),
-        fmt(minimal.e2e.latencyMs.p99, 0),
-        fmt(ratio(api.e2e.latencyMs.p99, minimal.e2e.latencyMs.p99), 2),
-        '',
-        '',
-        fmt(dE2e.latencyMs.p99, 0),
-      ],
+      compared('orders completed/s', api.e2e.perSecond, minimal.e2e.perSecond, dE2e.perSecond, {
+        target: t('end-to-end completion vs minimal workflow')!,
+      }),
+      compared('latency p50 ms', api.e2e.latencyMs.p50, minimal.e2e.latencyMs.p50, dE2e.latencyMs.p50, {
+        digits: 0,
+      }),
+      compared('latency p99 ms', api.e2e.latencyMs.p99, minimal.e2e.latencyMs.p99, dE2e.latencyMs.p99, {
+        digits: 0,
+      }),
       [
         'completed / submitted',
         `${api.e2e.completed}/${api.e2e.submitted}`,
