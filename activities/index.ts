@@ -34,6 +34,7 @@ export function createActivities({ provider }: { provider: OrderProvider }) {
       request: MobileTopupRequest,
       options: SendOptions = {},
     ): Promise<Submission<MobileCheck>> {
+      const ref = options.providerRef ?? request.ref;
       return sendTopupOnce(
         options,
         () =>
@@ -41,9 +42,9 @@ export function createActivities({ provider }: { provider: OrderProvider }) {
             plan_code: request.planCode,
             MSSIDN: request.msisdn,
             amount: request.amount,
-            ref: request.ref,
+            ref,
           }),
-        () => provider.checkMobileTopup(request.ref),
+        () => provider.checkMobileTopup(ref),
       );
     },
 
@@ -55,6 +56,7 @@ export function createActivities({ provider }: { provider: OrderProvider }) {
       request: InternetTopupRequest,
       options: SendOptions = {},
     ): Promise<Submission<InternetCheck>> {
+      const ref = options.providerRef ?? request.ref;
       return sendTopupOnce(
         options,
         () =>
@@ -62,9 +64,9 @@ export function createActivities({ provider }: { provider: OrderProvider }) {
             type: request.lineType,
             number: request.number,
             value: request.value,
-            ref: request.ref,
+            ref,
           }),
-        () => provider.checkInternetTopup(request.ref),
+        () => provider.checkInternetTopup(ref),
       );
     },
 
@@ -100,6 +102,11 @@ export type OrderActivities = ReturnType<typeof createActivities>;
 export interface SendOptions {
   /** The workflow sends again after an earlier send activity gave up: look the ref up first. */
   lookUpFirst?: boolean;
+  /**
+   * The ref to send and look up at the provider. Absent in activities scheduled before clients
+   * existed: those used the order's own ref.
+   */
+  providerRef?: string;
 }
 
 /**

@@ -71,6 +71,16 @@ export interface OrderInput {
   request: OrderRequest;
   /** ISO time the intake API accepted the order. */
   acceptedAt: string;
+  /**
+   * The client that submitted the order and owns it. Absent in orders started before clients
+   * existed: those belong to the configured default client.
+   */
+  clientId?: string;
+  /**
+   * The ref sent to the provider for a top-up, derived from (client, ref) by the starter. Absent in
+   * orders started before clients existed: those sent the client's ref itself.
+   */
+  providerRef?: string;
   timings?: Partial<OrderTimings>;
   /**
    * Set only by the workflow itself when it continues as new to keep its history short: the state

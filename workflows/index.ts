@@ -8,9 +8,9 @@ import { defineOrderWorkflow } from './order-lifecycle';
 
 export const mobileTopupWorkflow = defineOrderWorkflow<MobileTopupRequest, MobileCheck>('mobile_topup', {
   submitRetry: 'lookup',
-  submit: (activities, request, resubmission) =>
-    activities.sendMobileTopup(request, { lookUpFirst: resubmission }),
-  check: (activities, request) => activities.checkMobileTopup(request.ref),
+  submit: (activities, { request, providerRef }, resubmission) =>
+    activities.sendMobileTopup(request, { lookUpFirst: resubmission, providerRef }),
+  check: (activities, { providerRef }) => activities.checkMobileTopup(providerRef),
   fulfilledResult: (check, request) =>
     // The ref is ours, but a 409 could point at an earlier order under the same ref: make sure it is this one.
     check.MSSIDN === request.msisdn && check.topup_amount === request.amount
@@ -22,9 +22,9 @@ export const internetTopupWorkflow = defineOrderWorkflow<InternetTopupRequest, I
   'internet_topup',
   {
     submitRetry: 'lookup',
-    submit: (activities, request, resubmission) =>
-      activities.sendInternetTopup(request, { lookUpFirst: resubmission }),
-    check: (activities, request) => activities.checkInternetTopup(request.ref),
+    submit: (activities, { request, providerRef }, resubmission) =>
+      activities.sendInternetTopup(request, { lookUpFirst: resubmission, providerRef }),
+    check: (activities, { providerRef }) => activities.checkInternetTopup(providerRef),
     fulfilledResult: (check) =>
       check.card_code && check.num_trans
         ? { cardCode: check.card_code, transactionNumber: check.num_trans }
@@ -35,7 +35,7 @@ export const internetTopupWorkflow = defineOrderWorkflow<InternetTopupRequest, I
 export const giftCardWorkflow = defineOrderWorkflow<GiftCardRequest, GiftCardOrderCheck>('gift_card', {
   // placeOrder carries no reference of ours: an attempt whose answer was lost cannot be looked up.
   submitRetry: 'once',
-  submit: (activities, request) => activities.placeGiftCardOrder(request),
+  submit: (activities, { request }) => activities.placeGiftCardOrder(request),
   check: (activities, _request, orderId) => (orderId ? activities.checkGiftCardOrder(orderId) : undefined),
   fulfilledResult: (check, request) =>
     check.cards?.length === request.quantity

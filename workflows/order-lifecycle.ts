@@ -54,6 +54,13 @@ export interface ProviderCheck {
   suggested_plans?: { plan_code: string; amount: number }[];
 }
 
+/** What the adapter knows of the order it submits or checks. */
+export interface AdaptedOrder<R extends OrderRequest> {
+  request: R;
+  /** The ref a top-up carries to the provider (OrderInput.providerRef, or the request's ref). */
+  providerRef: string;
+}
+
 export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
   /**
    * `lookup`: Temporal may retry the submission, because a retry looks the ref up before sending.
@@ -61,11 +68,11 @@ export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
    */
   submitRetry: 'lookup' | 'once';
   /** `resubmission`: an earlier submit activity of this order gave up; a top-up looks its ref up first. */
-  submit(activities: OrderActivities, request: R, resubmission: boolean): Promise<Submission<C>>;
+  submit(activities: OrderActivities, order: AdaptedOrder<R>, resubmission: boolean): Promise<Submission<C>>;
   /** Undefined when the order cannot be looked up (e.g. a gift card with no order id). */
   check(
     activities: OrderActivities,
-    request: R,
+    order: AdaptedOrder<R>,
     providerReference: string | undefined,
   ): Promise<CheckOutcome<C>> | undefined;
   /** What a FULFILLED order delivered, or why that answer cannot be accepted as is. */
@@ -105,6 +112,7 @@ type Interpretation =
 
 class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private readonly request: R;
+  private readonly order: AdaptedOrder<R>;
   private readonly timings: OrderTimings;
   private readonly view: OrderView;
   /** Epoch ms after which a still-open order goes to NEEDS_REVIEW as stuck. */
@@ -126,6 +134,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       );
     }
     this.request = input.request as R;
+    this.order = { request: this.request, providerRef: input.providerRef ?? input.request.ref };
     this.timings = { ...defaultOrderTimings[orderType], ...input.timings };
     const carried = input.continued;
     this.view = carried?.view ?? {
@@ -162,7 +171,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private async submit(): Promise<void> {
     for (let tries = 1; ; tries++) {
       try {
-        const submission = await this.adapter.submit(this.submitActivities(), this.request, tries > 1);
+        const submission = await this.adapter.submit(this.submitActivities(), this.order, tries > 1);
         return this.onSubmitted(submission);
       } catch (err) {
         const failure = providerFailureOf(err);
@@ -373,7 +382,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       scheduleToCloseTimeout: Math.max(withinMs, this.timings.activityTimeoutMs),
       retry: this.retryPolicy(),
     });
-    const pending = this.adapter.check(activities, this.request, this.view.providerReference);
+    const pending = this.adapter.check(activities, this.order, this.view.providerReference);
     if (!pending) return 'the order cannot be looked up (no provider reference)';
     try {
       const outcome = await pending;
