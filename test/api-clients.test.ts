@@ -658,6 +658,12 @@ describe('clients, scopes and tenant isolation', () => {
         assert.equal(created.body.client, 'default');
         assert.equal(created.body.workflowId, `order-${request.ref}`);
         assert.equal(created.body.providerRef, providerRefFor('default', request.ref));
+        const description = await handleOf(request.ref).describe();
+        assert.equal(
+          description.typedSearchAttributes.get(OrderClientAttribute),
+          undefined,
+          'no OrderClient in the legacy mode: an upgrade needs nothing new in Temporal',
+        );
         let read: ApiResponse<OrderView>;
         for (const deadline = Date.now() + 20_000; ; await sleep(100)) {
           read = await legacy.request<OrderView>('GET', `/v1/orders/${request.ref}`, {
@@ -672,6 +678,8 @@ describe('clients, scopes and tenant isolation', () => {
           apiKey: 'legacy-key-1',
         });
         assert.equal(listed.status, 200);
+        const other = await legacy.request('GET', '/v1/orders?client=acme', { apiKey: 'legacy-key-1' });
+        assertProblem(other, 404, 'client-not-found');
         const reviewed = await legacy.request<OrderView>('POST', `/v1/orders/${request.ref}/review`, {
           apiKey: 'legacy-key-1',
           body: { decision: 'REFUNDED', operator: 'amina', note: 'legacy' },

@@ -89,7 +89,7 @@ export function apiSubmitter(apiUrl: string, apiKey: string, connections: number
  */
 export function directSubmitter(client: Client, stack: Pick<Stack, 'taskQueue' | 'partEnv' | 'apiKey'>) {
   const partConfig = loadConfig({ ...process.env, ...stack.partEnv });
-  const clients = new ClientRegistry(legacyClientsFile([stack.apiKey]));
+  const clients = new ClientRegistry(legacyClientsFile([stack.apiKey]), { legacy: true });
   const caller = clients.identify(stack.apiKey)!;
   const service = new OrderService({
     client,

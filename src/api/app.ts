@@ -14,7 +14,7 @@ import type { Config } from '../config';
 import type { OrderTimings } from '../../workflows/contract';
 import type { OrderType } from '../orders/schemas';
 import { timingsFromConfig } from '../orders/timings';
-import { ClientRegistry, clientsFromConfig } from '../clients/registry';
+import { clientRegistryFromConfig, type ClientRegistry } from '../clients/registry';
 import { identifyCaller, rateLimitPerCaller, requireApiKey } from './auth';
 import { requireJsonBody } from './content-type';
 import { cachedCatalog } from './catalog';
@@ -74,7 +74,7 @@ function requestDeadline(ms: number): RequestHandler {
 export function createApp(deps: AppDeps): Express {
   const { config, logger } = deps;
   // Throws a ConfigError without clients: an API nobody can call is a misconfiguration.
-  const clients = deps.clients ?? new ClientRegistry(clientsFromConfig(config));
+  const clients = deps.clients ?? clientRegistryFromConfig(config);
   const clock = deps.clock ?? (() => new Date());
 
   const orders = new OrderService({

@@ -11,7 +11,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { dataConverterFromConfig } from '../codec/data-converter';
-import { ClientRegistry, clientsFromConfig, readClientsFile } from '../clients/registry';
+import { clientRegistryFromConfig, readClientsFile } from '../clients/registry';
 import { ConfigError, loadConfig } from '../config';
 import { createProviderClientFromConfig } from '../provider/pool';
 import { createApp } from './app';
@@ -22,7 +22,7 @@ import { temporalConnectionOptions } from '../temporal/connection';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL).child({ name: 'api' });
-  const clients = new ClientRegistry(clientsFromConfig(config));
+  const clients = clientRegistryFromConfig(config);
   const clientsFile = config.API_CLIENTS_FILE;
   if (clientsFile) {
     process.on('SIGHUP', () => {

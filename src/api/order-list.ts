@@ -117,6 +117,11 @@ export class OrderListing {
    * who reaches none of that client's orders a 404, whether the client exists or not.
    */
   #reachClause(caller: Caller, client: string | undefined): string | undefined {
+    if (this.#clients.legacy) {
+      // One client, and no OrderClient attribute to filter on (registry.ts): every order is its own.
+      if (client === undefined || client === caller.id) return undefined;
+      throw clientNotFound(client);
+    }
     const inReview = `${OrderStatusAttribute.name} = 'NEEDS_REVIEW'`;
     if (client === undefined || client === caller.id) {
       if (client === undefined && caller.scopes.has('audit:read')) return undefined;
@@ -125,7 +130,7 @@ export class OrderListing {
     }
     if (caller.scopes.has('audit:read')) return this.#ownedBy(client);
     if (caller.operator) return `${this.#ownedBy(client)} AND ${inReview}`;
-    throw new ApiError('client-not-found', `No orders of client ${client} are visible to you.`);
+    throw clientNotFound(client);
   }
 
   async #listExecutions(filter: string, pageSize: number, nextPageToken: Uint8Array | undefined) {
@@ -150,6 +155,10 @@ export class OrderListing {
     }
     return call(filter);
   }
+}
+
+function clientNotFound(client: string): ApiError {
+  return new ApiError('client-not-found', `No orders of client ${client} are visible to you.`);
 }
 
 /**

@@ -201,7 +201,8 @@ export class OrderService {
           typedSearchAttributes: [
             { key: OrderTypeAttribute, value: request.type },
             { key: OrderStatusAttribute, value: 'ACCEPTED' },
-            { key: OrderClientAttribute, value: caller.id },
+            // API_KEYS (one client): none, as before clients; such orders are the default client's.
+            ...(this.#o.clients.legacy ? [] : [{ key: OrderClientAttribute, value: caller.id }]),
           ],
         }),
       );

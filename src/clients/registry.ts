@@ -35,11 +35,17 @@ interface KeyRecord {
 }
 
 export class ClientRegistry {
+  /**
+   * API_KEYS (one client): orders are started without the OrderClient search attribute, like
+   * orders from before clients, so a deployment that upgrades needs nothing new in Temporal.
+   */
+  readonly legacy: boolean;
   #keys: KeyRecord[] = [];
   #clients = new Map<string, Client>();
   #defaultClientId: string | undefined;
 
-  constructor(file: ClientsFile) {
+  constructor(file: ClientsFile, options: { legacy?: boolean } = {}) {
+    this.legacy = options.legacy ?? false;
     this.replace(file);
   }
 
@@ -130,6 +136,13 @@ export function clientsFromConfig(config: Pick<Config, 'API_CLIENTS_FILE' | 'API
   throw new ConfigError(
     'Invalid configuration:\n  API_CLIENTS_FILE: required (the clients file, see `npm run clients`; or API_KEYS, the legacy single-client key list)',
   );
+}
+
+/** The registry the configuration names (legacy mode for API_KEYS). */
+export function clientRegistryFromConfig(
+  config: Pick<Config, 'API_CLIENTS_FILE' | 'API_KEYS'>,
+): ClientRegistry {
+  return new ClientRegistry(clientsFromConfig(config), { legacy: !config.API_CLIENTS_FILE });
 }
 
 export { ClientsFileError };
