@@ -75,5 +75,7 @@ export function checkReviewDecision(payload: unknown): ReviewDecisionCheck {
   if (wrong.length > 0 || !isReviewDecisionKind(decision) || !operator || !note) {
     return { ok: false, fields: wrong };
   }
-  return { ok: true, decision: { decision, operator, note, ...(decidedBy ? { decidedBy } : {}) } };
+  // Present exactly when the payload names it, as zod's output has it.
+  const by = Object.hasOwn(fields, 'decidedBy') ? { decidedBy } : {};
+  return { ok: true, decision: { decision, operator, note, ...by } };
 }

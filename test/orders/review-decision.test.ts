@@ -123,6 +123,11 @@ describe('checkReviewDecision', () => {
       checkReviewDecision({ decision: 'REFUNDED', operator: 'amina', note: 'refunded', decidedBy: ' ' }),
       { ok: false, fields: ['decidedBy'] },
     );
+    // A field given as undefined (not JSON, but possible from code): the same output as zod's.
+    const undefinedBy = { decision: 'FULFILLED', operator: 'a', note: 'n', decidedBy: undefined };
+    const check = checkReviewDecision(undefinedBy);
+    assert.ok(check.ok);
+    assert.deepEqual(check.decision, ReviewDecision.parse(undefinedBy));
   });
 
   it('names a few unknown fields, cut short, however many were typed', () => {
