@@ -157,10 +157,9 @@ export class OrderService {
     description: WorkflowExecutionDescription,
   ): OrderView {
     const fromMemo = description.memo?.[PROVIDER_REF_MEMO];
-    // Orders from before clients (no OrderClient) sent their own ref, as the workflow still does for them.
-    const legacy = description.typedSearchAttributes.get(OrderClientAttribute) === undefined;
-    const providerRef =
-      typeof fromMemo === 'string' ? fromMemo : legacy && sendsRef(view.type) ? view.ref : undefined;
+    // Every top-up started since clients exist has it; one from before sent its own ref (the
+    // workflow still falls back to it the same way).
+    const providerRef = typeof fromMemo === 'string' ? fromMemo : sendsRef(view.type) ? view.ref : undefined;
     return {
       ...view,
       client: address.client,
