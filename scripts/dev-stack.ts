@@ -2,7 +2,7 @@
  * The dev stack (`npm start`): a Temporal dev server with its Web UI (state in DEV_DATA_DIR, so a
  * restart resumes in-flight orders), the codec server the UI decodes payloads with, the provider
  * sandbox, the worker and the intake API, each a child process with readable, prefixed logs.
- * Prints where everything is; Ctrl-C stops it all.
+ * Prints where everything is, and the keys of its two API clients; Ctrl-C stops it all.
  *
  * TEMPORAL_ADDRESS or PROVIDER_BASE_URL, when set, point at an existing server or provider instead
  * of starting our own.
@@ -13,12 +13,12 @@ import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { prettyFactory } from 'pino-pretty';
+import { EditableClientsFile } from '../src/clients/edit';
 import { loadConfig, type Config } from '../src/config';
 import { temporalConnectionOptions } from '../src/temporal/connection';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server';
 import { projectRoot, startPart, waitForHttp, type ManagedProcess, type PartName } from './lib/processes';
 
-const DEV_API_KEY = 'dev-api-key';
 const DEV_SANDBOX_ADMIN_TOKEN = 'dev-admin-token';
 const pretty = prettyFactory({
   colorize: process.stdout.isTTY,
@@ -106,6 +106,42 @@ function devEncryptionKeys(dataDir: string): string {
   return readFileSync(file, 'utf8').trim();
 }
 
+interface DevKeys {
+  backoffice: string;
+  operator: string;
+}
+
+/**
+ * The dev stack's clients: a back office (the default client, so orders of earlier dev runs, from
+ * before clients existed, stay its own) and an operator. The clients file holds hashes only; the
+ * keys are kept beside it (dev only, like the payload key) so every start can print them. Both are
+ * written once: edits made with `npm run clients -- … --file <data dir>/clients.yaml` stay.
+ */
+function devClients(dataDir: string): { file: string; keys: DevKeys } {
+  const file = join(dataDir, 'clients.yaml');
+  const keysFile = join(dataDir, 'dev-api-keys.json');
+  if (!existsSync(file) || !existsSync(keysFile)) {
+    const clients = EditableClientsFile.open(file);
+    const keys: DevKeys = {
+      backoffice: clients.addClient({
+        id: 'backoffice',
+        name: 'Back office (dev)',
+        scopes: ['orders:write', 'orders:read'],
+        makeDefault: true,
+      }).key,
+      operator: clients.addClient({
+        id: 'operator',
+        name: 'Operator (dev)',
+        scopes: ['orders:read', 'reviews:write'],
+        operator: true,
+      }).key,
+    };
+    clients.save();
+    writeFileSync(keysFile, `${JSON.stringify(keys, null, 2)}\n`, { mode: 0o600 });
+  }
+  return { file, keys: JSON.parse(readFileSync(keysFile, 'utf8')) as DevKeys };
+}
+
 async function main() {
   const config = loadConfig();
   process.once('SIGINT', () => void shutdown(0));
@@ -151,16 +187,22 @@ async function main() {
     await waitForHttp(`${providerBaseUrl}/v3/validate`);
   }
 
-  const apiKeys = config.API_KEYS?.length ? config.API_KEYS : [DEV_API_KEY];
+  // The developer's own clients (API_CLIENTS_FILE, or legacy API_KEYS) win over the dev clients.
+  const ownClients = Boolean(config.API_CLIENTS_FILE || config.API_KEYS?.length);
+  const dev = ownClients ? undefined : devClients(dataDir);
   const appEnv = { ...baseEnv, PROVIDER_BASE_URL: providerBaseUrl, PROVIDER_API_KEY: providerApiKey };
   start('worker', appEnv);
-  start('api', { ...appEnv, API_KEYS: apiKeys.join(','), API_HOST: process.env.API_HOST ?? '127.0.0.1' });
+  start('api', {
+    ...appEnv,
+    ...(dev ? { API_CLIENTS_FILE: dev.file } : {}),
+    API_HOST: process.env.API_HOST ?? '127.0.0.1',
+  });
   const apiUrl = `http://127.0.0.1:${config.PORT}`;
   await waitForHttp(`${apiUrl}/readyz`, { ok: (status) => status === 200 });
   // The banner comes last: once the worker has bundled the workflows and polls for orders.
   await waitForWorker({ ...config, TEMPORAL_ADDRESS: temporalAddress });
 
-  const apiKey = apiKeys[0]!;
+  const apiKey = dev?.keys.backoffice ?? config.API_KEYS?.[0] ?? '<your key>';
   const ref = `demo-${Date.now()}`;
   const example = JSON.stringify({
     type: 'mobile_topup',
@@ -177,13 +219,25 @@ async function main() {
     `  Codec server:  ${codecUrl}`,
     `  Provider:      ${providerBaseUrl}`,
     `  API:           ${apiUrl}`,
-    `  API key:       ${apiKey}`,
+    ...(dev
+      ? [
+          `  Back-office key: ${dev.keys.backoffice}   (client backoffice: orders:write, orders:read)`,
+          `  Operator key:    ${dev.keys.operator}   (client operator: operator role, orders:read, reviews:write)`,
+          `  Clients file:    ${dev.file}`,
+        ]
+      : [`  API clients:   yours (${config.API_CLIENTS_FILE ? 'API_CLIENTS_FILE' : 'API_KEYS'})`]),
     `  API docs:      ${apiUrl}/openapi.json`,
     '',
     'Submit an order:',
     `  curl -s -X POST ${apiUrl}/v1/orders -H 'Authorization: Bearer ${apiKey}' -H 'Content-Type: application/json' -d '${example}'`,
     'Read it back (FULFILLED about 20 s later):',
     `  curl -s ${apiUrl}/v1/orders/${ref} -H 'Authorization: Bearer ${apiKey}'`,
+    ...(dev
+      ? [
+          'The review queue of every client, as the operator:',
+          `  curl -s '${apiUrl}/v1/orders?status=NEEDS_REVIEW' -H 'Authorization: Bearer ${dev.keys.operator}'`,
+        ]
+      : []),
     '',
     'Ctrl-C stops everything.',
     '',

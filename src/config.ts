@@ -86,6 +86,9 @@ const schema = z.object({
   PORT: port.default(3000),
   /** All interfaces by default (containers); the dev stack binds loopback only. */
   API_HOST: z.string().default('0.0.0.0'),
+  /** The clients file (YAML or JSON): clients, scopes and key hashes (src/clients/model.ts). */
+  API_CLIENTS_FILE: z.string().optional(),
+  /** Legacy: a flat key list, run as one client (`default`) with every scope. */
   API_KEYS: commaList.optional(),
   API_BODY_LIMIT: z.string().default('16kb'),
   API_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),

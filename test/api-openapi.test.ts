@@ -13,18 +13,19 @@ import pino from 'pino';
 import { type z } from 'zod';
 import { createApp } from '../src/api/app';
 import type { Problem } from '../src/api/errors';
-import { ListOrdersQuery, RefParams } from '../src/api/schemas';
+import { ListOrdersQuery, OrderAddressQuery, RefParams } from '../src/api/schemas';
 import { apiTestConfig, startTestApi, type TestApi } from '../src/api/testing';
 import {
   GiftCardRequest,
   InternetTopupRequest,
   MobileTopupRequest,
-  ReviewDecision,
+  ReviewRequest,
 } from '../src/orders/schemas';
 import type { ProviderPort } from '../src/api/health';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
 
 interface Operation {
+  description?: string;
   security?: Record<string, string[]>[];
   parameters?: { name: string; in: string; required?: boolean; schema: { example?: unknown } }[];
   requestBody?: { required?: boolean; content: Record<string, { schema: { $ref?: string } }> };
@@ -57,7 +58,7 @@ const bodySchemas: Record<string, z.ZodObject> = {
   MobileTopupRequest,
   InternetTopupRequest,
   GiftCardRequest,
-  ReviewDecision,
+  ReviewRequest,
 };
 
 const HTTP_METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
@@ -119,11 +120,9 @@ describe('the OpenAPI document', () => {
   });
 
   it('declares bearer authentication, and every /v1 operation requires it while health and docs are public', () => {
-    assert.deepEqual(doc.components.securitySchemes.bearerAuth, {
-      type: 'http',
-      scheme: 'bearer',
-      description: 'One of the keys configured in API_KEYS.',
-    });
+    const scheme = doc.components.securitySchemes.bearerAuth!;
+    assert.equal(scheme.type, 'http');
+    assert.equal(scheme.scheme, 'bearer');
     for (const [path, operations] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(operations)) {
         const secured = op.security?.some((s) => 'bearerAuth' in s) ?? false;
@@ -131,6 +130,32 @@ describe('the OpenAPI document', () => {
         if (secured) assert.ok(op.responses['401'], `${method} ${path} documents 401`);
       }
     }
+  });
+
+  it('states the one scope each /v1 operation needs, in its security requirement and its description, and documents the 403', () => {
+    const expected: Record<string, string> = {
+      'post /v1/orders': 'orders:write',
+      'get /v1/orders': 'orders:read',
+      'get /v1/orders/{ref}': 'orders:read',
+      'post /v1/orders/{ref}/review': 'reviews:write',
+      'get /v1/gift-cards/catalog': 'orders:write',
+    };
+    const documented: Record<string, string> = {};
+    for (const [path, operations] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(operations)) {
+        if (!op.security) continue;
+        assert.equal(op.security.length, 1, `${method} ${path}: one requirement`);
+        const scopes = op.security[0]!.bearerAuth!;
+        assert.equal(scopes.length, 1, `${method} ${path}: one scope`);
+        documented[`${method} ${path}`] = scopes[0]!;
+        assert.ok(
+          op.description?.includes(`\`${scopes[0]}\``),
+          `${method} ${path}: the description names it`,
+        );
+        assert.ok(op.responses['403'], `${method} ${path} documents 403`);
+      }
+    }
+    assert.deepEqual(documented, expected);
   });
 
   it('documents every error response as application/problem+json', () => {
@@ -178,7 +203,7 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  it('names the parameters zod validates: the ref path parameter and every list query parameter', () => {
+  it('names the parameters zod validates: the ref path parameter, the client and every list query parameter', () => {
     const names = (op: Operation, where: string) =>
       (op.parameters ?? [])
         .filter((p) => p.in === where)
@@ -188,11 +213,10 @@ describe('the OpenAPI document', () => {
       names(doc.paths['/v1/orders']!.get!, 'query'),
       Object.keys(ListOrdersQuery.shape).sort(),
     );
-    assert.deepEqual(names(doc.paths['/v1/orders/{ref}']!.get!, 'path'), Object.keys(RefParams.shape));
-    assert.deepEqual(
-      names(doc.paths['/v1/orders/{ref}/review']!.post!, 'path'),
-      Object.keys(RefParams.shape),
-    );
+    for (const op of [doc.paths['/v1/orders/{ref}']!.get!, doc.paths['/v1/orders/{ref}/review']!.post!]) {
+      assert.deepEqual(names(op, 'path'), Object.keys(RefParams.shape));
+      assert.deepEqual(names(op, 'query'), Object.keys(OrderAddressQuery.shape));
+    }
   });
 
   it('describes the order body as a oneOf of the three order types, discriminated by type', () => {
@@ -241,8 +265,8 @@ describe('the OpenAPI document', () => {
     });
   }
 
-  it('ReviewDecision: the documented example passes validation (404 for an unknown order, not 400)', async () => {
-    const example = doc.components.schemas.ReviewDecision!.examples![0]!;
+  it('ReviewRequest: the documented example passes validation (404 for an unknown order, not 400)', async () => {
+    const example = doc.components.schemas.ReviewRequest!.examples![0]!;
     const res = await api.request('POST', `/v1/orders/NO-SUCH-${randomUUID().slice(0, 8)}/review`, {
       body: example,
     });

@@ -16,10 +16,13 @@ import {
   capturingLogger,
   OTHER_TEST_API_KEY,
   startTestApi,
+  TEST_API_KEY,
+  testClients,
   type ApiResponse,
   type TestApi,
 } from '../src/api/testing';
 import type { ProviderPort } from '../src/api/health';
+import { keyDigest } from '../src/clients/keys';
 import type { Catalog, KeyInfo } from '../src/provider/wire';
 import { orderWorkflowId } from '../workflows/contract';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
@@ -318,13 +321,7 @@ describe('intake API: requests at the edge', () => {
       const res = await api.request('POST', '/v1/orders/..%2Fx/review', {
         body: { decision: 'MAYBE', x: 1 },
       });
-      assert.deepEqual(fields(assertProblem(res, 400, 'validation-error')), [
-        'decision',
-        'note',
-        'operator',
-        'ref',
-        'x',
-      ]);
+      assert.deepEqual(fields(assertProblem(res, 400, 'validation-error')), ['decision', 'note', 'ref', 'x']);
     });
   });
 
@@ -394,7 +391,7 @@ describe('intake API: requests at the edge', () => {
       assertProblem(res, 401, 'unauthorized');
     });
 
-    it('the right key → 200, and so does the second configured key', async () => {
+    it('the right key → 200, and so does the client’s second key', async () => {
       assert.equal((await api.request('GET', '/v1/orders?pageSize=1')).status, 200);
       assert.equal(
         (await api.request('GET', '/v1/orders?pageSize=1', { apiKey: OTHER_TEST_API_KEY })).status,
@@ -422,18 +419,32 @@ describe('intake API: requests at the edge', () => {
       });
     }
 
-    it('the app refuses to start with no API_KEYS configured', () => {
-      const config = apiTestConfig({ API_KEYS: '' });
+    it('the app refuses to start with neither API_CLIENTS_FILE nor API_KEYS, or with both', () => {
+      const start = (env: Record<string, string>) => () =>
+        createApp({
+          client,
+          taskQueue,
+          provider: stub.provider,
+          config: apiTestConfig(env),
+          logger: pino({ level: 'silent' }),
+        });
       assert.throws(
-        () =>
-          createApp({
-            client,
-            taskQueue,
-            provider: stub.provider,
-            config,
-            logger: pino({ level: 'silent' }),
-          }),
-        (err: unknown) => err instanceof ConfigError && /API_KEYS/.test(err.message),
+        start({ API_CLIENTS_FILE: '' }),
+        (err: unknown) =>
+          err instanceof ConfigError &&
+          /API_CLIENTS_FILE: required/.test(err.message) &&
+          /API_KEYS/.test(err.message),
+      );
+      assert.throws(
+        start({ API_KEYS: 'some-key' }),
+        (err: unknown) =>
+          err instanceof ConfigError && /API_CLIENTS_FILE, API_KEYS: set one, not both/.test(err.message),
+      );
+      assert.throws(
+        start({ API_CLIENTS_FILE: '/nonexistent/clients.yaml' }),
+        (err: unknown) =>
+          err instanceof ConfigError &&
+          /API_CLIENTS_FILE: cannot read \/nonexistent\/clients.yaml \(ENOENT\)/.test(err.message),
       );
     });
   });
@@ -489,10 +500,14 @@ describe('intake API: requests at the edge', () => {
       assert.deepEqual(line.res, { statusCode: 400 });
       assert.equal(line.route, '/v1/orders');
       assert.equal(typeof line.durationMs, 'number');
+      assert.equal(line.client, 'shop', 'the authenticated client');
+      assert.equal(line.keyId, 'k1', 'which of its keys (an id, not the key)');
+      const hashes = [TEST_API_KEY, OTHER_TEST_API_KEY].map((key) => keyDigest(key).toString('hex'));
       for (const raw of logs.raw) {
         assert.doesNotMatch(raw, /0551234567/, 'no phone number in the logs');
         assert.ok(!raw.includes('test-api-key'), 'no API key in the logs');
         assert.doesNotMatch(raw, /Bearer [^<]/, 'no Authorization header value in the logs');
+        for (const hash of hashes) assert.ok(!raw.includes(hash), 'no key hash in the logs');
       }
       for (const l of logs.lines) assert.ok(l.requestId, `every line has a request ID: ${JSON.stringify(l)}`);
     });
@@ -596,7 +611,7 @@ describe('intake API: requests at the edge', () => {
   });
 
   describe('rate limiting', () => {
-    it('past API_RATE_LIMIT_PER_MINUTE a key gets 429 with Retry-After; another key has its own budget', async () => {
+    it('past API_RATE_LIMIT_PER_MINUTE a client gets 429 with Retry-After, whichever of its keys it uses; another client has its own budget', async () => {
       const limited = await startTestApi({
         client,
         taskQueue,
@@ -604,12 +619,20 @@ describe('intake API: requests at the edge', () => {
         config: apiTestConfig({ API_RATE_LIMIT_PER_MINUTE: '3' }),
       });
       try {
-        for (let i = 0; i < 3; i++)
-          assert.equal((await limited.request('GET', '/v1/gift-cards/catalog')).status, 200);
+        for (const apiKey of [TEST_API_KEY, OTHER_TEST_API_KEY, TEST_API_KEY])
+          assert.equal((await limited.request('GET', '/v1/gift-cards/catalog', { apiKey })).status, 200);
         const res = await limited.request('GET', '/v1/gift-cards/catalog');
         assertProblem(res, 429, 'rate-limited');
         assert.match(String(res.headers['retry-after']), /^\d+$/);
-        const other = await limited.request('GET', '/v1/gift-cards/catalog', { apiKey: OTHER_TEST_API_KEY });
+        // The client's second key (a rotation) is the same client: no fresh budget.
+        assertProblem(
+          await limited.request('GET', '/v1/gift-cards/catalog', { apiKey: OTHER_TEST_API_KEY }),
+          429,
+          'rate-limited',
+        );
+        const other = await limited.request('GET', '/v1/gift-cards/catalog', {
+          apiKey: testClients.acme.key,
+        });
         assert.equal(other.status, 200);
       } finally {
         await limited.close();

@@ -14,7 +14,9 @@ import { canonicalJson } from '../src/api/orders';
 import { apiTestConfig, startTestApi, type TestApi } from '../src/api/testing';
 import { createOrderWorker } from '../src/worker/worker';
 import { createWorkerLogger } from '../src/worker/logger';
+import { providerRefFor } from '../src/orders/provider-ref';
 import {
+  OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
   orderWorkflowId,
@@ -213,17 +215,25 @@ describe('intake API end to end', () => {
         query: `WorkflowId = '${orderWorkflowId(request.ref)}'`,
       });
       assert.equal(runs.executions?.length, 1, 'one workflow run');
-      assert.equal((await sandbox.sendsOf(request.ref)).accepted, 1, 'one send to the provider');
+      assert.equal(
+        (await sandbox.sendsOf(providerRefFor('shop', request.ref))).accepted,
+        1,
+        'one send to the provider',
+      );
     });
 
-    it('a new order carries a sha256 of its canonical request in the memo (never the request) and its search attributes', async () => {
+    it('a new order carries a sha256 of its canonical request (never the request) and its provider ref in the memo, and its search attributes', async () => {
       const request = mobileRequest(newRef('memo'));
       assert.equal((await api.request('POST', '/v1/orders', { body: request })).status, 201);
       const description = await client.workflow.getHandle(orderWorkflowId(request.ref)).describe();
       const expected = createHash('sha256').update(canonicalJson(request)).digest('hex');
-      assert.deepEqual(description.memo, { requestHash: expected });
+      assert.deepEqual(description.memo, {
+        requestHash: expected,
+        providerRef: providerRefFor('shop', request.ref),
+      });
       assert.equal(description.typedSearchAttributes.get(OrderTypeAttribute), 'mobile_topup');
       assert.ok(description.typedSearchAttributes.get(OrderStatusAttribute));
+      assert.equal(description.typedSearchAttributes.get(OrderClientAttribute), 'shop');
     });
   });
 

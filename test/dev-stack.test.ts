@@ -1,18 +1,19 @@
 /**
  * The README's first command, run as a user would: `npm start` in a terminal, an order submitted to
- * the address it prints with the key it prints, then Ctrl-C (SIGINT to the whole process group, as
- * a terminal sends it). Nothing may be left running. The restart test stops the stack while an
+ * the address it prints with the back-office key it prints (and the operator key tried), then
+ * Ctrl-C (SIGINT to the whole process group, as a terminal sends it). Nothing may be left running. The restart test stops the stack while an
  * order is in flight and starts it again on the same data directory: the order finishes.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { freePort } from '../src/temporal/dev-server';
 import { rawHistory, toJsonPayload } from './helpers/raw-history';
+import { providerRefFor } from '../src/orders/provider-ref';
 import { startSandbox } from '../src/sandbox/server';
 
 const root = resolve(__dirname, '..');
@@ -22,7 +23,9 @@ interface RunningStack {
   npm: ChildProcess;
   output: () => string;
   apiUrl: string;
+  /** The back office's key, then the operator's: both printed by the banner. */
   apiKey: string;
+  operatorKey: string;
   uiUrl: string;
   temporalAddress: string;
   codecUrl: string;
@@ -36,6 +39,7 @@ async function stackEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise
     'PROVIDER_BASE_URL',
     'PROVIDER_API_KEY',
     'API_KEYS',
+    'API_CLIENTS_FILE',
     'NODE_TEST_CONTEXT',
   ]) {
     delete env[name];
@@ -93,7 +97,8 @@ async function startStack(env: NodeJS.ProcessEnv): Promise<RunningStack> {
     npm,
     output: () => output,
     apiUrl: field('API'),
-    apiKey: field('API key'),
+    apiKey: field('Back-office key'),
+    operatorKey: field('Operator key'),
     uiUrl: field('Temporal UI'),
     temporalAddress: field('Temporal'),
     codecUrl: field('Codec server'),
@@ -118,10 +123,10 @@ async function stopStack(stack: RunningStack): Promise<void> {
   assert.deepEqual(leftovers, [], 'nothing is left running after Ctrl-C');
 }
 
-async function api(stack: RunningStack, path: string, body?: unknown) {
+async function api(stack: RunningStack, path: string, body?: unknown, key = stack.apiKey) {
   const response = await fetch(`${stack.apiUrl}${path}`, {
     method: body ? 'POST' : 'GET',
-    headers: { authorization: `Bearer ${stack.apiKey}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: body ? JSON.stringify(body) : undefined,
   });
   return {
@@ -166,6 +171,16 @@ describe('the dev stack (npm start)', { timeout: 600_000 }, () => {
       });
       assert.equal(submitted.status, 201);
       await waitForStatus(stack, 'dev-stack-1', ['FULFILLED']);
+
+      // The printed operator key reads the review queue of every client but submits nothing.
+      const queue = await api(stack, '/v1/orders?status=NEEDS_REVIEW', undefined, stack.operatorKey);
+      assert.equal(queue.status, 200);
+      const refused = await api(stack, '/v1/orders', { type: 'gift_card' }, stack.operatorKey);
+      assert.equal(refused.status, 403, 'the operator has no orders:write');
+      // The clients file in the data directory holds hashes, never the keys it printed.
+      const clientsFile = readFileSync(join(dataDir, 'clients.yaml'), 'utf8');
+      assert.match(clientsFile, /defaultClient: backoffice/);
+      for (const key of [stack.apiKey, stack.operatorKey]) assert.ok(!clientsFile.includes(key));
 
       // Secrets in Temporal: a finished gift-card order's card codes and serials, and a phone number,
       // are nowhere in the raw history, yet the codec endpoint the UI uses reveals them.
@@ -243,7 +258,7 @@ describe('the dev stack (npm start)', { timeout: 600_000 }, () => {
         await stopStack(second);
       }
       const sends = (await (
-        await fetch(`${provider.url}/admin/sends/dev-stack-restart`, {
+        await fetch(`${provider.url}/admin/sends/${providerRefFor('backoffice', 'dev-stack-restart')}`, {
           headers: { 'x-admin-token': 'admin' },
         })
       ).json()) as { data: { accepted: number } };

@@ -83,7 +83,13 @@ describe('docker-compose.yml', () => {
     assert.equal((worker as { ports?: unknown }).ports, undefined);
   });
 
-  it('requires API keys from the environment instead of shipping one', () => {
-    assert.match(services.api!.environment!.API_KEYS!, /^\$\{API_KEYS:\?/);
+  it('requires the operator’s clients file, mounted read-only, instead of shipping keys', () => {
+    const api = services.api as Service & { volumes?: string[] };
+    const path = api.environment!.API_CLIENTS_FILE!;
+    assert.equal(api.environment!.API_KEYS, undefined);
+    const mount = api.volumes?.find((v) => v.includes(`:${path}:`));
+    assert.ok(mount, 'API_CLIENTS_FILE is a mounted file');
+    assert.match(mount, /^\$\{API_CLIENTS_FILE:\?/, 'the host path must be given');
+    assert.match(mount, /:ro$/, 'read-only');
   });
 });

@@ -12,9 +12,22 @@ export type { OrderRequest, OrderStatus, OrderType, ReviewDecision, ProviderStat
 
 export const DEFAULT_TASK_QUEUE = 'topup-orders';
 
-/** One workflow per order, keyed by the client's ref, so a repeated submission cannot start a second. */
-export function orderWorkflowId(ref: string): string {
-  return `order-${ref}`;
+/**
+ * One workflow per (client, ref), so a repeated submission cannot start a second and two clients'
+ * refs never meet. The configured default client (`client` undefined here) keeps the form of
+ * before clients existed, `order-<ref>`, so its orders in flight stay reachable and its old refs
+ * stay deduplicated; every other client gets `order:<client>:<ref>`. A `:` is in neither a client
+ * id nor a ref, so the two forms cannot collide and each ID names exactly one (client, ref).
+ */
+export function orderWorkflowId(ref: string, client?: string): string {
+  return client === undefined ? `order-${ref}` : `order:${client}:${ref}`;
+}
+
+/** The inverse of orderWorkflowId; `client` undefined = the default client's (or an old) order. */
+export function parseOrderWorkflowId(workflowId: string): { ref: string; client?: string } | undefined {
+  const scoped = /^order:([^:]+):([^:]+)$/.exec(workflowId);
+  if (scoped) return { client: scoped[1]!, ref: scoped[2]! };
+  return workflowId.startsWith('order-') ? { ref: workflowId.slice('order-'.length) } : undefined;
 }
 
 export const workflowTypeByOrderType = {
@@ -26,8 +39,17 @@ export const workflowTypeByOrderType = {
 /** Keyword search attributes, so operators can filter `OrderStatus="NEEDS_REVIEW"` in Temporal UI. */
 export const OrderTypeAttribute = defineSearchAttributeKey('OrderType', SearchAttributeType.KEYWORD);
 export const OrderStatusAttribute = defineSearchAttributeKey('OrderStatus', SearchAttributeType.KEYWORD);
+/**
+ * The client that owns the order, set by the API when it starts the workflow: listing filters on
+ * it server-side. Absent on orders started before clients existed (they belong to the default client).
+ */
+export const OrderClientAttribute = defineSearchAttributeKey('OrderClient', SearchAttributeType.KEYWORD);
 /** `temporal server start-dev --search-attribute` arguments. */
-export const searchAttributeDefinitions = { OrderType: 'Keyword', OrderStatus: 'Keyword' } as const;
+export const searchAttributeDefinitions = {
+  OrderType: 'Keyword',
+  OrderStatus: 'Keyword',
+  OrderClient: 'Keyword',
+} as const;
 
 /** Polling and deadline timings, in milliseconds; fixed in the workflow input so replay is deterministic. */
 export interface OrderTimings {

@@ -7,6 +7,7 @@ import { Pool } from 'undici';
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import pino from 'pino';
 import { OrderService } from '../../src/api/orders';
+import { ClientRegistry, legacyClientsFile } from '../../src/clients/registry';
 import { loadConfig } from '../../src/config';
 import type { OrderRequest } from '../../src/orders/schemas';
 import { timingsFromConfig } from '../../src/orders/timings';
@@ -84,12 +85,15 @@ export function apiSubmitter(apiUrl: string, apiKey: string, connections: number
 
 /**
  * The API's own start path (OrderService.submit) without HTTP: where the API's time goes. The
- * service is configured as the API the bench started is (task queue, timings).
+ * service is configured as the API the bench started is (task queue, timings, its one API_KEYS client).
  */
-export function directSubmitter(client: Client, stack: Pick<Stack, 'taskQueue' | 'partEnv'>) {
+export function directSubmitter(client: Client, stack: Pick<Stack, 'taskQueue' | 'partEnv' | 'apiKey'>) {
   const partConfig = loadConfig({ ...process.env, ...stack.partEnv });
+  const clients = new ClientRegistry(legacyClientsFile([stack.apiKey]), { legacy: true });
+  const caller = clients.identify(stack.apiKey)!;
   const service = new OrderService({
     client,
+    clients,
     taskQueue: stack.taskQueue ?? partConfig.TEMPORAL_TASK_QUEUE,
     timeoutMs: partConfig.API_TEMPORAL_TIMEOUT_MS,
     clock: () => new Date(),
@@ -97,7 +101,7 @@ export function directSubmitter(client: Client, stack: Pick<Stack, 'taskQueue' |
     logger: pino({ level: 'silent' }),
   });
   return async (order: OrderRequest): Promise<string> => {
-    const { created } = await service.submit(order);
+    const { created } = await service.submit(caller, order);
     return created ? 'ok' : 'already existed';
   };
 }

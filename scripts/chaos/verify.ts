@@ -3,6 +3,8 @@
  * the order views, the sandbox's send counters and Temporal. A "problem" fails the run; outcomes
  * that faults legitimately cause (a top-up in review, a gift card in review) are only counted.
  */
+import { LEGACY_CLIENT_ID } from '../../src/clients/model';
+import { providerRefFor } from '../../src/orders/provider-ref';
 import type { SendReport } from '../../src/sandbox/state';
 import type { OrderType } from '../../src/orders/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
@@ -213,26 +215,32 @@ export async function verify(input: {
   }
 
   // ---- the provider's side: nothing sent twice, money moved exactly when the order says so ----
+  // The provider knows each top-up by the ref derived from (client, ref); the chaos API runs on
+  // API_KEYS, whose one client is `default`.
   const topups = new Map(
-    accepted.filter((r) => r.planned.request.type !== 'gift_card').map((r) => [r.planned.request.ref, r]),
+    accepted
+      .filter((r) => r.planned.request.type !== 'gift_card')
+      .map((r) => [providerRefFor(LEGACY_CLIENT_ID, r.planned.request.ref), r]),
   );
   let sentTwice = 0;
   let sendAttempts = 0;
-  for (const [ref, counts] of Object.entries(sends.refs)) {
+  for (const [providerRef, counts] of Object.entries(sends.refs)) {
     sendAttempts += counts.attempts;
+    const record = topups.get(providerRef);
+    const ref = record?.planned.request.ref ?? providerRef;
     if (counts.accepted > 1) {
       sentTwice++;
       problems.push(`${ref}: SENT TWICE — the provider accepted ${counts.accepted} sends`);
     }
-    const record = topups.get(ref);
     const family = record?.planned.request.type === 'mobile_topup' ? 'mobile' : 'internet';
     if (!record) problems.push(`${ref}: sent to the provider, but no accepted top-up has this ref`);
     else if (counts.family !== family)
       problems.push(`${ref}: sent as ${counts.family}, ordered as ${family}`);
   }
-  for (const [ref, record] of topups) {
+  for (const [providerRef, record] of topups) {
+    const ref = record.planned.request.ref;
     const status = record.view?.status;
-    const sent = sends.refs[ref]?.accepted ?? 0;
+    const sent = sends.refs[providerRef]?.accepted ?? 0;
     const mustHaveSent =
       status === 'FULFILLED' || status === 'REFUNDED' || record.planned.expected.special === 'unknownError';
     if (mustHaveSent && sent !== 1)

@@ -4,7 +4,8 @@
  *
  * Middleware order matters: request ID and logging first (every answer and log line carries the
  * ID); then the public routes; then, for /v1, the caller is identified, rate-limited and refused
- * without a valid key *before* a body is parsed; the central error handler comes last.
+ * without a valid key; each route then checks its scope *before* a body is parsed; the central
+ * error handler comes last.
  */
 import express, { type Express, type RequestHandler } from 'express';
 import type { Client } from '@temporalio/client';
@@ -13,7 +14,9 @@ import type { Config } from '../config';
 import type { OrderTimings } from '../../workflows/contract';
 import type { OrderType } from '../orders/schemas';
 import { timingsFromConfig } from '../orders/timings';
-import { ApiKeys, identifyCaller, rateLimitPerCaller, requireApiKey } from './auth';
+import { clientRegistryFromConfig, type ClientRegistry } from '../clients/registry';
+import { identifyCaller, rateLimitPerCaller, requireApiKey } from './auth';
+import { requireJsonBody } from './content-type';
 import { cachedCatalog } from './catalog';
 import {
   errorHandler,
@@ -37,6 +40,8 @@ export interface AppDeps {
   provider: ProviderPort;
   config: Config;
   logger: Logger;
+  /** The API's clients; default: read from API_CLIENTS_FILE or API_KEYS (main.ts passes its own to reload it). */
+  clients?: ClientRegistry;
   clock?: () => Date;
   /** Polling timings for a new order's input; default: timingsFromConfig (POLL_*, ORDER_DEADLINE_*). */
   timingsFor?: (type: OrderType) => Partial<OrderTimings> | undefined;
@@ -68,13 +73,14 @@ function requestDeadline(ms: number): RequestHandler {
 
 export function createApp(deps: AppDeps): Express {
   const { config, logger } = deps;
-  // Throws a ConfigError when API_KEYS is empty: an API nobody can call is a misconfiguration.
-  const keys = new ApiKeys(config.API_KEYS);
+  // Throws a ConfigError without clients: an API nobody can call is a misconfiguration.
+  const clients = deps.clients ?? clientRegistryFromConfig(config);
   const clock = deps.clock ?? (() => new Date());
 
   const orders = new OrderService({
     client: deps.client,
     taskQueue: deps.taskQueue,
+    clients,
     timeoutMs: config.API_TEMPORAL_TIMEOUT_MS,
     clock,
     timingsFor: deps.timingsFor ?? ((type) => timingsFromConfig(config, type)),
@@ -104,10 +110,18 @@ export function createApp(deps: AppDeps): Express {
   app.use(publicRouter({ readiness, shuttingDown: deps.shuttingDown ?? (() => false), openApiDocument }));
 
   // Everything under /v1 needs a key, checked before a body is even read.
-  app.use('/v1', identifyCaller(keys), rateLimitPerCaller(config.API_RATE_LIMIT_PER_MINUTE), requireApiKey);
-  // strict: only objects and arrays at the top level; past the limit the body is refused (413), not buffered.
-  app.use('/v1', express.json({ limit: config.API_BODY_LIMIT, strict: true, type: 'application/json' }));
-  app.use(ordersRouter(orders));
+  app.use(
+    '/v1',
+    identifyCaller(clients),
+    rateLimitPerCaller(config.API_RATE_LIMIT_PER_MINUTE),
+    requireApiKey,
+  );
+  const jsonBody = [
+    requireJsonBody,
+    // strict: only objects and arrays at the top level; past the limit the body is refused (413), not buffered.
+    express.json({ limit: config.API_BODY_LIMIT, strict: true, type: 'application/json' }),
+  ];
+  app.use(ordersRouter(orders, jsonBody));
   app.use(giftCardsRouter(catalog));
 
   app.use(methodNotAllowedHandler(openApiDocument()));

@@ -1,24 +1,15 @@
 /**
- * Bearer API keys and the per-caller rate limit.
+ * Who is calling: bearer keys identify a client (src/clients/registry.ts), each route requires one
+ * scope, and the rate limit counts per client.
  *
- * Keys come from configuration only. A presented key is compared with every configured key in
- * constant time: both sides are hashed to a fixed length first (timingSafeEqual needs equal
- * lengths, and hashing hides the configured keys' lengths), and the loop never stops early.
+ * Order of refusals: no or unknown key → 401, before anything else; then the route's scope → 403
+ * naming it, before a body is parsed or an order is looked up (so a 403 says nothing about orders).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
-import { ConfigError } from '../config';
+import type { Caller, ClientRegistry } from '../clients/registry';
+import type { Scope } from '../clients/model';
 import { ApiError } from './errors';
-
-function sha256(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
-
-/** Who the caller is, for the rate limit and the log: a short, non-reversible key fingerprint. */
-export interface Caller {
-  keyId: string;
-}
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -26,38 +17,14 @@ declare module 'express-serve-static-core' {
   }
 }
 
-export class ApiKeys {
-  readonly #digests: Buffer[];
-
-  constructor(keys: readonly string[] | undefined) {
-    const usable = (keys ?? []).filter((k) => k.length > 0);
-    if (usable.length === 0) {
-      throw new ConfigError(
-        'Invalid configuration:\n  API_KEYS: required (comma-separated bearer keys the intake API accepts)',
-      );
-    }
-    this.#digests = usable.map(sha256);
-  }
-
-  /** The matching key's fingerprint, or undefined. Constant time in the presented key's content. */
-  identify(presented: string): Caller | undefined {
-    const digest = sha256(presented);
-    let match: Buffer | undefined;
-    for (const candidate of this.#digests) {
-      if (timingSafeEqual(candidate, digest)) match = candidate;
-    }
-    return match ? { keyId: match.subarray(0, 6).toString('hex') } : undefined;
-  }
-}
-
 /** RFC 9110: the scheme is case-insensitive; the token is printable ASCII (bounded, so hashing stays cheap). */
 const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/i;
 
 /** Identifies the caller if a valid key is presented; refuses nobody (see `requireApiKey`). */
-export function identifyCaller(keys: ApiKeys): RequestHandler {
+export function identifyCaller(clients: ClientRegistry): RequestHandler {
   return (req, res, next) => {
     const match = BEARER.exec(req.get('authorization') ?? '');
-    const caller = match?.[1] ? keys.identify(match[1]) : undefined;
+    const caller = match?.[1] ? clients.identify(match[1]) : undefined;
     if (caller) res.locals.caller = caller;
     next();
   };
@@ -81,10 +48,30 @@ export const requireApiKey: RequestHandler = (req, res, next) => {
   );
 };
 
+/** The authenticated caller; only behind requireApiKey. */
+export function callerOf(res: { locals: { caller?: Caller } }): Caller {
+  const caller = res.locals.caller;
+  if (!caller) throw new Error('callerOf: no authenticated caller (is requireApiKey in front?)');
+  return caller;
+}
+
+/** 403 naming the scope the route needs when the caller's client lacks it. */
+export function requireScope(scope: Scope): RequestHandler {
+  return (_req, res, next) => {
+    if (callerOf(res).scopes.has(scope)) return next();
+    next(
+      new ApiError('forbidden', `This route needs the scope ${scope}, which your client does not have.`, {
+        headers: { 'WWW-Authenticate': `${WWW_AUTHENTICATE}, error="insufficient_scope", scope="${scope}"` },
+      }),
+    );
+  };
+}
+
 /**
- * At most `perMinute` requests a minute per API key, or per client IP for callers without a valid
- * key (so guessing keys is throttled too). In memory: each API instance counts on its own, which
- * is enough to stop a runaway client; a shared store is the step after.
+ * At most `perMinute` requests a minute per client (all its keys together: a second key is for
+ * rotation, not for more traffic), or per client IP for callers without a valid key (so guessing
+ * keys is throttled too). In memory: each API instance counts on its own, which is enough to stop
+ * a runaway client; a shared store is the step after.
  */
 export function rateLimitPerCaller(perMinute: number): RequestHandler {
   return rateLimit({
@@ -94,7 +81,7 @@ export function rateLimitPerCaller(perMinute: number): RequestHandler {
     legacyHeaders: false,
     keyGenerator: (req: Request, res) => {
       const caller = (res.locals as { caller?: Caller }).caller;
-      return caller ? `key:${caller.keyId}` : `ip:${ipKeyGenerator(req.ip ?? 'unknown')}`;
+      return caller ? `client:${caller.id}` : `ip:${ipKeyGenerator(req.ip ?? 'unknown')}`;
     },
     handler: (_req, _res, next) => {
       // Retry-After is already set by the limiter (standardHeaders).

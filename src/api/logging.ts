@@ -1,14 +1,15 @@
 /**
  * Request IDs and the one structured log line per request.
  *
- * The log line carries the request ID, method, path, matched route, status and duration. It never
- * carries headers (Authorization), bodies (phone numbers, card codes) or query values beyond the
- * URL: the serializers below pick fields explicitly instead of redacting a full dump, and the
- * redaction list in `createLogger` (src/logging.ts) is the second line of defence for anything logged by hand.
+ * The log line carries the request ID, method, path, matched route, status, duration and the
+ * authenticated client with its key's id. It never carries headers (Authorization), bodies (phone
+ * numbers, card codes) or query values beyond the URL: the serializers below pick fields
+ * explicitly instead of redacting a full dump, and the redaction list in `createLogger`
+ * (src/logging.ts) is the second line of defence for anything logged by hand.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 
@@ -49,9 +50,15 @@ export function requestLogger(logger: Logger) {
       }),
       res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
     },
-    customProps: (req) => {
+    // The client and the id of the key it used (never the key or its hash): who did what, and
+    // whether an old key is still in use before it is revoked.
+    customProps: (req, res) => {
       const route = matchedRoute(req);
-      return route ? { route } : {};
+      const caller = (res as Partial<Response>).locals?.caller;
+      return {
+        ...(route ? { route } : {}),
+        ...(caller ? { client: caller.id, keyId: caller.keyId } : {}),
+      };
     },
     customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
     customSuccessMessage: (req, res) =>

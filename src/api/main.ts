@@ -2,12 +2,16 @@
  * `npm run api`: the intake API from the environment (src/config.ts), listening on PORT.
  *
  * It starts even while Temporal or the provider is down (the connection is lazy and /readyz says
- * so), but not with bad configuration: no API_KEYS, a half-set TLS pair or an invalid variable
- * stop it at once with a message naming the variable. On SIGTERM/SIGINT it stops being ready,
- * lets requests in flight finish (API_SHUTDOWN_TIMEOUT_MS at most), then closes its connections.
+ * so), but not with bad configuration: no clients (API_CLIENTS_FILE or API_KEYS), a bad clients
+ * file, a half-set TLS pair or an invalid variable stop it at once with a message naming the
+ * variable or the place in the file. On SIGHUP it reads the clients file again (after
+ * `npm run clients` added or revoked a key), keeping the clients it has if the file is bad. On
+ * SIGTERM/SIGINT it stops being ready, lets requests in flight finish (API_SHUTDOWN_TIMEOUT_MS at
+ * most), then closes its connections.
  */
 import { Client, Connection } from '@temporalio/client';
 import { dataConverterFromConfig } from '../codec/data-converter';
+import { clientRegistryFromConfig, readClientsFile } from '../clients/registry';
 import { ConfigError, loadConfig } from '../config';
 import { createProviderClientFromConfig } from '../provider/pool';
 import { createApp } from './app';
@@ -18,6 +22,22 @@ import { temporalConnectionOptions } from '../temporal/connection';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL).child({ name: 'api' });
+  const clients = clientRegistryFromConfig(config);
+  const clientsFile = config.API_CLIENTS_FILE;
+  if (clientsFile) {
+    process.on('SIGHUP', () => {
+      try {
+        clients.replace(readClientsFile(clientsFile));
+        logger.info('clients file reloaded');
+      } catch (err) {
+        // The message names the file and the bad places in it, never a key or a hash.
+        logger.error(
+          { problem: err instanceof Error ? err.message : String(err) },
+          'clients file NOT reloaded',
+        );
+      }
+    });
+  }
 
   // Lazy: the first call connects, so the API is up (and says "not ready") while Temporal is not.
   const connection = Connection.lazy(temporalConnectionOptions(config));
@@ -36,6 +56,7 @@ async function main(): Promise<void> {
     provider: provider.client,
     config,
     logger,
+    clients,
     shuttingDown: () => shuttingDown,
   });
   const server = await listen(app, { port: config.PORT, host: config.API_HOST, config });

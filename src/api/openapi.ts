@@ -13,7 +13,8 @@ import {
   type RouteConfig,
 } from '@asteasolutions/zod-to-openapi';
 import { type z } from 'zod';
-import { OrderRequest, ReviewDecision } from '../orders/schemas';
+import type { Scope } from '../clients/model';
+import { OrderRequest, ReviewRequest } from '../orders/schemas';
 import { Catalog } from '../provider/wire';
 import { problemKinds, type ProblemKey } from './errors';
 import { PROBLEM_CONTENT_TYPE } from './error-handler';
@@ -21,6 +22,7 @@ import { REQUEST_ID_HEADER } from './logging';
 import {
   Health,
   ListOrdersQuery,
+  OrderAddressQuery,
   OrderList,
   OrderView,
   ProblemSchema,
@@ -60,6 +62,12 @@ const retryAfter = {
 };
 const headersByStatus: Record<number, ResponseConfig['headers']> = {
   401: { 'WWW-Authenticate': { description: 'Bearer challenge.', schema: { type: 'string' } } },
+  403: {
+    'WWW-Authenticate': {
+      description: 'Bearer challenge naming the missing scope (insufficient_scope).',
+      schema: { type: 'string' },
+    },
+  },
   429: retryAfter,
   503: retryAfter,
 };
@@ -83,10 +91,19 @@ function problems(...keys: ProblemKey[]): Record<string, ResponseConfig> {
   );
 }
 
-/** What can go wrong on every authenticated route. */
-const authenticated: Pick<RouteConfig, 'security'> = { security: [{ [BEARER]: [] }] };
+/**
+ * A route's security requirement: a bearer key of a client with `scope` (OpenAPI 3.1 allows
+ * scopes on any scheme). Said in the description too, where most readers look.
+ */
+function needs(scope: Scope, description: string): Pick<RouteConfig, 'security' | 'description'> {
+  return {
+    security: [{ [BEARER]: [scope] }],
+    description: `${description}\n\nNeeds the scope \`${scope}\`.`,
+  };
+}
 const commonProblems: ProblemKey[] = [
   'unauthorized',
+  'forbidden',
   'rate-limited',
   'internal-error',
   'temporarily-unavailable',
@@ -107,18 +124,22 @@ function buildRegistry(): OpenAPIRegistry {
   registry.registerComponent('securitySchemes', BEARER, {
     type: 'http',
     scheme: 'bearer',
-    description: 'One of the keys configured in API_KEYS.',
+    description:
+      'A key of a client in the clients file (API_CLIENTS_FILE; or API_KEYS, the legacy single client). ' +
+      'Each operation names the scope its client needs; without it the answer is 403.',
   });
   registry.registerPath({
     method: 'post',
     path: '/v1/orders',
     operationId: 'submitOrder',
     tags: ['orders'],
-    summary: 'Submit an order (idempotent on `ref`)',
-    description:
-      'A new `ref` starts the order: 201 with `Location`. The same `ref` with the same body again answers ' +
-      '200 with the same order; the same `ref` with a different body answers 409.',
-    ...authenticated,
+    summary: 'Submit an order (idempotent on your `ref`)',
+    ...needs(
+      'orders:write',
+      'A new `ref` starts the order, yours: 201 with `Location`. The same `ref` with the same body again ' +
+        'answers 200 with the same order; the same `ref` with a different body answers 409. Refs are ' +
+        'unique per client: another client’s `ref` never meets yours.',
+    ),
     request: jsonBody(OrderRequest, 'The order, discriminated by `type`.'),
     responses: {
       201: ok('The order was accepted.', OrderView, {
@@ -134,12 +155,16 @@ function buildRegistry(): OpenAPIRegistry {
     path: '/v1/orders',
     operationId: 'listOrders',
     tags: ['orders'],
-    summary: 'List orders, newest first (from Temporal visibility)',
-    ...authenticated,
+    summary: 'List the orders you reach, newest first (from Temporal visibility)',
+    ...needs(
+      'orders:read',
+      'Your orders; with `audit:read` every client’s; with the operator role also every client’s ' +
+        'orders in NEEDS_REVIEW. `client` narrows to one client (404 if you reach none of its orders).',
+    ),
     request: { query: ListOrdersQuery },
     responses: {
       200: ok('A page of orders.', OrderList),
-      ...problems('validation-error', ...commonProblems),
+      ...problems('validation-error', 'client-not-found', ...commonProblems),
     },
   });
 
@@ -149,8 +174,12 @@ function buildRegistry(): OpenAPIRegistry {
     operationId: 'getOrder',
     tags: ['orders'],
     summary: 'An order’s status, request, result, review and timeline',
-    ...authenticated,
-    request: { params: RefParams },
+    ...needs(
+      'orders:read',
+      'Your order, or with `?client=` another client’s: with `audit:read` any, with the operator role ' +
+        'one that is or was in review (card codes masked). Any other order answers 404, as no order does.',
+    ),
+    request: { params: RefParams, query: OrderAddressQuery },
     responses: {
       200: ok('The order.', OrderView),
       ...problems('validation-error', 'order-not-found', ...commonProblems),
@@ -162,9 +191,13 @@ function buildRegistry(): OpenAPIRegistry {
     path: '/v1/orders/{ref}/review',
     operationId: 'reviewOrder',
     tags: ['orders'],
-    summary: 'An operator’s decision on an order in NEEDS_REVIEW',
-    ...authenticated,
-    request: { params: RefParams, ...jsonBody(ReviewDecision, 'The decision.') },
+    summary: 'A decision on an order in NEEDS_REVIEW',
+    ...needs(
+      'reviews:write',
+      'On your order, or as an operator on another client’s (`?client=`). Recorded under your client ' +
+        'id (`decidedBy`); `operator` is a display name stored beside it.',
+    ),
+    request: { params: RefParams, query: OrderAddressQuery, ...jsonBody(ReviewRequest, 'The decision.') },
     responses: {
       202: ok('The decision was passed to the order; its view (the decision applies shortly).', OrderView),
       ...problems(...bodyProblems, 'order-not-found', 'order-not-in-review', ...commonProblems),
@@ -177,7 +210,7 @@ function buildRegistry(): OpenAPIRegistry {
     operationId: 'getGiftCardCatalog',
     tags: ['gift cards'],
     summary: 'The provider’s gift-card catalog (cached briefly)',
-    ...authenticated,
+    ...needs('orders:write', 'What gift-card orders can name: products and their types.'),
     responses: {
       200: ok('The catalog.', GiftCardCatalog),
       ...problems('provider-unavailable', ...commonProblems),

@@ -1,15 +1,18 @@
 /**
- * Listing orders from Temporal visibility: the query built from the filters, real Temporal page
- * tokens (sealed, see below) and one summary per workflow from its search attributes — no query
- * to each workflow, so a page of 100 costs one visibility call.
+ * Listing orders from Temporal visibility: the query built from the filters and from what the
+ * caller reaches (access.ts) — filtered server-side on the OrderClient search attribute, never
+ * after the fact — real Temporal page tokens (sealed, see below) and one summary per workflow from
+ * its search attributes: no query to each workflow, so a page of 100 costs one visibility call.
  */
 import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
+import type { Caller, ClientRegistry } from '../clients/registry';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import {
+  OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
-  orderWorkflowId,
+  parseOrderWorkflowId,
   workflowTypeByOrderType,
   type OrderStatus,
 } from '../../workflows/contract';
@@ -20,6 +23,9 @@ import type { ListOrdersQuery, workflowStatuses } from './schemas';
 
 export interface OrderSummaryView {
   ref: string;
+  /** The owner; absent only for an order from before clients when no default client is configured. */
+  client?: string;
+  workflowId: string;
   type?: OrderType;
   status?: OrderStatus;
   workflowStatus: (typeof workflowStatuses)[number];
@@ -55,42 +61,76 @@ export interface OrderList {
   nextPageToken?: string;
 }
 
-const ORDER_WORKFLOW_ID_PREFIX = orderWorkflowId('');
-
 type Timed = <T>(fn: () => Promise<T>) => Promise<T>;
 
 export class OrderListing {
   readonly #client: Client;
+  readonly #clients: ClientRegistry;
   readonly #timed: Timed;
   #orderBySupported = true;
 
-  constructor(client: Client, timed: Timed) {
+  constructor(client: Client, clients: ClientRegistry, timed: Timed) {
     this.#client = client;
+    this.#clients = clients;
     this.#timed = timed;
   }
 
   /**
-   * Newest first, from Temporal visibility (the OrderType / OrderStatus search attributes).
-   * Elasticsearch visibility sorts by `ORDER BY StartTime DESC`; SQL visibility (the dev server,
-   * SQLite / PostgreSQL / MySQL) refuses ORDER BY and has its own fixed order: running orders
-   * first, newest first, then closed ones by close time, newest first. We ask for the explicit
-   * order and fall back, once per process, when the store refuses it.
+   * Newest first, from Temporal visibility (the OrderType / OrderStatus / OrderClient search
+   * attributes). Elasticsearch visibility sorts by `ORDER BY StartTime DESC`; SQL visibility (the
+   * dev server, SQLite / PostgreSQL / MySQL) refuses ORDER BY and has its own fixed order: running
+   * orders first, newest first, then closed ones by close time, newest first. We ask for the
+   * explicit order and fall back, once per process, when the store refuses it.
    */
-  async list(query: ListOrdersQuery): Promise<OrderList> {
+  async list(caller: Caller, query: ListOrdersQuery): Promise<OrderList> {
     const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
-    // Values come from zod enums, so they are safe inside the visibility query.
+    // Values come from zod enums and patterns, so they are safe inside the visibility query.
     const clauses = [`WorkflowType IN (${types.join(', ')})`];
+    const reach = this.#reachClause(caller, query.client);
+    if (reach) clauses.push(reach);
     if (query.status) clauses.push(`${OrderStatusAttribute.name} = '${query.status}'`);
     if (query.type) clauses.push(`${OrderTypeAttribute.name} = '${query.type}'`);
     const filter = clauses.join(' AND ');
+    // The filter seals the token: a token of one client's list cannot page through another's.
     const nextPageToken = query.pageToken ? openPageToken(query.pageToken, filter) : undefined;
 
     const response = await this.#listExecutions(filter, query.pageSize, nextPageToken);
     const token = response.nextPageToken;
+    const defaultClient = this.#clients.defaultClientId;
     return {
-      orders: (response.executions ?? []).map(toSummary),
+      orders: (response.executions ?? []).map((raw) => toSummary(raw, defaultClient)),
       ...(token && token.length > 0 ? { nextPageToken: sealPageToken(token, filter) } : {}),
     };
+  }
+
+  /** The orders of `client`: the default client's include those from before clients existed. */
+  #ownedBy(client: string): string {
+    const owned = `${OrderClientAttribute.name} = '${client}'`;
+    return client === this.#clients.defaultClientId
+      ? `(${owned} OR ${OrderClientAttribute.name} IS NULL)`
+      : owned;
+  }
+
+  /**
+   * What the caller may list (access.ts), as a visibility clause; undefined = every order. Without
+   * `client`, everything the caller reaches; with it, that client's part of it — and for a caller
+   * who reaches none of that client's orders a 404, whether the client exists or not.
+   */
+  #reachClause(caller: Caller, client: string | undefined): string | undefined {
+    if (this.#clients.legacy) {
+      // One client, and no OrderClient attribute to filter on (registry.ts): every order is its own.
+      if (client === undefined || client === caller.id) return undefined;
+      throw clientNotFound(client);
+    }
+    const inReview = `${OrderStatusAttribute.name} = 'NEEDS_REVIEW'`;
+    if (client === undefined || client === caller.id) {
+      if (client === undefined && caller.scopes.has('audit:read')) return undefined;
+      if (client === undefined && caller.operator) return `(${this.#ownedBy(caller.id)} OR ${inReview})`;
+      return this.#ownedBy(caller.id);
+    }
+    if (caller.scopes.has('audit:read')) return this.#ownedBy(client);
+    if (caller.operator) return `${this.#ownedBy(client)} AND ${inReview}`;
+    throw clientNotFound(client);
   }
 
   async #listExecutions(filter: string, pageSize: number, nextPageToken: Uint8Array | undefined) {
@@ -115,6 +155,10 @@ export class OrderListing {
     }
     return call(filter);
   }
+}
+
+function clientNotFound(client: string): ApiError {
+  return new ApiError('client-not-found', `No orders of client ${client} are visible to you.`);
 }
 
 /**
@@ -142,22 +186,26 @@ function openPageToken(token: string, filter: string): Uint8Array {
   ) {
     throw new ApiError('validation-error', 'Invalid request: pageToken', {
       errors: [
-        { field: 'pageToken', message: 'not a nextPageToken of this list (same status and type filters)' },
+        {
+          field: 'pageToken',
+          message: 'not a nextPageToken of this list (same status, type and client filters, same caller)',
+        },
       ],
     });
   }
   return raw;
 }
 
-function toSummary(raw: RawExecution): OrderSummaryView {
+function toSummary(raw: RawExecution, defaultClient: string | undefined): OrderSummaryView {
   const fields = raw.searchAttributes?.indexedFields ?? {};
   const workflowId = raw.execution?.workflowId ?? '';
   const statusName = (raw.status && workflowStatusByCode[raw.status]) || 'UNKNOWN';
   const closedAt = timestampToIso(raw.closeTime);
+  const client = keyword(fields[OrderClientAttribute.name]) ?? defaultClient;
   return {
-    ref: workflowId.startsWith(ORDER_WORKFLOW_ID_PREFIX)
-      ? workflowId.slice(ORDER_WORKFLOW_ID_PREFIX.length)
-      : workflowId,
+    ref: parseOrderWorkflowId(workflowId)?.ref ?? workflowId,
+    ...(client ? { client } : {}),
+    workflowId,
     type: keyword(fields[OrderTypeAttribute.name]) as OrderType | undefined,
     status: keyword(fields[OrderStatusAttribute.name]) as OrderStatus | undefined,
     workflowStatus: statusName,

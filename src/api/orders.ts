@@ -1,17 +1,25 @@
 /**
  * What the order routes do with Temporal: start an order idempotently, read its view, list orders
- * from visibility (order-list.ts) and pass on a review decision. Routes stay thin; this module knows the workflow
- * contract (workflows/contract.ts) and turns Temporal's errors into ApiErrors.
+ * from visibility (order-list.ts) and pass on a review decision — each for an authenticated caller,
+ * on the orders it reaches (access.ts). Routes stay thin; this module knows the workflow contract
+ * (workflows/contract.ts) and turns Temporal's errors into ApiErrors.
+ *
+ * An order belongs to the client that submitted it. Its workflow ID derives from (client, ref)
+ * (orderWorkflowId), and ownership is also read back from the workflow itself (its OrderClient
+ * search attribute) before anything is shown or changed: the ID alone is not trusted, since the
+ * default client's `order-<ref>` form is shared with orders started before clients existed.
  */
 import { createHash } from 'node:crypto';
 import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   type Client,
+  type WorkflowExecutionDescription,
   type WorkflowHandle,
 } from '@temporalio/client';
 import type { Logger } from 'pino';
 import {
+  OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
   orderWorkflowId,
@@ -20,9 +28,12 @@ import {
   workflowTypeByOrderType,
   type OrderInput,
   type OrderTimings,
-  type OrderView,
+  type OrderView as WorkflowOrderView,
 } from '../../workflows/contract';
-import type { OrderRequest, OrderType, ReviewDecision } from '../orders/schemas';
+import type { Caller, ClientRegistry } from '../clients/registry';
+import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../orders/schemas';
+import { providerRefFor } from '../orders/provider-ref';
+import { accessTo, inOperatorReach, maskCardCodes, type Purpose } from './access';
 import { temporarilyUnavailable } from './error-handler';
 import { ApiError } from './errors';
 import { OrderListing, type OrderList } from './order-list';
@@ -31,6 +42,8 @@ import type { ListOrdersQuery } from './schemas';
 export interface OrderServiceOptions {
   client: Client;
   taskQueue: string;
+  /** Who owns what: the clients, and which one keeps the `order-<ref>` workflow IDs. */
+  clients: ClientRegistry;
   /** Deadline of each Temporal call: a slow Temporal answers 503, it does not hold the request. */
   timeoutMs: number;
   clock: () => Date;
@@ -40,8 +53,26 @@ export interface OrderServiceOptions {
   logger: Logger;
 }
 
-/** The memo key holding the hash of the order's canonical request (never the request: personal data). */
+/** An order as a client names it: its owner and its ref. */
+export interface OrderAddress {
+  client: string;
+  ref: string;
+}
+
+/** What the API adds to the workflow's view: whose order it is, and its names in Temporal and at the provider. */
+export interface OrderIdentity {
+  client: string;
+  /** For Temporal UI and the CLI (`temporal workflow show --workflow-id …`). */
+  workflowId: string;
+  /** Top-ups: the ref the provider knows the order by (its support asks for it). */
+  providerRef?: string;
+}
+
+export type OrderView = WorkflowOrderView & OrderIdentity;
+
+/** The memo keys: the hash of the order's canonical request (never the request: personal data) and its provider ref. */
 export const REQUEST_HASH_MEMO = 'requestHash';
+export const PROVIDER_REF_MEMO = 'providerRef';
 
 /** JSON with sorted keys, so the same request always hashes the same whatever its key order. */
 export function canonicalJson(value: unknown): string {
@@ -60,8 +91,13 @@ export function requestHash(request: OrderRequest): string {
   return createHash('sha256').update(canonicalJson(request)).digest('hex');
 }
 
+/** Top-ups carry a ref to the provider; a gift-card placement takes none (the provider assigns an orderId). */
+function sendsRef(type: OrderType): boolean {
+  return type !== 'gift_card';
+}
+
 /** The view of an order just started: the workflow may not have run its first task yet. */
-export function acceptedView(input: OrderInput): OrderView {
+export function acceptedView(input: OrderInput): WorkflowOrderView {
   const { request, acceptedAt } = input;
   return {
     ref: request.ref,
@@ -75,8 +111,8 @@ export function acceptedView(input: OrderInput): OrderView {
 }
 
 /** A workflow result is trusted as a view only if it has a view's shape. */
-function looksLikeView(value: unknown, ref: string): value is OrderView {
-  const v = value as Partial<OrderView> | null;
+function looksLikeView(value: unknown, ref: string): value is WorkflowOrderView {
+  const v = value as Partial<WorkflowOrderView> | null;
   return (
     typeof v === 'object' &&
     v !== null &&
@@ -92,7 +128,7 @@ export class OrderService {
 
   constructor(options: OrderServiceOptions) {
     this.#o = options;
-    this.#listing = new OrderListing(options.client, (fn) => this.#timed(fn));
+    this.#listing = new OrderListing(options.client, options.clients, (fn) => this.#timed(fn));
   }
 
   /** Every Temporal call under one deadline; a missed deadline surfaces as a gRPC error (→ 503). */
@@ -100,114 +136,218 @@ export class OrderService {
     return this.#o.client.withDeadline(Date.now() + this.#o.timeoutMs, fn);
   }
 
-  #handle(ref: string): WorkflowHandle {
-    return this.#o.client.workflow.getHandle(orderWorkflowId(ref));
+  /** The default client keeps `order-<ref>`; every other client's IDs name it (contract.ts). */
+  workflowIdOf({ client, ref }: OrderAddress): string {
+    return orderWorkflowId(ref, client === this.#o.clients.defaultClientId ? undefined : client);
+  }
+
+  #handle(address: OrderAddress): WorkflowHandle {
+    return this.#o.client.workflow.getHandle(this.workflowIdOf(address));
+  }
+
+  /** The order's owner as the workflow records it; orders from before clients belong to the default client. */
+  #ownerOf(description: WorkflowExecutionDescription): string | undefined {
+    return description.typedSearchAttributes.get(OrderClientAttribute) ?? this.#o.clients.defaultClientId;
+  }
+
+  /** The workflow's view with what the API adds: owner, workflow ID, provider ref. */
+  #withIdentity(
+    view: WorkflowOrderView,
+    address: OrderAddress,
+    description: WorkflowExecutionDescription,
+  ): OrderView {
+    const fromMemo = description.memo?.[PROVIDER_REF_MEMO];
+    // Every top-up started since clients exist has it; one from before sent its own ref (the
+    // workflow still falls back to it the same way).
+    const providerRef = typeof fromMemo === 'string' ? fromMemo : sendsRef(view.type) ? view.ref : undefined;
+    return {
+      ...view,
+      client: address.client,
+      workflowId: this.workflowIdOf(address),
+      ...(providerRef ? { providerRef } : {}),
+    };
   }
 
   /**
-   * Starts the order's workflow, or finds the one this ref already started. The workflow ID is the
-   * idempotency key: Temporal refuses a second workflow with the same ID (REJECT_DUPLICATE for
-   * closed ones, FAIL for a running one), so concurrent submissions start exactly one.
+   * Starts the caller's order, or finds the one this ref already started for it. The workflow ID
+   * is the idempotency key: Temporal refuses a second workflow with the same ID (REJECT_DUPLICATE
+   * for closed ones, FAIL for a running one), so concurrent submissions start exactly one.
    */
   async submit(
+    caller: Caller,
     request: OrderRequest,
     log: Logger = this.#o.logger,
   ): Promise<{ created: boolean; view: OrderView }> {
+    const address = { client: caller.id, ref: request.ref };
     const hash = requestHash(request);
+    const providerRef = sendsRef(request.type) ? providerRefFor(caller.id, request.ref) : undefined;
     const input: OrderInput = {
       request,
       acceptedAt: this.#o.clock().toISOString(),
+      clientId: caller.id,
+      ...(providerRef ? { providerRef } : {}),
       timings: this.#o.timingsFor(request.type),
     };
     try {
       await this.#timed(() =>
         this.#o.client.workflow.start(workflowTypeByOrderType[request.type], {
-          workflowId: orderWorkflowId(request.ref),
+          workflowId: this.workflowIdOf(address),
           taskQueue: this.#o.taskQueue,
           args: [input],
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
           workflowIdConflictPolicy: 'FAIL',
-          memo: { [REQUEST_HASH_MEMO]: hash },
+          memo: { [REQUEST_HASH_MEMO]: hash, ...(providerRef ? { [PROVIDER_REF_MEMO]: providerRef } : {}) },
           typedSearchAttributes: [
             { key: OrderTypeAttribute, value: request.type },
             { key: OrderStatusAttribute, value: 'ACCEPTED' },
+            // API_KEYS (one client): none, as before clients; such orders are the default client's.
+            ...(this.#o.clients.legacy ? [] : [{ key: OrderClientAttribute, value: caller.id }]),
           ],
         }),
       );
-      return { created: true, view: acceptedView(input) };
+      return {
+        created: true,
+        view: {
+          ...acceptedView(input),
+          client: caller.id,
+          workflowId: this.workflowIdOf(address),
+          ...(providerRef ? { providerRef } : {}),
+        },
+      };
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     }
 
-    const description = await this.#timed(() => this.#handle(request.ref).describe());
-    if (description.memo?.[REQUEST_HASH_MEMO] !== hash) {
+    const handle = this.#handle(address);
+    const description = await this.#timed(() => handle.describe());
+    // Another owner under this ID is possible only in the default client's `order-<ref>` form
+    // (the default client was changed): the ref is taken there all the same.
+    if (this.#ownerOf(description) !== caller.id || description.memo?.[REQUEST_HASH_MEMO] !== hash) {
       throw new ApiError(
         'ref-conflict',
         `An order with ref ${request.ref} exists with a different request; use a new ref for a new order.`,
       );
     }
     try {
-      return { created: false, view: await this.view(request.ref, log) };
+      return { created: false, view: await this.#viewOf(address, handle, description, log) };
     } catch (err) {
       if (!(err instanceof ApiError && err.key === 'temporarily-unavailable')) throw err;
       // No worker answers the status query right now (all restarting, say). The order exists and
       // is this very request, so a repeat still gets its 200 with what Temporal itself knows.
       const status = description.typedSearchAttributes.get(OrderStatusAttribute) as
-        OrderView['status'] | undefined;
+        WorkflowOrderView['status'] | undefined;
       const accepted = acceptedView({ ...input, acceptedAt: description.startTime.toISOString() });
-      return { created: false, view: { ...accepted, status: status ?? accepted.status } };
+      return {
+        created: false,
+        view: this.#withIdentity({ ...accepted, status: status ?? accepted.status }, address, description),
+      };
     }
   }
 
   /**
-   * The order's current view from the workflow's `status` query. A closed workflow answers the
-   * query too while a worker runs; without one, a completed workflow's result is its final view.
-   * `log` is the request's logger, so what goes wrong is logged with the request ID.
+   * The order's view for this caller: 404 when the caller does not reach it (access.ts), card codes
+   * masked for an operator reading another client's order. `log` is the request's logger.
    */
-  async view(ref: string, log: Logger = this.#o.logger): Promise<OrderView> {
-    const handle = this.#handle(ref);
-    let queryError: unknown;
-    try {
-      return await this.#timed(() => handle.query(statusQuery));
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw orderNotFound(ref);
-      queryError = err;
+  async view(
+    caller: Caller,
+    address: OrderAddress,
+    purpose: Purpose = 'read',
+    log: Logger = this.#o.logger,
+  ): Promise<OrderView> {
+    // Refused before Temporal is asked: the answer cannot depend on whether the order exists.
+    const access = accessTo(caller, address.client, purpose);
+    if (!access) throw orderNotFound(address.ref);
+    const view = await this.#read(address, log);
+    if (access !== 'operator') return view;
+    if (!inOperatorReach(view)) throw orderNotFound(address.ref);
+    return maskCardCodes(view);
+  }
+
+  /** The order's current view, whoever asks; 404 unless the workflow itself says `address.client` owns it. */
+  async #read(address: OrderAddress, log: Logger): Promise<OrderView> {
+    const handle = this.#handle(address);
+    // Both at once: the query is read-only, and its answer is dropped unless the owner matches.
+    const [described, queried] = await Promise.allSettled([
+      this.#timed(() => handle.describe()),
+      this.#timed(() => handle.query(statusQuery)),
+    ]);
+    if (described.status === 'rejected') {
+      throw described.reason instanceof WorkflowNotFoundError ? orderNotFound(address.ref) : described.reason;
     }
+    return this.#viewOf(address, handle, described.value, log, queried);
+  }
+
+  /**
+   * The view from the workflow's `status` query (`queried`, if already asked). A closed workflow
+   * answers the query too while a worker runs; without one, a completed workflow's result is its
+   * final view.
+   */
+  async #viewOf(
+    address: OrderAddress,
+    handle: WorkflowHandle,
+    description: WorkflowExecutionDescription,
+    log: Logger,
+    queried?: PromiseSettledResult<WorkflowOrderView>,
+  ): Promise<OrderView> {
+    if (this.#ownerOf(description) !== address.client) throw orderNotFound(address.ref);
+    const answer =
+      queried ??
+      (await this.#timed(() => handle.query(statusQuery)).then(
+        (value) => ({ status: 'fulfilled', value }) as const,
+        (reason: unknown) => ({ status: 'rejected', reason }) as const,
+      ));
+    if (answer.status === 'fulfilled') return this.#withIdentity(answer.value, address, description);
+    const queryError: unknown = answer.reason;
+    if (queryError instanceof WorkflowNotFoundError) throw orderNotFound(address.ref);
     try {
-      const description = await this.#timed(() => handle.describe());
       if (description.status.name === 'COMPLETED') {
         const result: unknown = await this.#timed(() => handle.result());
-        if (looksLikeView(result, ref)) return result;
+        if (looksLikeView(result, address.ref)) return this.#withIdentity(result, address, description);
       }
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw orderNotFound(ref);
-      log.warn({ err, ref }, 'order view: fallback to the workflow result failed');
+      if (err instanceof WorkflowNotFoundError) throw orderNotFound(address.ref);
+      log.warn({ err, ref: address.ref }, 'order view: fallback to the workflow result failed');
     }
-    log.warn({ err: queryError, ref }, 'order view: status query failed');
+    log.warn({ err: queryError, ref: address.ref }, 'order view: status query failed');
     throw temporarilyUnavailable(
       'The order exists but its status cannot be read right now; retry later.',
       queryError,
     );
   }
 
-  /** Newest first, from Temporal visibility: see order-list.ts. */
-  list(query: ListOrdersQuery): Promise<OrderList> {
-    return this.#listing.list(query);
+  /** Newest first, from Temporal visibility, only the orders the caller reaches: see order-list.ts. */
+  list(caller: Caller, query: ListOrdersQuery): Promise<OrderList> {
+    return this.#listing.list(caller, query);
   }
 
-  /** Passes an operator decision to an order in NEEDS_REVIEW (409 otherwise); answers the view after it. */
-  async review(ref: string, decision: ReviewDecision, log: Logger = this.#o.logger): Promise<OrderView> {
-    const before = await this.view(ref, log);
-    if (before.status !== 'NEEDS_REVIEW') throw notInReview(ref, before.status);
+  /**
+   * Passes a decision to an order in NEEDS_REVIEW (409 otherwise), recorded under the caller's
+   * client id (`decidedBy`) with the body's `operator` (or the client's name) as display name.
+   * Answers the view after it.
+   */
+  async review(
+    caller: Caller,
+    address: OrderAddress,
+    body: ReviewRequest,
+    log: Logger = this.#o.logger,
+  ): Promise<OrderView> {
+    const before = await this.view(caller, address, 'decide', log);
+    if (before.status !== 'NEEDS_REVIEW') throw notInReview(address.ref, before.status);
+    const decision: ReviewDecision = {
+      decision: body.decision,
+      operator: body.operator ?? caller.name,
+      note: body.note,
+      decidedBy: caller.id,
+    };
     try {
-      await this.#timed(() => this.#handle(ref).signal(resolveReviewSignal, decision));
+      await this.#timed(() => this.#handle(address).signal(resolveReviewSignal, decision));
     } catch (err) {
       // The workflow closed between the query and the signal: it resolved itself.
-      if (err instanceof WorkflowNotFoundError) throw notInReview(ref, 'closed');
+      if (err instanceof WorkflowNotFoundError) throw notInReview(address.ref, 'closed');
       throw err;
     }
     // The decision is applied asynchronously (202); the fresh view shows it if it is already done.
-    return this.view(ref, log).catch(() => before);
+    return this.view(caller, address, 'decide', log).catch(() => before);
   }
 }
 

@@ -7,9 +7,10 @@
  * the compiler fail if the two drift apart.
  */
 import { z } from 'zod';
-import type { OrderView as ContractView } from '../../workflows/contract';
+import { ClientId } from '../clients/model';
 import { OrderRef, OrderRequest, OrderStatus, OrderType, ReviewDecision } from '../orders/schemas';
 import { ProviderStatus } from '../provider/wire';
+import type { OrderView as ServiceView } from './orders';
 
 // ---- parameters ----
 
@@ -17,11 +18,26 @@ export const RefParams = z.strictObject({
   ref: OrderRef,
 });
 
+/** Whose order: only callers with audit:read or the operator role may name another client. */
+const ClientParam = ClientId.optional().meta({
+  description:
+    'The client that owns the order; default: yours. Another client’s orders are reachable with ' +
+    'audit:read (reading) or the operator role (orders in review); otherwise the answer is 404.',
+});
+
+export const OrderAddressQuery = z.strictObject({ client: ClientParam });
+
 /** Page sizes above this make one visibility call too slow to answer within the request timeout. */
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 20;
 
 export const ListOrdersQuery = z.strictObject({
+  client: ClientId.optional().meta({
+    description:
+      'Only this client’s orders; default: every order you reach (yours; with audit:read every ' +
+      'client’s; as an operator also every client’s orders in NEEDS_REVIEW). Another client you ' +
+      'reach no order of answers 404.',
+  }),
   status: OrderStatus.optional().meta({ description: 'Only orders in this status.' }),
   type: OrderType.optional().meta({ description: 'Only orders of this type.' }),
   pageSize: z.coerce
@@ -52,12 +68,18 @@ export const OrderResult = z
   .object({
     msisdn: z.string().optional(),
     amount: z.number().optional(),
-    cardCode: z.string().optional().meta({ description: 'Internet top-ups: the recharge code.' }),
+    cardCode: z.string().optional().meta({
+      description:
+        'Internet top-ups: the recharge code; "[masked]" for an operator reading another client’s order.',
+    }),
     transactionNumber: z.string().optional(),
     cards: z
       .array(z.object({ code: z.string(), serial: z.string() }))
       .optional()
-      .meta({ description: 'Gift cards: one entry per card.' }),
+      .meta({
+        description:
+          'Gift cards: one entry per card; codes read "[masked]" for an operator reading another client’s order.',
+      }),
     message: z.string().optional(),
     suggestedPlans: z.array(z.object({ planCode: z.string(), amount: z.number() })).optional(),
   })
@@ -66,6 +88,12 @@ export const OrderResult = z
 export const OrderView = z
   .object({
     ref: z.string(),
+    client: z.string().meta({ description: 'The client that submitted the order and owns it.' }),
+    workflowId: z.string().meta({ description: 'The order’s workflow in Temporal (UI and CLI).' }),
+    providerRef: z
+      .string()
+      .optional()
+      .meta({ description: 'Top-ups: the ref the provider knows the order by.' }),
     type: OrderType,
     status: OrderStatus,
     providerStatus: ProviderStatus.optional(),
@@ -102,6 +130,11 @@ export const workflowStatuses = [
 export const OrderSummary = z
   .object({
     ref: z.string(),
+    client: z
+      .string()
+      .optional()
+      .meta({ description: 'The owner (absent only for old orders when no default client is set).' }),
+    workflowId: z.string(),
     type: OrderType.optional(),
     status: OrderStatus.optional(),
     workflowStatus: z.enum(workflowStatuses),
@@ -143,11 +176,11 @@ export const ProblemSchema = z
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details.' });
 
-// ---- the compiler keeps the documented view and the workflow's view identical ----
+// ---- the compiler keeps the documented view and the view the API answers with identical ----
 
 type Assignable<A, B> = [A] extends [B] ? true : false;
 const viewMatches: [
-  Assignable<z.infer<typeof OrderView>, ContractView>,
-  Assignable<ContractView, z.infer<typeof OrderView>>,
+  Assignable<z.infer<typeof OrderView>, ServiceView>,
+  Assignable<ServiceView, z.infer<typeof OrderView>>,
 ] = [true, true];
 void viewMatches;

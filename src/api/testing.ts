@@ -3,21 +3,74 @@
  * configuration, and an HTTP client that sends paths exactly as written (`fetch` would normalise
  * `/v1/orders/..` away before the server ever saw it).
  */
+import { unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { Pool } from 'undici';
+import { stringify } from 'yaml';
+import { hashApiKey } from '../clients/keys';
+import type { ClientsFile, Scope } from '../clients/model';
 import { loadConfig, type Config } from '../config';
 import { createApp, type AppDeps } from './app';
 import { redactPaths } from '../logging';
 import { listen } from './server';
 
+/** The default client `shop`'s two keys (a rotation in progress). */
 export const TEST_API_KEY = 'test-api-key-1';
 export const OTHER_TEST_API_KEY = 'test-api-key-2';
 
-/** Test configuration: two API keys, short Temporal deadlines; `env` overrides any variable. */
+/**
+ * The test clients, each with one key (shop has two): every kind of caller the access rules know.
+ * Test keys are readable strings; real ones are generated (src/clients/keys.ts).
+ */
+export const testClients = {
+  /** The default client (keeps `order-<ref>` workflow IDs): a back office that also decides its reviews. */
+  shop: { key: TEST_API_KEY, scopes: ['orders:write', 'orders:read', 'reviews:write'] },
+  /** Another back office with the same rights: its orders are none of shop's business, and back. */
+  acme: { key: 'test-key-acme', scopes: ['orders:write', 'orders:read', 'reviews:write'] },
+  writer: { key: 'test-key-writer', scopes: ['orders:write'] },
+  reader: { key: 'test-key-reader', scopes: ['orders:read'] },
+  operator: { key: 'test-key-operator', scopes: ['orders:read', 'reviews:write'], operator: true },
+  auditor: { key: 'test-key-auditor', scopes: ['orders:read', 'audit:read'] },
+} satisfies Record<string, { key: string; scopes: Scope[]; operator?: boolean }>;
+export type TestClientId = keyof typeof testClients;
+
+export const testClientsFile: ClientsFile = {
+  defaultClient: 'shop',
+  clients: Object.entries(testClients).map(([id, c]) => ({
+    id,
+    name: `Test client ${id}`,
+    scopes: c.scopes,
+    ...('operator' in c ? { role: 'operator' as const } : {}),
+    keys: [
+      { id: 'k1', hash: hashApiKey(c.key) },
+      ...(id === 'shop' ? [{ id: 'k2', hash: hashApiKey(OTHER_TEST_API_KEY) }] : []),
+    ],
+  })),
+};
+
+let clientsFilePath: string | undefined;
+
+/** testClientsFile as a YAML file, written once per process (API_CLIENTS_FILE for test configs). */
+export function testClientsFilePath(): string {
+  if (!clientsFilePath) {
+    const path = join(tmpdir(), `topup-test-clients-${process.pid}.yaml`);
+    writeFileSync(path, stringify(testClientsFile));
+    process.once('exit', () => unlinkSync(path));
+    clientsFilePath = path;
+  }
+  return clientsFilePath;
+}
+
+/**
+ * Test configuration: the test clients (API_CLIENTS_FILE), short Temporal deadlines; `env`
+ * overrides any variable (`API_CLIENTS_FILE: ''` with API_KEYS runs the legacy mode).
+ */
 export function apiTestConfig(env: Record<string, string> = {}): Config {
   return loadConfig({
-    API_KEYS: `${TEST_API_KEY},${OTHER_TEST_API_KEY}`,
+    API_CLIENTS_FILE: testClientsFilePath(),
     API_TEMPORAL_TIMEOUT_MS: '3000',
     API_READINESS_TIMEOUT_MS: '1500',
     LOG_LEVEL: 'info',

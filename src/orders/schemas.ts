@@ -112,17 +112,45 @@ export const OrderRequest = z
   .meta({ id: 'OrderRequest', description: 'An order, discriminated by `type`.' });
 export type OrderRequest = z.infer<typeof OrderRequest>;
 
-/** The workflows check signals with checkReviewDecision (no zod in the workflow bundle); a test keeps the two equal. */
+const reviewText = (max: number) =>
+  // Blank is refused with its own message (and the pattern shows in the OpenAPI document).
+  z.string().max(max).regex(/\S/, 'must not be blank').trim();
+
+/**
+ * What the `resolveReview` signal carries: typed by operators in Temporal UI or the CLI, or sent by
+ * the API, which adds `decidedBy` (the authenticated client's id) and uses `operator` as a display
+ * name. The workflows check it with checkReviewDecision (no zod in the workflow bundle); a test
+ * keeps the two equal.
+ */
 export const ReviewDecision = z
   .strictObject({
     decision: z.enum(reviewDecisions),
-    // Blank is refused with its own message (and the pattern shows in the OpenAPI document).
-    operator: z.string().max(reviewTextMaxLength.operator).regex(/\S/, 'must not be blank').trim(),
-    note: z.string().max(reviewTextMaxLength.note).regex(/\S/, 'must not be blank').trim(),
+    operator: reviewText(reviewTextMaxLength.operator),
+    note: reviewText(reviewTextMaxLength.note),
+    decidedBy: reviewText(reviewTextMaxLength.decidedBy)
+      .optional()
+      .meta({ description: 'The API client that sent the decision (absent from Temporal UI and the CLI).' }),
   })
   .meta({
-    id: 'ReviewDecision',
+    description: 'An operator decision on an order in NEEDS_REVIEW; RECHECK asks the provider again.',
+  });
+export type ReviewDecision = z.infer<typeof ReviewDecision>;
+
+/**
+ * The review route's body. Who decides is the authenticated caller (sent on as `decidedBy`), not
+ * a field: `operator` is only the display name stored beside it (the client's name when absent).
+ */
+export const ReviewRequest = z
+  .strictObject({
+    decision: z.enum(reviewDecisions),
+    operator: reviewText(reviewTextMaxLength.operator)
+      .optional()
+      .meta({ description: 'Display name of the person deciding; default: the client’s name.' }),
+    note: reviewText(reviewTextMaxLength.note),
+  })
+  .meta({
+    id: 'ReviewRequest',
     description: 'An operator decision on an order in NEEDS_REVIEW; RECHECK asks the provider again.',
     examples: [{ decision: 'FULFILLED', operator: 'amina.b', note: 'Provider confirmed delivery by phone.' }],
   });
-export type ReviewDecision = z.infer<typeof ReviewDecision>;
+export type ReviewRequest = z.infer<typeof ReviewRequest>;

@@ -14,6 +14,7 @@ import { createProviderPool, ProviderClient } from '../../src/provider';
 import type { FaultSpecInput } from '../../src/sandbox/faults';
 import {
   defaultOrderTimings,
+  OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
   orderWorkflowId,
@@ -116,6 +117,9 @@ export function giftCardRequest(ref: string, quantity = 2): GiftCardRequest {
   return { type: 'gift_card', ref, productId: 'GOOGLE_PLAY', typeId: 'GOOGLE_PLAY_1000', quantity };
 }
 
+/** The owner startOrder records, as the intake API records the client that submitted an order. */
+export const TEST_ORDER_CLIENT = 'workflow_tests';
+
 /** Starts the order's workflow the way the intake API does (ID, reuse policy, search attributes). */
 export function startOrder(
   client: Client,
@@ -135,6 +139,7 @@ export function startOrder(
       typedSearchAttributes: [
         { key: OrderTypeAttribute, value: request.type },
         { key: OrderStatusAttribute, value: 'ACCEPTED' },
+        { key: OrderClientAttribute, value: TEST_ORDER_CLIENT },
       ],
     },
   );

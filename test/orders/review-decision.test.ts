@@ -47,6 +47,7 @@ const payloadLike: fc.Arbitrary<unknown> = fc.oneof(
         decision: decisionLike,
         operator: textAround(reviewTextMaxLength.operator),
         note: textAround(reviewTextMaxLength.note),
+        decidedBy: textAround(reviewTextMaxLength.decidedBy),
         extra: fc.anything(),
       },
       { requiredKeys: [] },
@@ -108,6 +109,25 @@ describe('checkReviewDecision', () => {
       fields: ['decision', 'operator', 'by'],
     });
     assert.deepEqual(checkReviewDecision('FULFILLED'), { ok: false, fields: ['payload'] });
+  });
+
+  it('keeps the deciding client the API adds, and refuses a blank one', () => {
+    assert.deepEqual(
+      checkReviewDecision({ decision: 'REFUNDED', operator: 'Amina B.', note: 'refunded', decidedBy: 'ops' }),
+      {
+        ok: true,
+        decision: { decision: 'REFUNDED', operator: 'Amina B.', note: 'refunded', decidedBy: 'ops' },
+      },
+    );
+    assert.deepEqual(
+      checkReviewDecision({ decision: 'REFUNDED', operator: 'amina', note: 'refunded', decidedBy: ' ' }),
+      { ok: false, fields: ['decidedBy'] },
+    );
+    // A field given as undefined (not JSON, but possible from code): the same output as zod's.
+    const undefinedBy = { decision: 'FULFILLED', operator: 'a', note: 'n', decidedBy: undefined };
+    const check = checkReviewDecision(undefinedBy);
+    assert.ok(check.ok);
+    assert.deepEqual(check.decision, ReviewDecision.parse(undefinedBy));
   });
 
   it('names a few unknown fields, cut short, however many were typed', () => {

@@ -6,7 +6,12 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { OrderStatusAttribute, resolveReviewSignal, type OrderView } from '../../workflows/contract';
+import {
+  OrderClientAttribute,
+  OrderStatusAttribute,
+  resolveReviewSignal,
+  type OrderView,
+} from '../../workflows/contract';
 import {
   countingProvider,
   giftCardRequest,
@@ -19,6 +24,7 @@ import {
   startOrder,
   startOrderTestWorkers,
   startTestSandbox,
+  TEST_ORDER_CLIENT,
   testProvider,
   waitForView,
   type OrderTestWorkers,
@@ -256,6 +262,11 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     }
     const continued = await handle.describe();
     assert.equal(continued.typedSearchAttributes.get(OrderStatusAttribute), 'NEEDS_REVIEW');
+    assert.equal(
+      continued.typedSearchAttributes.get(OrderClientAttribute),
+      TEST_ORDER_CLIENT,
+      'the owner was carried over',
+    );
     assert.deepEqual(continued.memo, first.memo, "the starter's memo was carried over");
 
     await handle.signal(resolveReviewSignal, {

@@ -1,43 +1,54 @@
 /**
- * /v1/orders: thin handlers — validate, call the OrderService, answer. Errors go to the central handler.
- * Full paths (no mounted prefix), so `req.route.path` names the route in the log line.
+ * /v1/orders: thin handlers — check the scope, validate, call the OrderService, answer. Errors go to
+ * the central handler. Full paths (no mounted prefix), so `req.route.path` names the route in the
+ * log line. The scope is checked before a body is read: a refused caller learns nothing from it.
  */
-import { Router, type Request } from 'express';
-import { OrderRequest, ReviewDecision } from '../../orders/schemas';
-import { requireJsonBody } from '../content-type';
+import { Router, type Request, type RequestHandler } from 'express';
+import { OrderRequest, ReviewRequest } from '../../orders/schemas';
+import { callerOf, requireScope } from '../auth';
 import type { OrderService } from '../orders';
-import { ListOrdersQuery, RefParams } from '../schemas';
+import { ListOrdersQuery, OrderAddressQuery, RefParams } from '../schemas';
 import { validateRequest } from '../validation';
 
+/** The order's URL for its owner (another client, even one that reaches it, adds `?client=`). */
 export function orderLocation(ref: string): string {
   return `/v1/orders/${encodeURIComponent(ref)}`;
 }
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 
-export function ordersRouter(orders: OrderService): Router {
+/** `jsonBody`: content-type check and JSON parser, run after the scope check. */
+export function ordersRouter(orders: OrderService, jsonBody: RequestHandler[]): Router {
   const router = Router();
 
-  router.post('/v1/orders', requireJsonBody, async (req, res) => {
+  router.post('/v1/orders', requireScope('orders:write'), ...jsonBody, async (req, res) => {
     const { body } = validateRequest({ body: OrderRequest }, parts(req));
-    const { created, view } = await orders.submit(body, req.log);
+    const { created, view } = await orders.submit(callerOf(res), body, req.log);
     if (created) res.status(201).location(orderLocation(view.ref));
     res.json(view);
   });
 
-  router.get('/v1/orders', async (req, res) => {
+  router.get('/v1/orders', requireScope('orders:read'), async (req, res) => {
     const { query } = validateRequest({ query: ListOrdersQuery }, parts(req));
-    res.json(await orders.list(query));
+    res.json(await orders.list(callerOf(res), query));
   });
 
-  router.get('/v1/orders/:ref', async (req, res) => {
-    const { path } = validateRequest({ path: RefParams }, parts(req));
-    res.json(await orders.view(path.ref, req.log));
+  router.get('/v1/orders/:ref', requireScope('orders:read'), async (req, res) => {
+    const { path, query } = validateRequest({ path: RefParams, query: OrderAddressQuery }, parts(req));
+    const caller = callerOf(res);
+    res.json(
+      await orders.view(caller, { client: query.client ?? caller.id, ref: path.ref }, 'read', req.log),
+    );
   });
 
-  router.post('/v1/orders/:ref/review', requireJsonBody, async (req, res) => {
-    const { path, body } = validateRequest({ path: RefParams, body: ReviewDecision }, parts(req));
-    res.status(202).json(await orders.review(path.ref, body, req.log));
+  router.post('/v1/orders/:ref/review', requireScope('reviews:write'), ...jsonBody, async (req, res) => {
+    const { path, query, body } = validateRequest(
+      { path: RefParams, query: OrderAddressQuery, body: ReviewRequest },
+      parts(req),
+    );
+    const caller = callerOf(res);
+    const address = { client: query.client ?? caller.id, ref: path.ref };
+    res.status(202).json(await orders.review(caller, address, body, req.log));
   });
 
   return router;

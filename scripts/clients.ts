@@ -1,0 +1,143 @@
+/**
+ * `npm run clients -- <command>`: edits the clients file (API_CLIENTS_FILE, or --file) and prints a
+ * new key once, on stdout alone (so `KEY=$(npm run --silent clients -- add-key acme)` works);
+ * everything else goes to stderr. See the README, "Clients and keys".
+ */
+import { parseArgs } from 'node:util';
+import { EditableClientsFile } from '../src/clients/edit';
+import { ClientId, scopes, type Scope } from '../src/clients/model';
+import { ConfigError } from '../src/config';
+
+const USAGE = `Usage: npm run clients -- <command> [--file <clients file>]
+
+  add-client <id> --name <display name> --scopes <scope,scope…> [--operator] [--default] [--label <text>]
+      a new client with one key; prints the key (once)
+  add-key <client> [--label <text>]
+      one more key for a client (rotation); prints the key (once)
+  revoke-key <client> <key-id>
+      removes a key; the API refuses it once it has reloaded the file
+  list
+      clients, scopes and key ids (never keys or hashes)
+
+The file is --file or API_CLIENTS_FILE; add-client creates it if missing. Scopes: ${scopes.join(', ')}.
+After a change, reload the API: kill -HUP <api pid>, or restart it.`;
+
+class UsageError extends Error {}
+
+function parseScopes(value: string | undefined): Scope[] {
+  if (!value) throw new UsageError('add-client needs --scopes (comma-separated)');
+  const list = value.split(',').map((s) => s.trim());
+  const unknown = list.filter((s) => !(scopes as readonly string[]).includes(s));
+  if (unknown.length > 0)
+    throw new UsageError(`unknown scope ${unknown.join(', ')}; known: ${scopes.join(', ')}`);
+  return list as Scope[];
+}
+
+function printKey(file: EditableClientsFile, client: string, key: { key: string; keyId: string }): void {
+  process.stdout.write(`${key.key}\n`);
+  process.stderr.write(
+    `Key ${key.keyId} of client "${client}" written to ${file.path} (as a hash). The key above is shown once: ` +
+      'store it now. Reload the API to accept it.\n',
+  );
+}
+
+function list(file: EditableClientsFile): void {
+  const { defaultClient, clients } = file.clients;
+  for (const client of clients) {
+    const marks = [client.role, client.id === defaultClient ? 'default client' : undefined].filter(Boolean);
+    process.stdout.write(`${client.id}  ${client.name}${marks.length ? `  (${marks.join(', ')})` : ''}\n`);
+    process.stdout.write(`  scopes: ${client.scopes.join(', ') || '(none)'}\n`);
+    for (const key of client.keys) {
+      const details = [key.created, key.label].filter(Boolean).join('  ');
+      process.stdout.write(`  key ${key.id}${details ? `  ${details}` : ''}\n`);
+    }
+    if (client.keys.length === 0) process.stdout.write('  (no keys: it cannot call the API)\n');
+  }
+}
+
+function main(argv: string[]): void {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      file: { type: 'string' },
+      name: { type: 'string' },
+      scopes: { type: 'string' },
+      operator: { type: 'boolean' },
+      default: { type: 'boolean' },
+      label: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command, ...args] = positionals;
+  if (values.help || !command) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const path = values.file ?? process.env.API_CLIENTS_FILE;
+  if (!path) throw new UsageError('no clients file: pass --file <path> or set API_CLIENTS_FILE');
+  const clientArg = (what: string) => {
+    const id = args[0];
+    if (!id) throw new UsageError(`${command} needs a client id`);
+    if (!ClientId.safeParse(id).success)
+      throw new UsageError(
+        `"${id}" is not a ${what}: lowercase letters, digits and "_", starting with a letter, at most 24 characters`,
+      );
+    return id;
+  };
+
+  switch (command) {
+    case 'add-client': {
+      const id = clientArg('client id');
+      if (!values.name) throw new UsageError('add-client needs --name');
+      const file = EditableClientsFile.open(path);
+      const key = file.addClient({
+        id,
+        name: values.name,
+        scopes: parseScopes(values.scopes),
+        operator: values.operator,
+        makeDefault: values.default,
+        label: values.label,
+      });
+      file.save();
+      return printKey(file, id, key);
+    }
+    case 'add-key': {
+      const id = clientArg('client id');
+      const file = EditableClientsFile.open(path);
+      const key = file.addKey(id, values.label);
+      file.save();
+      return printKey(file, id, key);
+    }
+    case 'revoke-key': {
+      const id = clientArg('client id');
+      const keyId = args[1];
+      if (!keyId) throw new UsageError('revoke-key needs a key id (see list)');
+      const file = EditableClientsFile.open(path);
+      file.revokeKey(id, keyId);
+      file.save();
+      process.stderr.write(
+        `Key ${keyId} of client "${id}" revoked in ${path}. Reload the API to refuse it.\n`,
+      );
+      return;
+    }
+    case 'list':
+      return list(EditableClientsFile.open(path));
+    default:
+      throw new UsageError(`unknown command ${command}`);
+  }
+}
+
+try {
+  main(process.argv.slice(2));
+} catch (err) {
+  if (
+    err instanceof UsageError ||
+    err instanceof ConfigError ||
+    (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+  ) {
+    process.stderr.write(`${(err as Error).message}\n${err instanceof UsageError ? `\n${USAGE}\n` : ''}`);
+    process.exit(2);
+  }
+  throw err;
+}

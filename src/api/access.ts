@@ -1,0 +1,47 @@
+/**
+ * Which orders a caller reaches, and how much of each it sees. Scopes say what a caller may do
+ * (auth.ts, per route); this says on whose orders:
+ *
+ * - its own orders: everything, on every route its scopes allow;
+ * - audit:read: every client's orders, in full, on the reading routes (view, list);
+ * - the operator role: every client's orders that are or were in review — list, view (card codes
+ *   masked) and, with reviews:write, decide.
+ *
+ * Anything else answers 404, exactly as an order that does not exist: never 403, which would tell
+ * another client's order apart from no order at all.
+ */
+import type { Caller } from '../clients/registry';
+import type { OrderResult, OrderView } from '../../workflows/contract';
+
+export type Purpose = 'read' | 'decide';
+/** How the caller reaches an order of `owner`: as its owner, as an auditor, or as an operator. */
+export type Access = 'owner' | 'audit' | 'operator';
+
+export function accessTo(caller: Caller, owner: string, purpose: Purpose): Access | undefined {
+  if (owner === caller.id) return 'owner';
+  if (purpose === 'read' && caller.scopes.has('audit:read')) return 'audit';
+  if (caller.operator) return 'operator';
+  return undefined;
+}
+
+/** An operator reaches another client's order only while it is, or after it was, in review. */
+export function inOperatorReach(view: Pick<OrderView, 'status' | 'review'>): boolean {
+  return view.status === 'NEEDS_REVIEW' || view.review !== undefined;
+}
+
+/** What a masked card code reads as. */
+export const MASKED = '[masked]';
+
+/** Card codes are money: only the owner and audit:read see them. Serials identify a card and stay. */
+export function maskCardCodes<V extends { result?: OrderResult }>(view: V): V {
+  const result = view.result;
+  if (!result || (result.cardCode === undefined && result.cards === undefined)) return view;
+  return {
+    ...view,
+    result: {
+      ...result,
+      ...(result.cardCode !== undefined ? { cardCode: MASKED } : {}),
+      ...(result.cards ? { cards: result.cards.map((card) => ({ ...card, code: MASKED })) } : {}),
+    },
+  };
+}

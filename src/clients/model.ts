@@ -1,0 +1,135 @@
+/**
+ * Who may call the intake API: named clients, each with a display name, scopes, an optional
+ * operator role and the *hashes* of its keys (several, so keys can rotate). The clients file
+ * (API_CLIENTS_FILE, YAML or JSON) is validated here with zod; `npm run clients` edits it.
+ *
+ * Keys are 256 random bits (src/clients/keys.ts), so a fast hash (SHA-256) is enough to store them:
+ * a slow password hash protects low-entropy secrets against guessing, and nobody can guess 2^256.
+ *
+ * Legacy mode: API_KEYS (a flat key list) is one client, `default`, with every scope.
+ */
+import { parse, YAMLParseError } from 'yaml';
+import { z } from 'zod';
+import { ConfigError } from '../config';
+
+export const scopes = ['orders:write', 'orders:read', 'reviews:write', 'audit:read'] as const;
+export type Scope = (typeof scopes)[number];
+
+/**
+ * A client id: lowercase letters, digits and `_`, starting with a letter. No `.`, `-` or `:`, so it
+ * is embedded unambiguously in workflow IDs (`order:<client>:<ref>`) and provider refs; at most 24
+ * characters, so a provider ref keeps room for the start of the order's ref.
+ */
+export const CLIENT_ID_PATTERN = /^[a-z][a-z0-9_]{0,23}$/;
+export const ClientId = z
+  .string()
+  .regex(
+    CLIENT_ID_PATTERN,
+    'a client id: lowercase letters, digits and "_", starting with a letter, at most 24 characters',
+  )
+  .meta({ description: 'A client id, as in the clients file.', example: 'acme' });
+
+export const KEY_HASH_PATTERN = /^sha256:[0-9a-f]{64}$/;
+export const KEY_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+
+const KeyEntry = z.strictObject({
+  /** Names the key in `npm run clients -- list`, `revoke-key` and the API's log lines. Not secret. */
+  id: z.string().regex(KEY_ID_PATTERN, 'lowercase letters, digits, "_" and "-", at most 32 characters'),
+  hash: z
+    .string()
+    .regex(KEY_HASH_PATTERN, 'expected sha256:<64 lowercase hex digits> — the hash of a key, never the key'),
+  created: z.iso.datetime({ offset: true }).optional(),
+  label: z.string().max(100).optional(),
+});
+
+const ClientEntry = z.strictObject({
+  id: ClientId,
+  name: z.string().trim().min(1, 'must not be blank').max(100),
+  /** Operators see the review queue of every client (with orders:read) and decide (reviews:write). */
+  role: z.enum(['operator']).optional(),
+  scopes: z.array(z.enum(scopes)),
+  keys: z.array(KeyEntry),
+});
+export type ClientEntry = z.infer<typeof ClientEntry>;
+
+export const ClientsFile = z
+  .strictObject({
+    /**
+     * The client whose orders keep the workflow IDs of before clients existed (`order-<ref>`): orders
+     * in flight from then stay readable and reviewable by it, and its old refs stay deduplicated.
+     */
+    defaultClient: ClientId.optional(),
+    clients: z.array(ClientEntry).min(1, 'list at least one client'),
+  })
+  .superRefine((file, ctx) => {
+    const issue = (path: (string | number)[], message: string) =>
+      ctx.addIssue({ code: 'custom', path, message });
+    const seenIds = new Map<string, number>();
+    const seenHashes = new Map<string, string>();
+    file.clients.forEach((client, i) => {
+      const first = seenIds.get(client.id);
+      if (first !== undefined) issue(['clients', i, 'id'], `"${client.id}" is also clients[${first}]`);
+      else seenIds.set(client.id, i);
+      if (new Set(client.scopes).size !== client.scopes.length)
+        issue(['clients', i, 'scopes'], 'lists a scope twice');
+      const reads = client.scopes.includes('orders:read');
+      if (client.scopes.includes('audit:read') && !reads)
+        issue(['clients', i, 'scopes'], 'audit:read widens orders:read to every client: add orders:read');
+      if (client.role === 'operator' && !reads)
+        issue(['clients', i, 'scopes'], 'an operator reads the review queue: add orders:read');
+      const keyIds = new Set<string>();
+      client.keys.forEach((key, k) => {
+        if (keyIds.has(key.id)) issue(['clients', i, 'keys', k, 'id'], `key id "${key.id}" is used twice`);
+        keyIds.add(key.id);
+        // Never the hash itself in the message: only where else it appears.
+        const where = `clients[${i}].keys[${k}]`;
+        const other = seenHashes.get(key.hash);
+        if (other) issue(['clients', i, 'keys', k, 'hash'], `the same key hash is also at ${other}`);
+        else seenHashes.set(key.hash, where);
+      });
+    });
+    if (file.defaultClient !== undefined && !seenIds.has(file.defaultClient))
+      issue(['defaultClient'], `no client has the id "${file.defaultClient}"`);
+    if (seenHashes.size === 0) issue(['clients'], 'no client has a key: nobody could call the API');
+  });
+export type ClientsFile = z.infer<typeof ClientsFile>;
+
+/** `clients[1].keys[0].hash`: the place in the file, as a reader of the file would point at it. */
+function placeOf(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return '(file)';
+  return path
+    .map((part, i) => (typeof part === 'number' ? `[${part}]` : `${i > 0 ? '.' : ''}${String(part)}`))
+    .join('');
+}
+
+/** A ConfigError: the API stops at start with its message, as for any bad variable. */
+export class ClientsFileError extends ConfigError {
+  override name = 'ClientsFileError';
+}
+
+/**
+ * Parses and validates a clients file's text (YAML, of which JSON is a subset). Throws a
+ * ClientsFileError naming `source` and each bad place in the file; never a key hash or a line of
+ * the file (the YAML parser's own messages quote the line, so only their first words are kept).
+ */
+export function parseClientsFile(text: string, source: string): ClientsFile {
+  let data: unknown;
+  try {
+    data = parse(text);
+  } catch (err) {
+    if (!(err instanceof YAMLParseError)) throw err;
+    const [line, column] = [err.linePos?.[0].line, err.linePos?.[0].col];
+    const what = err.message.split(/ at line \d|\n/)[0];
+    const where = line !== undefined ? ` (line ${line}, column ${column})` : '';
+    throw new ClientsFileError(`Invalid clients file ${source}: not valid YAML or JSON${where}: ${what}`);
+  }
+  const result = ClientsFile.safeParse(data);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${placeOf(i.path)}: ${i.message}`);
+    throw new ClientsFileError(`Invalid clients file ${source}:\n${lines.join('\n')}`);
+  }
+  return result.data;
+}
+
+/** The legacy API_KEYS client: one client, every scope, the default client (keeps `order-<ref>`). */
+export const LEGACY_CLIENT_ID = 'default';
