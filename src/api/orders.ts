@@ -12,6 +12,7 @@ import {
 } from '@temporalio/client';
 import type { Logger } from 'pino';
 import {
+  AcceptedAtAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
   orderWorkflowId,
@@ -131,6 +132,8 @@ export class OrderService {
           typedSearchAttributes: [
             { key: OrderTypeAttribute, value: request.type },
             { key: OrderStatusAttribute, value: 'ACCEPTED' },
+            // The list's order (order-list.ts); continue-as-new carries it over to the next run.
+            { key: AcceptedAtAttribute, value: new Date(input.acceptedAt) },
           ],
         }),
       );
@@ -190,7 +193,7 @@ export class OrderService {
     );
   }
 
-  /** Newest first, from Temporal visibility: see order-list.ts. */
+  /** Newest accepted first, from Temporal visibility: see order-list.ts. */
   list(query: ListOrdersQuery): Promise<OrderList> {
     return this.#listing.list(query);
   }
