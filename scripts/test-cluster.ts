@@ -72,6 +72,10 @@ function watchConnections(pg: PrivatePostgres): { peak: () => number; stop: () =
   return { peak: () => peak, stop: () => clearInterval(timer) };
 }
 
+function databaseBytes(pg: PrivatePostgres): number {
+  return Number(pg.query("SELECT pg_database_size('temporal') + pg_database_size('temporal_visibility')"));
+}
+
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
     options: { 'skip-e2e': { type: 'boolean' }, 'e2e-only': { type: 'boolean' } },
@@ -97,6 +101,7 @@ async function main(): Promise<number> {
   let cluster: TemporalCluster | undefined;
   let connections: ReturnType<typeof watchConnections> | undefined;
   let failed = false;
+  let storage: string | undefined;
   try {
     pg = await timed('a private PostgreSQL', () => startPrivatePostgres({ password: 'temporal' }));
     log(`PostgreSQL on ${pg.host}:${pg.port} (${pg.dir})`);
@@ -151,6 +156,7 @@ async function main(): Promise<number> {
 
     if (!values['skip-e2e'] && positionals.length === 0) {
       const temporalCluster = cluster;
+      const sizeBefore = databaseBytes(postgres);
       const summary = await timed('end to end: orders through two APIs and two workers', () =>
         runChaos(
           defaultChaosOptions({
@@ -178,6 +184,8 @@ async function main(): Promise<number> {
         ),
       );
       console.error(formatSummary(summary));
+      const grown = databaseBytes(postgres) - sizeBefore;
+      storage = `PostgreSQL grew ${(grown / 1e6).toFixed(1)} MB for the end-to-end run's ${summary.submissions.accepted} orders (≈ ${Math.round(grown / Math.max(1, summary.submissions.accepted) / 1024)} KiB per order, history and visibility)`;
       if (summary.problems.length > 0 || summary.lost > 0 || summary.sentTwice > 0) failed = true;
     }
   } catch (err) {
@@ -192,6 +200,7 @@ async function main(): Promise<number> {
   console.error(`\n=== cluster tier (Temporal ${install.version} on PostgreSQL, four services) ===`);
   for (const [label, ms] of timings) console.error(`  ${(ms / 1000).toFixed(1).padStart(7)} s  ${label}`);
   if (connections) console.error(`  PostgreSQL client connections, peak: ${connections.peak()}`);
+  if (storage) console.error(`  ${storage}`);
   console.error(`  total ${elapsed().trim()}; ${failed ? 'FAILED' : 'PASSED'}`);
   if (failed) console.error(`  Temporal service logs kept in ${runDir}`);
   else rmSync(runDir, { recursive: true, force: true });

@@ -290,7 +290,9 @@ function signInRouter(tokens: readonly string[], logger: Logger): Router {
     res.cookie(SESSION_COOKIE, newSession(match, Date.now()), {
       httpOnly: true,
       sameSite: 'strict',
-      secure: req.secure,
+      // Only over https, except on this machine (browsers treat localhost as a secure origin; a
+      // TLS-terminating proxy in front still shows the browser https).
+      secure: req.secure || !LOOPBACK_HOSTNAMES.has(req.hostname),
       path: '/',
       maxAge: SESSION_TTL_MS,
     });
