@@ -20,14 +20,14 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultChaosOptions } from './chaos/options';
 import { runChaos } from './chaos/run';
 import { formatSummary } from './chaos/summary';
 import { startPrivatePostgres, type PrivatePostgres } from './cluster/postgres';
 import { startTemporalCluster, type TemporalCluster } from './cluster/temporal-cluster';
-import { readComposeServices, runComposeServiceLocally } from './lib/compose';
+import { readComposeServices, runComposeSchemaJob, runComposeSetupJob } from './lib/compose';
 import { projectRoot, runTestFiles, testFiles } from './lib/test-files';
 import { ensureTemporalServer } from '../src/temporal/server-install';
 
@@ -109,14 +109,7 @@ async function main(): Promise<number> {
     const postgres = pg;
 
     await timed("docker-compose.yml's temporal-schema job, on the fresh database", () => {
-      const job = runComposeServiceLocally(services['temporal-schema']!, {
-        env: {
-          SQL_HOST: postgres.host,
-          SQL_PORT: String(postgres.port),
-          TEMPORAL_SCHEMA_DIR: install.postgresSchemaDir,
-        },
-        path: [dirname(install.sqlToolBin)],
-      });
+      const job = runComposeSchemaJob(services, install, postgres);
       if (job.status !== 0) throw new Error(`the temporal-schema job failed:\n${job.output}`);
     });
 
@@ -128,9 +121,7 @@ async function main(): Promise<number> {
     const address = cluster.address;
 
     await timed("docker-compose.yml's temporal-setup job", () => {
-      const job = runComposeServiceLocally(services['temporal-setup']!, {
-        env: { TEMPORAL_ADDRESS: address },
-      });
+      const job = runComposeSetupJob(services, address);
       if (job.status !== 0) throw new Error(`the temporal-setup job failed:\n${job.output}`);
     });
 

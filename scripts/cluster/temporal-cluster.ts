@@ -45,6 +45,10 @@ export interface TemporalCluster {
   logFile(service: TemporalService): string;
   /** Stops one service and starts it again on the same ports (a deploy, a crash and restart). */
   restart(service: TemporalService): Promise<void>;
+  /** Stops one service (an outage of that part of Temporal). */
+  stopService(service: TemporalService): Promise<void>;
+  /** Starts a stopped service again and waits until it serves. */
+  startService(service: TemporalService): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -195,20 +199,29 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     throw new Error(`${err instanceof Error ? err.message : String(err)} (logs: ${logs})`);
   }
 
+  /** Starts one service (again) and waits until it serves. */
+  const startService = async (service: TemporalService) => {
+    const server = launch(service);
+    const probe =
+      service === 'frontend'
+        ? () => withFrontend(address, (c) => c.workflowService.getSystemInfo({}))
+        : service === 'history'
+          ? () => withFrontend(address, historyAnswers)
+          : () => Promise.resolve();
+    await waitUntilServing(server, probe, { timeoutMs });
+  };
+
   return {
     address,
     configFile,
     logFile,
+    stopService: async (service) => {
+      await processes.get(service)?.stop();
+    },
+    startService,
     restart: async (service) => {
       await processes.get(service)?.stop();
-      const server = launch(service);
-      const probe =
-        service === 'frontend'
-          ? () => withFrontend(address, (c) => c.workflowService.getSystemInfo({}))
-          : service === 'history'
-            ? () => withFrontend(address, historyAnswers)
-            : () => Promise.resolve();
-      await waitUntilServing(server, probe, { timeoutMs });
+      await startService(service);
     },
     stop,
   };

@@ -7,7 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { delimiter, join, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { parse } from 'yaml';
 
 export const projectRoot = resolve(__dirname, '..', '..');
@@ -102,4 +102,30 @@ export function runComposeServiceLocally(
     status: result.status ?? 1,
     output: `${result.stdout ?? ''}${result.stderr ?? ''}${result.error ? `\n${result.error.message}` : ''}`,
   };
+}
+
+/** docker-compose.yml's schema job against a PostgreSQL, with the installed temporal-sql-tool and schema files. */
+export function runComposeSchemaJob(
+  services: Record<string, ComposeService>,
+  install: { sqlToolBin: string; postgresSchemaDir: string },
+  postgres: { host: string; port: number },
+): LocalRun {
+  return runComposeServiceLocally(services['temporal-schema']!, {
+    env: {
+      SQL_HOST: postgres.host,
+      SQL_PORT: String(postgres.port),
+      TEMPORAL_SCHEMA_DIR: install.postgresSchemaDir,
+    },
+    path: [dirname(install.sqlToolBin)],
+  });
+}
+
+/** docker-compose.yml's setup job (`npm run temporal:setup`, built) against a Temporal frontend. */
+export function runComposeSetupJob(
+  services: Record<string, ComposeService>,
+  temporalAddress: string,
+): LocalRun {
+  return runComposeServiceLocally(services['temporal-setup']!, {
+    env: { TEMPORAL_ADDRESS: temporalAddress },
+  });
 }

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { findTemporalServer, type TemporalServerInstall } from '../../src/temporal/server-install';
 import { freePortBetween, startServerProcess, waitUntilServing } from '../../src/temporal/process';
@@ -18,7 +18,8 @@ import { queryPostgres, startPrivatePostgres, type PostgresAddress } from '../..
 import {
   projectRoot,
   readComposeServices,
-  runComposeServiceLocally,
+  runComposeSchemaJob,
+  runComposeSetupJob,
   type ComposeService,
 } from '../../scripts/lib/compose';
 
@@ -37,16 +38,9 @@ function newestSchemaVersion(install: TemporalServerInstall, dir: 'temporal' | '
   return versions.sort((a, b) => key(b)[0] - key(a)[0] || key(b)[1] - key(a)[1])[0]!;
 }
 
-function runSchemaJob(install: TemporalServerInstall, pg: PostgresAddress) {
-  return runComposeServiceLocally(services['temporal-schema']!, {
-    env: { SQL_HOST: pg.host, SQL_PORT: String(pg.port), TEMPORAL_SCHEMA_DIR: install.postgresSchemaDir },
-    path: [dirname(install.sqlToolBin)],
-  });
-}
-
-function runSetupJob(address: string) {
-  return runComposeServiceLocally(services['temporal-setup']!, { env: { TEMPORAL_ADDRESS: address } });
-}
+const runSchemaJob = (install: TemporalServerInstall, pg: PostgresAddress) =>
+  runComposeSchemaJob(services, install, pg);
+const runSetupJob = (address: string) => runComposeSetupJob(services, address);
 
 function schemaVersions(pg: PostgresAddress): Record<string, string> {
   return Object.fromEntries(
