@@ -169,6 +169,7 @@ async function main() {
       uiPort: config.DEV_TEMPORAL_UI_PORT,
       dbFile: join(dataDir, 'temporal.db'),
       uiCodecEndpoint: codecUrl,
+      retentionMs: config.TEMPORAL_NAMESPACE_RETENTION,
     });
     temporalAddress = temporal.address;
     uiUrl = temporal.uiUrl ?? uiUrl;

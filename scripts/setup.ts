@@ -1,8 +1,18 @@
-/** `npm run setup`: makes sure the Temporal CLI is available (installing it into .tools/bin if not). */
+/**
+ * `npm run setup`: makes sure the Temporal CLI is available (installing it into .tools/bin if not).
+ * `npm run setup:cluster`: the same for the cluster tier's Temporal server and temporal-sql-tool,
+ * built from the Go module proxy into .tools/ (minutes the first time; nothing once installed).
+ */
 import { ensureTemporalCli } from '../src/temporal/cli';
+import { ensureTemporalServer } from '../src/temporal/server-install';
 
 try {
-  console.log(ensureTemporalCli());
+  if (process.argv.includes('--cluster')) {
+    const install = ensureTemporalServer();
+    console.log(`${install.serverBin}\n${install.sqlToolBin}`);
+  } else {
+    console.log(ensureTemporalCli());
+  }
 } catch (err) {
   console.error(err instanceof Error ? err.message : err);
   process.exit(1);

@@ -20,6 +20,13 @@ const commaList = z
   )
   .pipe(z.array(z.string()));
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+/** Whole days or hours (`30d`, `72h`), as milliseconds; Temporal refuses less than an hour. */
+const retention = (defaultValue: string) =>
+  z
+    .string()
+    .regex(/^[1-9]\d*[dh]$/, 'days or hours, e.g. 30d or 72h')
+    .default(defaultValue)
+    .transform((v) => Number(v.slice(0, -1)) * (v.endsWith('d') ? 86_400_000 : 3_600_000));
 
 /** Every environment variable the service reads, with its default (undefined = required or optional). */
 const schema = z.object({
@@ -34,6 +41,13 @@ const schema = z.object({
   TEMPORAL_TLS_KEY_PATH: z.string().optional(),
   /** Turn TLS on without a client certificate (e.g. with an API key). */
   TEMPORAL_TLS: bool.default(false),
+  /**
+   * How long Temporal keeps a closed order's workflow (its history, and its ID: a ref is refused as
+   * a duplicate until then). The setup creates the namespace with it, or changes it to this.
+   */
+  TEMPORAL_NAMESPACE_RETENTION: retention('30d'),
+  /** How long `npm run temporal:setup` (and a starting worker) waits for Temporal to be set up. */
+  TEMPORAL_SETUP_TIMEOUT_MS: millis.default(60_000),
 
   // -- shared: provider --
   PROVIDER_BASE_URL: z.url().default('http://127.0.0.1:4010'),

@@ -529,10 +529,12 @@ describe('intake API: requests at the edge', () => {
   });
 
   describe('readiness', () => {
-    it('with Temporal and the provider up → 200 ready', async () => {
+    it('with Temporal and the provider up but no worker polling the task queue → 503 naming the worker', async () => {
+      // Orders would be accepted and sit: not ready (test/readiness.test.ts has the ready case).
       const res = await api.request('GET', '/readyz', { apiKey: null });
-      assert.equal(res.status, 200, res.text);
-      assert.deepEqual(res.body, { status: 'ready', checks: { temporal: 'up', provider: 'up' } });
+      const problem = assertProblem(res, 503, 'temporarily-unavailable');
+      assert.match(problem.detail, new RegExp(`no worker polls task queue ${taskQueue}`));
+      assert.doesNotMatch(problem.detail, /provider|search attributes|namespace/);
     });
 
     it('with the provider down → 503 problem naming the provider, with Retry-After; the catalog → 502', async () => {

@@ -321,6 +321,83 @@ describe('codec server with bearer tokens', () => {
     assert.equal(post.status, 403);
   });
 
+  describe('a browser signed in at /login (how Temporal UI, which holds no token, decodes)', () => {
+    const signIn = (token: string, origin?: string) =>
+      request(`${base}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(origin ? { origin } : {}) },
+        body: new URLSearchParams({ token }).toString(),
+      });
+
+    it('GET /login serves the sign-in form', async () => {
+      const page = await call(base, '/login', { method: 'GET' });
+      assert.equal(page.status, 200);
+      assert.match(page.text, /<form method="post"/);
+    });
+
+    it('a wrong token gets 401 and no cookie', async () => {
+      const res = await signIn('not-the-right-token-at-all', base);
+      await res.body.text();
+      assert.equal(res.statusCode, 401);
+      assert.equal(res.headers['set-cookie'], undefined);
+    });
+
+    it('a sign-in posted from another origin is refused', async () => {
+      const res = await signIn(TOKEN, 'https://evil.example');
+      await res.body.text();
+      assert.equal(res.statusCode, 403);
+      assert.equal(res.headers['set-cookie'], undefined);
+    });
+
+    it("a valid token gets an HttpOnly, SameSite=Strict cookie that is not the token, and the UI's decode call with it succeeds", async () => {
+      const res = await signIn(TOKEN, base);
+      assert.equal(res.statusCode, 200, await res.body.text());
+      const cookie = String(res.headers['set-cookie']);
+      assert.match(
+        cookie,
+        /^codec_session=[^;]+; Max-Age=28800; Path=\/; Expires=[^;]+; HttpOnly; SameSite=Strict$/,
+      );
+      assert.ok(!cookie.includes(TOKEN), 'the cookie does not hold the token');
+      const session = cookie.split(';')[0]!;
+
+      // The UI: a preflight without credentials, then the call with the cookie.
+      const preflight = await call(base, '/decode', {
+        method: 'OPTIONS',
+        headers: {
+          origin: UI_ORIGIN,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type,x-namespace',
+        },
+      });
+      assert.equal(preflight.status, 204);
+      assert.equal(preflight.headers['access-control-allow-credentials'], 'true');
+      const original = toJsonPayload(secretPayload());
+      const encoded = await call(base, '/encode', { headers: auth, body: { payloads: [original] } });
+      const decoded = await call(base, '/decode', {
+        headers: { origin: UI_ORIGIN, cookie: session, 'x-namespace': 'default' },
+        body: encoded.text,
+      });
+      assert.equal(decoded.status, 200, decoded.text);
+      assert.equal(decoded.headers['access-control-allow-origin'], UI_ORIGIN);
+      assert.deepEqual(JSON.parse(decoded.text), { payloads: [original] });
+    });
+
+    it('a forged, altered or expired session cookie is refused with 401', async () => {
+      const expired = `${Date.now() - 1_000}.${Buffer.alloc(32).toString('base64url')}`;
+      const valid = String((await signIn(TOKEN, base)).headers['set-cookie'])
+        .split(';')[0]!
+        .split('=')[1]!;
+      const altered = `${Number(valid.split('.')[0]) + 1}.${valid.split('.')[1]}`;
+      for (const value of [expired, altered, 'anything', TOKEN]) {
+        const answer = await call(base, '/decode', {
+          headers: { cookie: `codec_session=${value}` },
+          body: { payloads: [] },
+        });
+        assert.equal(answer.status, 401, value);
+      }
+    });
+  });
+
   it('when the body is larger than the limit, it is refused with 413', async () => {
     const big = { payloads: [{ metadata: {}, data: Buffer.alloc(32 * 1024).toString('base64') }] };
     const answer = await call(base, '/encode', { headers: auth, body: big });

@@ -44,11 +44,23 @@ export const OrderStatusAttribute = defineSearchAttributeKey('OrderStatus', Sear
  * it server-side. Absent on orders started before clients existed (they belong to the default client).
  */
 export const OrderClientAttribute = defineSearchAttributeKey('OrderClient', SearchAttributeType.KEYWORD);
-/** `temporal server start-dev --search-attribute` arguments. */
+/**
+ * When the intake API accepted the order, set once at start. The list pages by it (newest first)
+ * because neither a run's StartTime (a new run starts at each continue-as-new) nor the visibility
+ * store's own order (SQL: open runs first, closed ones by close time) is the acceptance order.
+ */
+export const AcceptedAtAttribute = defineSearchAttributeKey('AcceptedAt', SearchAttributeType.DATETIME);
+
+/**
+ * Every search attribute the service needs, by name and Temporal type: the one list from which
+ * each registration derives — the dev server's `--search-attribute` flags, `npm run temporal:setup`
+ * (run by the worker at start and by docker-compose's setup job) and the cluster test tier.
+ */
 export const searchAttributeDefinitions = {
   OrderType: 'Keyword',
   OrderStatus: 'Keyword',
   OrderClient: 'Keyword',
+  AcceptedAt: 'Datetime',
 } as const;
 
 /** Polling and deadline timings, in milliseconds; fixed in the workflow input so replay is deterministic. */

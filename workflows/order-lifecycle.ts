@@ -12,6 +12,7 @@ import {
   condition,
   log,
   makeContinueAsNewFunc,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
@@ -31,6 +32,7 @@ import {
 import { checkReviewDecision } from '../src/orders/review-decision';
 import type { ReviewDecision } from '../src/orders/schemas';
 import {
+  AcceptedAtAttribute,
   defaultOrderTimings,
   finalStatuses,
   OrderStatusAttribute,
@@ -102,6 +104,8 @@ const MAX_SUBMIT_TRIES = 20;
 const MAX_TIMELINE_ENTRIES = 100;
 /** First retry of a failed provider call; further ones back off to the polling cap. */
 const RETRY_INITIAL_INTERVAL_MS = 1_000;
+/** Orders started without the AcceptedAt search attribute set it themselves (publishStatus). */
+const ACCEPTED_AT_PATCH = 'accepted-at-attribute';
 /** lookUp's answer when the provider has no trace of the ref or order. */
 const PROVIDER_DOES_NOT_KNOW = 'the provider does not know the order';
 
@@ -462,6 +466,11 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     }
     if (current.get(OrderStatusAttribute) !== this.view.status) {
       updates.push({ key: OrderStatusAttribute, value: this.view.status });
+    }
+    // Orders accepted before AcceptedAt existed would be missing from the list: they gain it at
+    // their next status change. Asked only when it is absent, so new orders record no patch marker.
+    if (current.get(AcceptedAtAttribute) === undefined && patched(ACCEPTED_AT_PATCH)) {
+      updates.push({ key: AcceptedAtAttribute, value: new Date(this.view.acceptedAt) });
     }
     if (updates.length > 0) upsertSearchAttributes(updates);
   }

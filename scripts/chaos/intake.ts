@@ -23,14 +23,20 @@ const REQUEST_TIMEOUT_MS = 20_000;
 
 export class IntakeClient {
   readonly stats: IntakeStats = { retried: {}, internalErrors: 0 };
+  readonly #baseUrls: readonly string[];
+  #next = 0;
 
   constructor(
-    private readonly baseUrl: string,
+    /** One API, or several: each attempt goes to the next one, as a round-robin load balancer sends it. */
+    baseUrl: string | readonly string[],
     private readonly apiKey: string,
     private readonly signal: AbortSignal,
     /** How long one request is retried before its last answer (or error) is returned. */
     private readonly retryForMs = 180_000,
-  ) {}
+  ) {
+    this.#baseUrls = typeof baseUrl === 'string' ? [baseUrl] : baseUrl;
+    if (this.#baseUrls.length === 0) throw new Error('IntakeClient needs at least one API address');
+  }
 
   submit(body: unknown): Promise<IntakeAnswer> {
     return this.request('POST', '/v1/orders', body);
@@ -71,7 +77,8 @@ export class IntakeClient {
   }
 
   async #once(method: string, path: string, body: unknown): Promise<IntakeAnswer> {
-    const response = await fetch(`${this.baseUrl}${path}`, {
+    const baseUrl = this.#baseUrls[this.#next++ % this.#baseUrls.length]!;
+    const response = await fetch(`${baseUrl}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${this.apiKey}`,

@@ -31,6 +31,10 @@ export interface ChaosOptions {
   keep: boolean;
   /** Run the API and workers with PAYLOAD_ENCRYPTION_KEYS, as production does (--plain-payloads: without). */
   encrypt: boolean;
+  /** Intake API instances, requests spread over them round-robin. */
+  apis: number;
+  /** How many of the workers run compiled (`node dist/src/worker/main.js`), as the Docker image does. */
+  builtWorkers: number;
 }
 
 const numericFlags = {
@@ -79,6 +83,8 @@ export function defaultChaosOptions(overrides: Partial<ChaosOptions> = {}): Chao
     seed: Math.floor(Math.random() * 2 ** 31),
     keep: false,
     encrypt: true,
+    apis: 1,
+    builtWorkers: 0,
     ...overrides,
   };
 }

@@ -14,7 +14,13 @@ import { IntakeClient } from './intake';
 import type { ChaosOptions } from './options';
 import { planOrders } from './orders';
 import { Random } from './random';
-import { buildWorkflowBundle, CHAOS_ADMIN_TOKEN, CHAOS_API_KEY, ChaosStack } from './stack';
+import {
+  buildWorkflowBundle,
+  CHAOS_ADMIN_TOKEN,
+  CHAOS_API_KEY,
+  ChaosStack,
+  type ExternalTemporal,
+} from './stack';
 import { newRecord, submitAll, settleAll, type OrderRecord } from './submit';
 import { TemporalProbe } from './temporal';
 import { orderSecrets, secretsInLogs } from './log-secrets';
@@ -67,8 +73,16 @@ function planDisruptions(rng: Random, options: ChaosOptions): Disruption[] {
 
 export async function runChaos(
   options: ChaosOptions,
-  context: { signal?: AbortSignal; log?: (line: string) => void } = {},
+  context: {
+    signal?: AbortSignal;
+    log?: (line: string) => void;
+    /** Run against this Temporal instead of a dev server of the run's own. */
+    temporal?: ExternalTemporal;
+  } = {},
 ): Promise<ChaosSummary> {
+  if (context.temporal && !context.temporal.restart && options.temporalRestarts > 0) {
+    throw new Error('temporalRestarts needs a Temporal the run can restart');
+  }
   // Aborted when the run ends however it ends, so no loop or retry outlives it.
   const done = new AbortController();
   const signal = context.signal ? AbortSignal.any([context.signal, done.signal]) : done.signal;
@@ -85,6 +99,9 @@ export async function runChaos(
   try {
     const stack = new ChaosStack({
       dir,
+      temporal: context.temporal,
+      apis: options.apis,
+      builtWorkers: options.builtWorkers,
       timeScale: options.timeScale,
       workflowBundlePath: await buildWorkflowBundle(dir),
       encrypt: options.encrypt,
@@ -92,7 +109,7 @@ export async function runChaos(
     });
     toStop = stack;
     await stack.start(options.workers);
-    const intake = new IntakeClient(stack.apiUrl, CHAOS_API_KEY, signal);
+    const intake = new IntakeClient(stack.apiUrls, CHAOS_API_KEY, signal);
     const admin = new SandboxAdmin(stack.sandboxUrl, CHAOS_ADMIN_TOKEN);
     const faults = new FaultSchedule(admin, rng.fork());
 
@@ -142,7 +159,11 @@ export async function runChaos(
         if (wait > 0) await sleep(wait, undefined, { signal });
         guard();
         if (disruption.kind === 'restart') {
-          log('restarting the Temporal dev server (same port, same database)');
+          log(
+            context.temporal
+              ? 'restarting Temporal'
+              : 'restarting the Temporal dev server (same port, same database)',
+          );
           const downMs = await stack.restartTemporal();
           chaos.temporalRestarts++;
           chaos.temporalDowntimeMs.push(downMs);
@@ -225,7 +246,7 @@ export async function runChaos(
         : 'every order is final or in review',
     );
 
-    const probe = await TemporalProbe.connect(stack.temporalAddress, 'default');
+    const probe = await TemporalProbe.connect(stack.temporalAddress, stack.namespace);
     try {
       const accepted = records.filter((r) => r.accepted).length;
       const verdict = await verify({

@@ -14,7 +14,13 @@ import { failureConverterPath } from '../../src/codec/data-converter';
 import { knownEnvironmentVariables } from '../../src/config';
 import { defaultWorkflowsPath } from '../../src/worker/worker';
 import { freePort, startDevServer, type DevServer } from '../../src/temporal/dev-server';
-import { startPart, waitForHttp, type ManagedProcess, type PartName } from '../lib/processes';
+import {
+  startBuiltScript,
+  startPart,
+  waitForHttp,
+  type ManagedProcess,
+  type PartName,
+} from '../lib/processes';
 
 export const CHAOS_API_KEY = 'chaos-api-key';
 export const CHAOS_ADMIN_TOKEN = 'chaos-admin-token';
@@ -82,9 +88,27 @@ function neutralEnvironment(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([name]) => !known.has(name)));
 }
 
+/** A Temporal the run uses instead of starting its own dev server (the cluster tier's). */
+export interface ExternalTemporal {
+  address: string;
+  namespace: string;
+  /** Restarts (part of) it, for the run's Temporal restarts; without it the run plans none. */
+  restart?: () => Promise<void>;
+}
+
 export interface ChaosStackOptions {
   /** The run directory: Temporal's database and the part logs. */
   dir: string;
+  /** Default: a dev server of the run's own, on a database file in `dir`. */
+  temporal?: ExternalTemporal;
+  /** Intake API instances; the client spreads its requests over them like a load balancer. */
+  apis?: number;
+  /**
+   * How many of the workers run as the Docker image runs them: the compiled worker
+   * (`node dist/src/worker/main.js`, after `npm run build && npm run build:bundle`) with the bundle
+   * that build wrote. The others run from source (tsx), as `npm run worker` does.
+   */
+  builtWorkers?: number;
   timeScale: number;
   /** A pre-built workflow bundle (buildWorkflowBundle), so a new worker starts in seconds. */
   workflowBundlePath: string;
@@ -93,11 +117,17 @@ export interface ChaosStackOptions {
   log: (line: string) => void;
 }
 
+/** Where `npm run build && npm run build:bundle` puts the compiled worker and its bundle (Dockerfile). */
+const BUILT_WORKER_SCRIPT = 'dist/src/worker/main.js';
+const BUILT_WORKFLOW_BUNDLE = 'dist/workflow-bundle.js';
+
 export class ChaosStack {
   temporal?: DevServer;
   sandboxUrl = '';
-  apiUrl = '';
+  apiUrls: string[] = [];
   readonly workers = new Set<ManagedProcess>();
+  /** Which worker processes run the compiled build. */
+  readonly #builtWorkers = new WeakSet<ManagedProcess>();
   /** Workers that exited without being killed or stopped by us. */
   unexpectedWorkerExits = 0;
   workerStarts = 0;
@@ -132,19 +162,37 @@ export class ChaosStack {
   }
 
   get temporalAddress(): string {
+    if (this.#options.temporal) return this.#options.temporal.address;
     if (!this.temporal) throw new Error('Temporal is not running');
     return this.temporal.address;
   }
 
+  get namespace(): string {
+    return this.#options.temporal?.namespace ?? this.temporal?.namespace ?? 'default';
+  }
+
+  /** The first API instance (scripts that use one). */
+  get apiUrl(): string {
+    return this.apiUrls[0] ?? '';
+  }
+
   async start(workerCount: number): Promise<void> {
     const { log, timeScale } = this.#options;
-    log(`starting Temporal dev server (database ${this.#dbFile})`);
-    this.temporal = await startDevServer({ uiPort: false, dbFile: this.#dbFile });
-    this.#temporalPort = Number(this.temporal.address.split(':').pop());
+    if (this.#options.temporal) {
+      log(
+        `using Temporal at ${this.#options.temporal.address}, namespace ${this.#options.temporal.namespace}`,
+      );
+    } else {
+      log(`starting Temporal dev server (database ${this.#dbFile})`);
+      this.temporal = await startDevServer({ uiPort: false, dbFile: this.#dbFile });
+      this.#temporalPort = Number(this.temporal.address.split(':').pop());
+    }
 
-    const [sandboxPort, apiPort] = [await freePort(), await freePort()];
+    const sandboxPort = await freePort();
     this.sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
-    this.apiUrl = `http://127.0.0.1:${apiPort}`;
+    const apiPorts: number[] = [];
+    for (let i = 0; i < (this.#options.apis ?? 1); i++) apiPorts.push(await freePort());
+    this.apiUrls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
     const encryptionKey = this.#options.encrypt ? randomBytes(32).toString('base64') : undefined;
     this.secrets = [
       { kind: 'provider API key', value: SANDBOX_KEY },
@@ -155,8 +203,8 @@ export class ChaosStack {
       ...neutralEnvironment(),
       // info: the worker's "worker started" line is how we know it polls.
       LOG_LEVEL: 'info',
-      TEMPORAL_ADDRESS: this.temporal.address,
-      TEMPORAL_NAMESPACE: this.temporal.namespace,
+      TEMPORAL_ADDRESS: this.temporalAddress,
+      TEMPORAL_NAMESPACE: this.namespace,
       TEMPORAL_TASK_QUEUE: TASK_QUEUE,
       PROVIDER_BASE_URL: this.sandboxUrl,
       PROVIDER_API_KEY: SANDBOX_KEY,
@@ -168,7 +216,6 @@ export class ChaosStack {
       SANDBOX_KEY,
       SANDBOX_TIME_SCALE: String(timeScale),
       SANDBOX_ADMIN_TOKEN: CHAOS_ADMIN_TOKEN,
-      PORT: String(apiPort),
       API_KEYS: CHAOS_API_KEY,
       API_HOST: '127.0.0.1',
       // One client polling hundreds of orders is not abuse here.
@@ -181,11 +228,17 @@ export class ChaosStack {
     log(`starting the sandbox on ${this.sandboxUrl} (time scale ${timeScale})`);
     this.#others.push(this.#startPart('sandbox', 'sandbox'));
     await waitForHttp(`${this.sandboxUrl}/v3/validate`, { timeoutMs: 60_000 });
-    log(`starting ${workerCount} worker(s) and the API on ${this.apiUrl}`);
-    this.#others.push(this.#startPart('api', 'api'));
+    log(`starting ${workerCount} worker(s) and the API on ${this.apiUrls.join(', ')}`);
+    apiPorts.forEach((port, i) => {
+      const name = apiPorts.length > 1 ? `api-${i + 1}` : 'api';
+      this.#others.push(this.#startPart('api', name, undefined, { PORT: String(port) }));
+    });
+    // Ready means what a submission needs, a polling worker included (src/api/health.ts).
     await Promise.all([
       this.ensureWorkers(workerCount),
-      waitForHttp(`${this.apiUrl}/readyz`, { timeoutMs: 60_000, ok: (status) => status === 200 }),
+      ...this.apiUrls.map((url) =>
+        waitForHttp(`${url}/readyz`, { timeoutMs: 120_000, ok: (status) => status === 200 }),
+      ),
     ]);
     this.#throwIfFatal();
   }
@@ -197,12 +250,25 @@ export class ChaosStack {
     return run;
   }
 
-  /** Starts workers until `count` run; each is ready once it logs "worker started". */
+  /**
+   * Starts workers until `count` run, the first `builtWorkers` of them compiled (a killed built
+   * worker is replaced by a built one); each is ready once it logs "worker started".
+   */
   ensureWorkers(count: number): Promise<void> {
     return this.serial(async () => {
       const missing = Math.max(0, count - this.workers.size);
-      await Promise.all(Array.from({ length: missing }, () => this.#startWorker()));
+      let builtMissing = Math.max(
+        0,
+        (this.#options.builtWorkers ?? 0) - [...this.workers].filter((w) => this.#builtWorkers.has(w)).length,
+      );
+      await Promise.all(
+        Array.from({ length: missing }, () => this.#startWorker(builtMissing-- > 0 ? 'built' : 'source')),
+      );
     });
+  }
+
+  isBuiltWorker(worker: ManagedProcess): boolean {
+    return this.#builtWorkers.has(worker);
   }
 
   /** SIGKILL: no drain, no goodbye, as when a machine dies. Resolves once the processes are gone. */
@@ -217,21 +283,34 @@ export class ChaosStack {
     });
   }
 
-  /** Stops Temporal and starts it again on the same port and database; resolves with the downtime. */
+  /**
+   * Stops Temporal and starts it again (the dev server on the same port and database; an external
+   * Temporal through its own restart); resolves with the downtime.
+   */
   restartTemporal(): Promise<number> {
     return this.serial(async () => {
       const down = Date.now();
-      await this.temporal?.stop();
-      this.temporal = await startDevServer({ port: this.#temporalPort, uiPort: false, dbFile: this.#dbFile });
+      const external = this.#options.temporal;
+      if (external) {
+        if (!external.restart) throw new Error('this Temporal cannot be restarted by the run');
+        await external.restart();
+      } else {
+        await this.temporal?.stop();
+        this.temporal = await startDevServer({
+          port: this.#temporalPort,
+          uiPort: false,
+          dbFile: this.#dbFile,
+        });
+      }
       return Date.now() - down;
     });
   }
 
   async stop(): Promise<void> {
     this.#stopping = true;
-    // The API first (no new orders), then the workers, then what they depend on.
-    const api = this.#others.find((p) => p.name === 'api');
-    await api?.stop(5_000);
+    // The APIs first (no new orders), then the workers, then what they depend on.
+    const apis = this.#others.filter((p) => p.name.startsWith('api'));
+    await Promise.all(apis.map((api) => api.stop(5_000)));
     await Promise.all([...this.workers].map((worker) => worker.stop(5_000)));
     await Promise.all(this.#others.map((part) => part.stop(5_000)));
     await this.temporal?.stop();
@@ -242,13 +321,24 @@ export class ChaosStack {
     if (this.fatal) throw this.fatal;
   }
 
-  async #startWorker(): Promise<void> {
-    const name = `worker-${++this.#seq}`;
+  async #startWorker(kind: 'built' | 'source'): Promise<void> {
+    const name = `worker-${++this.#seq}${kind === 'built' ? '-built' : ''}`;
     let started!: () => void;
     const ready = new Promise<void>((resolve) => (started = resolve));
-    const worker = this.#startPart('worker', name, (line) => {
+    const watch = (line: string) => {
       if (line.includes('"msg":"worker started"')) started();
-    });
+    };
+    const worker =
+      kind === 'built'
+        ? this.#startPart(
+            'worker',
+            name,
+            watch,
+            { WORKER_WORKFLOW_BUNDLE_PATH: BUILT_WORKFLOW_BUNDLE },
+            BUILT_WORKER_SCRIPT,
+          )
+        : this.#startPart('worker', name, watch);
+    if (kind === 'built') this.#builtWorkers.add(worker);
     this.workerStarts++;
     const timeout = setTimeout(() => worker.child.kill('SIGKILL'), WORKER_START_TIMEOUT_MS);
     const outcome = await Promise.race([ready.then(() => 'ready' as const), worker.exited]);
@@ -261,20 +351,25 @@ export class ChaosStack {
     this.workers.add(worker);
   }
 
-  #startPart(part: PartName, name: string, watch?: (line: string) => void): ManagedProcess {
+  #startPart(
+    part: PartName,
+    name: string,
+    watch?: (line: string) => void,
+    env: NodeJS.ProcessEnv = {},
+    builtScript?: string,
+  ): ManagedProcess {
     const file = createWriteStream(join(this.#logDir, `${name}.log`));
     this.#streams.push(file);
-    const managed = startPart(
-      part,
-      {
-        env: this.#env,
-        onLine: (line) => {
-          file.write(`${line}\n`);
-          watch?.(line);
-        },
+    const options = {
+      env: { ...this.#env, ...env },
+      onLine: (line: string) => {
+        file.write(`${line}\n`);
+        watch?.(line);
       },
-      name,
-    );
+    };
+    const managed = builtScript
+      ? startBuiltScript(name, builtScript, options)
+      : startPart(part, options, name);
     void managed.exited.then(({ code, signal }) => {
       if (this.#stopping || this.#expectedExits.has(managed)) return;
       const how = signal ?? `code ${code}`;

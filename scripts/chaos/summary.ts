@@ -31,7 +31,7 @@ export function formatSummary(s: ChaosSummary): string {
   const lines = [
     '',
     '=== chaos summary ===',
-    `seed ${s.seed}; ${o.orders} orders, concurrency ${o.concurrency}, ${o.workers} workers, time scale ${o.timeScale}, payload encryption ${o.encrypt ? 'on' : 'off'}`,
+    `seed ${s.seed}; ${o.orders} orders, concurrency ${o.concurrency}, ${o.workers} workers (${o.builtWorkers} compiled), ${o.apis} API instance(s), time scale ${o.timeScale}, payload encryption ${o.encrypt ? 'on' : 'off'}`,
     `duration ${seconds(s.durationMs)} (chaos phase ${seconds(s.chaosPhaseMs)}, settling ${seconds(s.settleMs)})`,
     '',
     `orders submitted ${sub.orders} (${sub.orders - sub.controlOrders} during chaos, ${sub.controlOrders} control after it)`,

@@ -35,8 +35,18 @@ export function startPart(part: PartName, options: StartOptions, name: string = 
   return startNodeScript(name, partScripts[part], options);
 }
 
-export function startNodeScript(name: string, script: string, { env, onLine }: StartOptions): ManagedProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', resolve(projectRoot, script)], {
+/** Runs a TypeScript source file with tsx, as `npm run <part>` does. */
+export function startNodeScript(name: string, script: string, options: StartOptions): ManagedProcess {
+  return startNode(name, ['--import', 'tsx', resolve(projectRoot, script)], options);
+}
+
+/** Runs a compiled script from dist/ with plain node, as the Docker image does. */
+export function startBuiltScript(name: string, script: string, options: StartOptions): ManagedProcess {
+  return startNode(name, [resolve(projectRoot, script)], options);
+}
+
+function startNode(name: string, args: string[], { env, onLine }: StartOptions): ManagedProcess {
+  const child = spawn(process.execPath, args, {
     cwd: projectRoot,
     env,
     stdio: ['ignore', onLine ? 'pipe' : 'ignore', onLine ? 'pipe' : 'ignore'],

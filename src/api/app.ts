@@ -93,6 +93,7 @@ export function createApp(deps: AppDeps): Express {
   );
   const readiness = readinessCheck({
     client: deps.client,
+    taskQueue: deps.taskQueue,
     provider: deps.provider,
     timeoutMs: config.API_READINESS_TIMEOUT_MS,
     now: () => clock().getTime(),

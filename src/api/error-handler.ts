@@ -7,9 +7,11 @@
  * (with the request ID, through the request's logger) and answered 500 / 502 / 503.
  */
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
-import { isGrpcServiceError } from '@temporalio/client';
+import { grpcCode } from '../temporal/grpc';
 import { isProviderError } from '../provider/errors';
 import { ApiError } from './errors';
+
+export { grpcCode };
 
 /** gRPC status codes that mean "Temporal is unreachable or slow right now", not "the request is wrong". */
 const GRPC_UNAVAILABLE_CODES: ReadonlySet<number> = new Set([
@@ -21,14 +23,6 @@ const GRPC_UNAVAILABLE_CODES: ReadonlySet<number> = new Set([
 
 /** How long a client should wait before retrying after a 503: long enough for a reconnect. */
 export const RETRY_AFTER_UNAVAILABLE_SECONDS = 5;
-
-/** The gRPC status of a Temporal client error, looking through `cause` chains. */
-export function grpcCode(err: unknown): number | undefined {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if (isGrpcServiceError(e)) return e.code;
-  }
-  return undefined;
-}
 
 export function temporarilyUnavailable(detail: string, cause?: unknown): ApiError {
   return new ApiError('temporarily-unavailable', detail, {

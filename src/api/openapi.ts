@@ -231,7 +231,8 @@ function buildRegistry(): OpenAPIRegistry {
     path: '/readyz',
     operationId: 'readiness',
     tags: ['operations'],
-    summary: 'Readiness: Temporal and the provider are reachable',
+    summary:
+      'Readiness: Temporal (frontend and history), the namespace, the search attributes, a polling worker and the provider',
     responses: { 200: ok('Ready.', Readiness), ...problems('temporarily-unavailable') },
   });
 

@@ -1,14 +1,31 @@
 /**
- * Listing orders from Temporal visibility: the query built from the filters and from what the
- * caller reaches (access.ts) — filtered server-side on the OrderClient search attribute, never
- * after the fact — real Temporal page tokens (sealed, see below) and one summary per workflow from
- * its search attributes: no query to each workflow, so a page of 100 costs one visibility call.
+ * Listing orders from Temporal visibility, newest accepted first, on every visibility store, and
+ * only the orders the caller reaches (access.ts): filtered server-side on the OrderClient search
+ * attribute, never after the fact.
+ *
+ * Why not just `ORDER BY`: SQL visibility (PostgreSQL, MySQL, SQLite — the dev server too) refuses
+ * it and returns runs in its own fixed order, open runs first and closed ones by close time; and a
+ * run's StartTime is not the acceptance time once an order continues as new. So each order carries
+ * its acceptance time in the `AcceptedAt` search attribute, and a page is found by time windows:
+ *
+ * 1. count the orders accepted in the window [before − w, before] (w adapts: grown while the window
+ *    holds fewer than a page, halved while it holds more than a bounded read);
+ * 2. read that whole window (a bounded number of rows), sort it by (AcceptedAt, workflow ID)
+ *    descending, drop what earlier pages returned, and answer the first `pageSize`;
+ * 3. the page token remembers the last order's (AcceptedAt, workflow ID) — a keyset, so orders
+ *    accepted while a client pages never shift or repeat a page — and the window that worked.
+ *
+ * A page usually costs two counts and one read. Summaries come from search attributes only — no
+ * query to each workflow. Orders accepted before AcceptedAt existed carry none and are not listed.
+ * Page tokens are sealed to the filter, caller's reach included (see below).
  */
 import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Caller, ClientRegistry } from '../clients/registry';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { z } from 'zod';
 import {
+  AcceptedAtAttribute,
   OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
@@ -17,7 +34,6 @@ import {
   type OrderStatus,
 } from '../../workflows/contract';
 import type { OrderType } from '../orders/schemas';
-import { grpcCode } from './error-handler';
 import { ApiError } from './errors';
 import type { ListOrdersQuery, workflowStatuses } from './schemas';
 
@@ -48,8 +64,8 @@ function timestampToIso(ts: Timestamp | null | undefined): string | undefined {
   return new Date(seconds * 1_000 + Math.floor((ts.nanos ?? 0) / 1e6)).toISOString();
 }
 
-/** Keyword search attributes arrive as json/plain payloads (older servers: a one-element list). */
-function keyword(payload: Payload | undefined): string | undefined {
+/** Search attribute values arrive as json/plain payloads (older servers: a one-element list). */
+function attributeValue(payload: Payload | undefined): string | undefined {
   if (!payload) return undefined;
   const value = defaultPayloadConverter.fromPayload<unknown>(payload);
   const first = Array.isArray(value) ? (value[0] as unknown) : value;
@@ -61,45 +77,65 @@ export interface OrderList {
   nextPageToken?: string;
 }
 
+/** The first window looks this far back from now; later pages start from the window that worked. */
+const INITIAL_WINDOW_MS = 60_000;
+/** A window is read whole: past this many orders it is narrowed first, so one page stays a bounded read. */
+const MAX_WINDOW_ORDERS = 1_000;
+/** Rows per visibility call when reading a window. */
+const READ_BATCH = 1_000;
+/** Search steps per page; the windows grow by 4× per step, so this spans any realistic history. */
+const MAX_STEPS = 40;
+
 type Timed = <T>(fn: () => Promise<T>) => Promise<T>;
+
+/** Where the previous page ended: the last order's acceptance time and workflow ID, and its window. */
+const Cursor = z.strictObject({
+  /** Epoch ms of the last order returned. */
+  at: z.number().int().nonnegative(),
+  /** Its workflow ID: orders accepted in the same millisecond are ordered by ID, descending. */
+  id: z.string().max(200),
+  /** The window that held that page, the starting guess for the next. */
+  w: z.number().int().positive(),
+});
+type Cursor = z.infer<typeof Cursor>;
+
+interface Row {
+  acceptedAtMs: number;
+  workflowId: string;
+  raw: RawExecution;
+}
 
 export class OrderListing {
   readonly #client: Client;
   readonly #clients: ClientRegistry;
   readonly #timed: Timed;
-  #orderBySupported = true;
+  readonly #now: () => number;
 
-  constructor(client: Client, clients: ClientRegistry, timed: Timed) {
+  constructor(client: Client, clients: ClientRegistry, timed: Timed, now: () => number = Date.now) {
     this.#client = client;
     this.#clients = clients;
     this.#timed = timed;
+    this.#now = now;
   }
 
-  /**
-   * Newest first, from Temporal visibility (the OrderType / OrderStatus / OrderClient search
-   * attributes). Elasticsearch visibility sorts by `ORDER BY StartTime DESC`; SQL visibility (the
-   * dev server, SQLite / PostgreSQL / MySQL) refuses ORDER BY and has its own fixed order: running
-   * orders first, newest first, then closed ones by close time, newest first. We ask for the
-   * explicit order and fall back, once per process, when the store refuses it.
-   */
   async list(caller: Caller, query: ListOrdersQuery): Promise<OrderList> {
     const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
-    // Values come from zod enums and patterns, so they are safe inside the visibility query.
-    const clauses = [`WorkflowType IN (${types.join(', ')})`];
+    // Values come from zod enums and patterns, so they are safe inside the visibility query. A run
+    // that continued as new is the same order as its successor: list the order once.
+    const clauses = [`WorkflowType IN (${types.join(', ')})`, `ExecutionStatus != 'ContinuedAsNew'`];
     const reach = this.#reachClause(caller, query.client);
     if (reach) clauses.push(reach);
     if (query.status) clauses.push(`${OrderStatusAttribute.name} = '${query.status}'`);
     if (query.type) clauses.push(`${OrderTypeAttribute.name} = '${query.type}'`);
     const filter = clauses.join(' AND ');
     // The filter seals the token: a token of one client's list cannot page through another's.
-    const nextPageToken = query.pageToken ? openPageToken(query.pageToken, filter) : undefined;
+    const cursor = query.pageToken ? openPageToken(query.pageToken, filter) : undefined;
 
-    const response = await this.#listExecutions(filter, query.pageSize, nextPageToken);
-    const token = response.nextPageToken;
+    const page = await this.#page(filter, query.pageSize, cursor);
     const defaultClient = this.#clients.defaultClientId;
     return {
-      orders: (response.executions ?? []).map((raw) => toSummary(raw, defaultClient)),
-      ...(token && token.length > 0 ? { nextPageToken: sealPageToken(token, filter) } : {}),
+      orders: page.rows.map((row) => toSummary(row, defaultClient)),
+      ...(page.next ? { nextPageToken: sealPageToken(page.next, filter) } : {}),
     };
   }
 
@@ -133,27 +169,94 @@ export class OrderListing {
     throw clientNotFound(client);
   }
 
-  async #listExecutions(filter: string, pageSize: number, nextPageToken: Uint8Array | undefined) {
+  async #page(
+    filter: string,
+    pageSize: number,
+    cursor: Cursor | undefined,
+  ): Promise<{ rows: Row[]; next?: Cursor }> {
+    // Orders at the cursor's millisecond count too: those after its ID in our order are still due.
+    const upper = cursor ? `${AcceptedAtAttribute.name} <= '${iso(cursor.at)}'` : undefined;
+    const anchor = cursor?.at ?? this.#now();
+    const inWindow = (w: number) =>
+      [filter, `${AcceptedAtAttribute.name} >= '${iso(anchor - w)}'`, ...(upper ? [upper] : [])].join(
+        ' AND ',
+      );
+    const olderThan = (w: number) => `${filter} AND ${AcceptedAtAttribute.name} < '${iso(anchor - w)}'`;
+
+    // Find a window holding a page (or everything left) without reading more than a bounded number
+    // of rows: grow it while it holds too few, narrow it while it holds too many.
+    let w = Math.min(anchor, cursor?.w ?? INITIAL_WINDOW_MS);
+    let tooFew = 0; // widest window known to hold less than a page
+    let tooMany = Number.POSITIVE_INFINITY; // narrowest window known to hold more than MAX_WINDOW_ORDERS
+    let rows: Row[] = [];
+    let olderExist: boolean | undefined;
+    for (let step = 0; step < MAX_STEPS; step++) {
+      const count = await this.#count(inWindow(w));
+      if (count > MAX_WINDOW_ORDERS && w - tooFew > 1) {
+        tooMany = w;
+        w = Math.floor((tooFew + w) / 2);
+        continue;
+      }
+      // The cursor's own millisecond may hold orders already returned, so read before judging.
+      rows =
+        count >= pageSize
+          ? (await this.#readAll(inWindow(w))).filter((r) => !cursor || isAfter(r, cursor))
+          : [];
+      if (rows.length >= pageSize) break;
+      olderExist = (await this.#count(olderThan(w))) > 0;
+      if (!olderExist) {
+        if (count > 0 && count < pageSize) {
+          rows = (await this.#readAll(inWindow(w))).filter((r) => !cursor || isAfter(r, cursor));
+        }
+        break;
+      }
+      tooFew = w;
+      // Never before 1970: the widest window holds every order, and nothing is older than it.
+      w = Math.min(anchor, Number.isFinite(tooMany) ? Math.max(w + 1, Math.floor((w + tooMany) / 2)) : w * 4);
+    }
+
+    rows.sort(newestFirst);
+    const pageRows = rows.slice(0, pageSize);
+    const last = pageRows.at(-1);
+    olderExist ??= rows.length <= pageSize ? (await this.#count(olderThan(w))) > 0 : true;
+    const more = rows.length > pageSize || olderExist;
+    return {
+      rows: pageRows,
+      ...(last && more ? { next: { at: last.acceptedAtMs, id: last.workflowId, w } } : {}),
+    };
+  }
+
+  async #count(query: string): Promise<number> {
     const client = this.#client;
-    const call = (query: string) =>
-      this.#timed(() =>
+    const { count } = await this.#timed(() =>
+      client.workflowService.countWorkflowExecutions({ namespace: client.options.namespace, query }),
+    );
+    return Number(count ?? 0);
+  }
+
+  async #readAll(query: string): Promise<Row[]> {
+    const client = this.#client;
+    const rows: Row[] = [];
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const response = await this.#timed(() =>
         client.workflowService.listWorkflowExecutions({
           namespace: client.options.namespace,
           query,
-          pageSize,
+          pageSize: READ_BATCH,
           nextPageToken,
         }),
       );
-    if (this.#orderBySupported) {
-      try {
-        return await call(`${filter} ORDER BY StartTime DESC`);
-      } catch (err) {
-        // INVALID_ARGUMENT "operation is not supported: 'order by' clause": SQL visibility.
-        if (!(grpcCode(err) === 3 && /order by/i.test(String((err as Error).message)))) throw err;
-        this.#orderBySupported = false;
+      for (const raw of response.executions ?? []) {
+        const acceptedAt = attributeValue(raw.searchAttributes?.indexedFields?.[AcceptedAtAttribute.name]);
+        const acceptedAtMs = acceptedAt ? Date.parse(acceptedAt) : NaN;
+        if (Number.isFinite(acceptedAtMs)) {
+          rows.push({ acceptedAtMs, workflowId: raw.execution?.workflowId ?? '', raw });
+        }
       }
-    }
-    return call(filter);
+      nextPageToken = response.nextPageToken?.length ? response.nextPageToken : undefined;
+    } while (nextPageToken && rows.length <= MAX_WINDOW_ORDERS * 2);
+    return rows;
   }
 }
 
@@ -161,11 +264,24 @@ function clientNotFound(client: string): ApiError {
   return new ApiError('client-not-found', `No orders of client ${client} are visible to you.`);
 }
 
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function newestFirst(a: Row, b: Row): number {
+  return (
+    b.acceptedAtMs - a.acceptedAtMs ||
+    (a.workflowId < b.workflowId ? 1 : a.workflowId > b.workflowId ? -1 : 0)
+  );
+}
+
+/** Comes after the cursor in the list's order (newest first, then workflow ID descending). */
+function isAfter(row: Row, cursor: Cursor): boolean {
+  return row.acceptedAtMs < cursor.at || (row.acceptedAtMs === cursor.at && row.workflowId < cursor.id);
+}
+
 /**
- * Page tokens: Temporal's token, prefixed with a checksum over the token and the list's filter.
- * Temporal answers a corrupted token with a retryable UNKNOWN error (so a typo would end in a 503
- * after the deadline), and a token used with other filters would page through the wrong list;
- * the checksum turns both into a 400 before Temporal is asked.
+ * Page tokens: the cursor as JSON, prefixed with a checksum over it and the list's filter. A
+ * corrupted token, or one used with other filters (which would page through the wrong list),
+ * is a 400 before Temporal is asked. The cursor holds nothing the client did not see.
  */
 const PAGE_TOKEN_CHECKSUM_BYTES = 8;
 
@@ -173,17 +289,19 @@ function pageTokenChecksum(raw: Uint8Array, filter: string): Buffer {
   return createHash('sha256').update(filter).update(raw).digest().subarray(0, PAGE_TOKEN_CHECKSUM_BYTES);
 }
 
-function sealPageToken(raw: Uint8Array, filter: string): string {
+function sealPageToken(cursor: Cursor, filter: string): string {
+  const raw = Buffer.from(JSON.stringify(cursor));
   return Buffer.concat([pageTokenChecksum(raw, filter), raw]).toString('base64url');
 }
 
-function openPageToken(token: string, filter: string): Uint8Array {
+function openPageToken(token: string, filter: string): Cursor {
   const sealed = Buffer.from(token, 'base64url');
   const raw = sealed.subarray(PAGE_TOKEN_CHECKSUM_BYTES);
-  if (
-    raw.length === 0 ||
-    !pageTokenChecksum(raw, filter).equals(sealed.subarray(0, PAGE_TOKEN_CHECKSUM_BYTES))
-  ) {
+  const cursor =
+    raw.length > 0 && pageTokenChecksum(raw, filter).equals(sealed.subarray(0, PAGE_TOKEN_CHECKSUM_BYTES))
+      ? parseCursor(raw)
+      : undefined;
+  if (!cursor) {
     throw new ApiError('validation-error', 'Invalid request: pageToken', {
       errors: [
         {
@@ -193,23 +311,32 @@ function openPageToken(token: string, filter: string): Uint8Array {
       ],
     });
   }
-  return raw;
+  return cursor;
 }
 
-function toSummary(raw: RawExecution, defaultClient: string | undefined): OrderSummaryView {
+function parseCursor(raw: Buffer): Cursor | undefined {
+  try {
+    const parsed = Cursor.safeParse(JSON.parse(raw.toString('utf8')));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function toSummary({ raw, acceptedAtMs }: Row, defaultClient: string | undefined): OrderSummaryView {
   const fields = raw.searchAttributes?.indexedFields ?? {};
   const workflowId = raw.execution?.workflowId ?? '';
   const statusName = (raw.status && workflowStatusByCode[raw.status]) || 'UNKNOWN';
   const closedAt = timestampToIso(raw.closeTime);
-  const client = keyword(fields[OrderClientAttribute.name]) ?? defaultClient;
+  const client = attributeValue(fields[OrderClientAttribute.name]) ?? defaultClient;
   return {
     ref: parseOrderWorkflowId(workflowId)?.ref ?? workflowId,
     ...(client ? { client } : {}),
     workflowId,
-    type: keyword(fields[OrderTypeAttribute.name]) as OrderType | undefined,
-    status: keyword(fields[OrderStatusAttribute.name]) as OrderStatus | undefined,
+    type: attributeValue(fields[OrderTypeAttribute.name]) as OrderType | undefined,
+    status: attributeValue(fields[OrderStatusAttribute.name]) as OrderStatus | undefined,
     workflowStatus: statusName,
-    acceptedAt: timestampToIso(raw.startTime) ?? new Date(0).toISOString(),
+    acceptedAt: iso(acceptedAtMs),
     ...(closedAt ? { closedAt } : {}),
   };
 }

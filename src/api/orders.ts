@@ -19,6 +19,7 @@ import {
 } from '@temporalio/client';
 import type { Logger } from 'pino';
 import {
+  AcceptedAtAttribute,
   OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
@@ -202,6 +203,8 @@ export class OrderService {
             { key: OrderStatusAttribute, value: 'ACCEPTED' },
             // API_KEYS (one client): none, as before clients; such orders are the default client's.
             ...(this.#o.clients.legacy ? [] : [{ key: OrderClientAttribute, value: caller.id }]),
+            // The list's order (order-list.ts); continue-as-new carries it over to the next run.
+            { key: AcceptedAtAttribute, value: new Date(input.acceptedAt) },
           ],
         }),
       );
@@ -315,7 +318,7 @@ export class OrderService {
     );
   }
 
-  /** Newest first, from Temporal visibility, only the orders the caller reaches: see order-list.ts. */
+  /** Newest accepted first, from Temporal visibility, only the orders the caller reaches: see order-list.ts. */
   list(caller: Caller, query: ListOrdersQuery): Promise<OrderList> {
     return this.#listing.list(caller, query);
   }

@@ -154,7 +154,17 @@ export const Health = z.object({ status: z.literal('ok') }).meta({ id: 'Health' 
 export const Readiness = z
   .object({
     status: z.literal('ready'),
-    checks: z.object({ temporal: z.literal('up'), provider: z.literal('up') }),
+    checks: z.object({
+      temporal: z.literal('up').meta({ description: "Temporal's frontend and history service answer." }),
+      namespace: z.literal('up').meta({ description: 'TEMPORAL_NAMESPACE exists.' }),
+      searchAttributes: z
+        .literal('up')
+        .meta({ description: 'Every search attribute an order sets is registered.' }),
+      worker: z
+        .literal('up')
+        .meta({ description: 'A worker polled the order task queue in the last 2 minutes.' }),
+      provider: z.literal('up').meta({ description: 'The provider accepts our key.' }),
+    }),
   })
   .meta({ id: 'Readiness' });
 

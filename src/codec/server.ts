@@ -6,11 +6,15 @@
  *
  * Who may call it — two modes, chosen by whether tokens are configured (CODEC_AUTH_TOKENS):
  *
- * - Token mode: every /encode and /decode needs `Authorization: Bearer <token>`. The CLI sends it with
- *   `--codec-auth "Bearer <token>"`. Temporal UI cannot hold a static token: with "Pass the user access
- *   token" it forwards the signed-in user's OIDC token (and only to an https endpoint). For a shared UI,
- *   put this server behind the proxy that already authenticates UI users (it checks the user's token
- *   and forwards with a codec token); this server does not validate OIDC tokens itself.
+ * - Token mode: every /encode and /decode needs `Authorization: Bearer <token>`, or the session cookie
+ *   of a browser that signed in. The CLI sends the token with `--codec-auth "Bearer <token>"`. Temporal UI
+ *   cannot hold a static token, so an operator signs in once per browser at `/login` with a token; the
+ *   cookie (HttpOnly, SameSite=Strict, 8 h, an HMAC of its expiry under the token — never the token) then
+ *   rides along on the UI's decode calls when the UI includes credentials
+ *   (TEMPORAL_CODEC_INCLUDE_CREDENTIALS=true; the UI and this server must be the same site, e.g. both
+ *   on localhost or both under one domain). With "Pass the user access token" the UI forwards the
+ *   user's OIDC token instead; this server does not validate OIDC tokens itself — put it behind the
+ *   proxy that does.
  * - Local mode (no tokens): for a developer machine. main.ts then listens on loopback only, and this app
  *   refuses any Host header that is not a loopback name (so a web page cannot reach it by DNS
  *   rebinding). Browser requests must come from an allowed origin; requests without an Origin are
@@ -21,8 +25,15 @@
  * preflight included), bodies are capped, and the log records method, path, status, payload count and
  * duration — never headers, bodies or decoded content.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
-import express, { type ErrorRequestHandler, type Express, type RequestHandler, type Response } from 'express';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import express, {
+  Router,
+  type ErrorRequestHandler,
+  type Express,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from 'express';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -56,7 +67,8 @@ const PREFLIGHT_MAX_AGE_S = '600';
 export function createCodecServer(options: CodecServerOptions): Express {
   const { codec, logger } = options;
   const localMode = options.authTokens.length === 0;
-  const tokenDigests = options.authTokens.map(sha256);
+  const tokens = options.authTokens;
+  const tokenDigests = tokens.map(sha256);
   const corsOrigins = new Set(options.corsOrigins);
 
   const app = express();
@@ -96,6 +108,8 @@ export function createCodecServer(options: CodecServerOptions): Express {
     });
   }
 
+  if (!localMode) app.use('/login', signInRouter(tokens, logger));
+
   // CORS by hand: it is a dozen lines, and a browser from any other origin must be refused outright.
   app.use((req, res, next) => {
     res.vary('Origin');
@@ -129,6 +143,7 @@ export function createCodecServer(options: CodecServerOptions): Express {
     app.use((req, res, next) => {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '');
       if (match?.[1] !== undefined && tokenMatches(sha256(match[1]), tokenDigests)) return next();
+      if (validSession(sessionCookie(req), tokens, Date.now())) return next();
       res.set('WWW-Authenticate', 'Bearer realm="codec"');
       problem(res, 401, 'Unauthorized', 'Send Authorization: Bearer <one of CODEC_AUTH_TOKENS>.');
     });
@@ -196,6 +211,97 @@ function problem(
     .status(status)
     .type('application/problem+json')
     .send(JSON.stringify({ type: 'about:blank', title, status, detail, ...(errors ? { errors } : {}) }));
+}
+
+/** A browser's sign-in lasts a working day. */
+const SESSION_TTL_MS = 8 * 3_600_000;
+const SESSION_COOKIE = 'codec_session';
+
+function sessionMac(token: string, expiresAt: number): Buffer {
+  return createHmac('sha256', token).update(`codec-session:${expiresAt}`).digest();
+}
+
+/** `<expiry ms>.<HMAC of it under one of the tokens>`: proves a sign-in without holding the token. */
+function newSession(token: string, now: number): string {
+  const expiresAt = now + SESSION_TTL_MS;
+  return `${expiresAt}.${sessionMac(token, expiresAt).toString('base64url')}`;
+}
+
+function validSession(value: string | undefined, tokens: readonly string[], now: number): boolean {
+  const match = /^(\d{13})\.([A-Za-z0-9_-]{43})$/.exec(value ?? '');
+  if (!match) return false;
+  const expiresAt = Number(match[1]);
+  if (expiresAt <= now || expiresAt > now + SESSION_TTL_MS) return false;
+  const mac = Buffer.from(match[2]!, 'base64url');
+  let valid = false;
+  for (const token of tokens) valid = timingSafeEqual(mac, sessionMac(token, expiresAt)) || valid;
+  return valid;
+}
+
+function sessionCookie(req: Request): string | undefined {
+  for (const part of (req.get('cookie') ?? '').split(';')) {
+    const [name, ...value] = part.trim().split('=');
+    if (name === SESSION_COOKIE) return value.join('=');
+  }
+  return undefined;
+}
+
+const SIGN_IN_PAGE = (message: string) => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Codec server: sign in</title></head>
+<body><h1>Sign in to the codec server</h1>
+<p>${message}</p>
+<form method="post" action="login"><label>Token <input type="password" name="token" autocomplete="off" required></label>
+<button type="submit">Sign in</button></form></body></html>`;
+
+/**
+ * `GET /login`: a form; `POST /login` with a valid token: the session cookie. Only as a page of this
+ * server's own (a form post from anywhere else is refused), and never logging what was typed.
+ */
+function signInRouter(tokens: readonly string[], logger: Logger): Router {
+  const router = Router();
+  router.use((req, res, next) => {
+    res.set({
+      'Content-Security-Policy': "default-src 'none'; form-action 'self'; frame-ancestors 'none'",
+      'Cache-Control': 'no-store',
+    });
+    const origin = req.get('origin');
+    if (req.method === 'POST' && origin !== undefined && origin !== `${req.protocol}://${req.get('host')}`) {
+      return problem(res, 403, 'Origin not allowed', 'Sign in on this server’s own page.');
+    }
+    next();
+  });
+  router.get('/', (_req, res) => {
+    res
+      .type('html')
+      .send(
+        SIGN_IN_PAGE(
+          'Enter one of the codec tokens (CODEC_AUTH_TOKENS). Temporal UI can then decode payloads in this browser.',
+        ),
+      );
+  });
+  router.post('/', express.urlencoded({ extended: false, limit: '2kb' }), (req, res) => {
+    const token = typeof req.body?.token === 'string' ? (req.body.token as string) : '';
+    const digest = sha256(token);
+    const match = tokens.find((t) => timingSafeEqual(sha256(t), digest));
+    if (!match) {
+      logger.warn('codec sign-in refused');
+      return void res.status(401).type('html').send(SIGN_IN_PAGE('That is not a codec token.'));
+    }
+    res.cookie(SESSION_COOKIE, newSession(match, Date.now()), {
+      httpOnly: true,
+      sameSite: 'strict',
+      // Only over https, except on this machine (browsers treat localhost as a secure origin; a
+      // TLS-terminating proxy in front still shows the browser https).
+      secure: req.secure || !LOOPBACK_HOSTNAMES.has(req.hostname),
+      path: '/',
+      maxAge: SESSION_TTL_MS,
+    });
+    logger.info('codec sign-in');
+    res
+      .type('html')
+      .send(SIGN_IN_PAGE('Signed in for 8 hours: Temporal UI can now decode payloads in this browser.'));
+  });
+  return router;
 }
 
 function sha256(value: string): Buffer {

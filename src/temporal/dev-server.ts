@@ -5,11 +5,15 @@
  * We start the server ourselves instead of TestWorkflowEnvironment.createLocal: that waits only
  * 5 s for start-up, which a busy 2-core machine can exceed, and it tries to download the binary.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
 import { searchAttributeDefinitions } from '../../workflows/contract';
+import { loadConfig } from '../config';
 import { ensureTemporalCli } from './cli';
+import { assertPortFree, freePort, startServerProcess, waitUntilServing } from './process';
+import { ensureTemporalSetup } from './setup';
+
+export { freePort } from './process';
 
 export interface DevServerOptions {
   /** gRPC port; 0 or unset picks a free one. */
@@ -24,6 +28,8 @@ export interface DevServerOptions {
   /** Where the server's own output goes. */
   stdio?: 'ignore' | 'inherit';
   startupTimeoutMs?: number;
+  /** The namespace's retention (the dev server creates it with 24 h); default: TEMPORAL_NAMESPACE_RETENTION's default. */
+  retentionMs?: number;
   /** Dynamic config values (`--dynamic-config-value KEY=JSON`), e.g. the timer queue's granularity for bench. */
   dynamicConfig?: Record<string, string | number | boolean>;
 }
@@ -36,55 +42,14 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
-
-/** A fixed port that is taken would let us talk to someone else's server: refuse clearly instead. */
-async function assertPortFree(port: number): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const server = createServer();
-    server.once('error', () => reject(new Error(`port ${port} on 127.0.0.1 is already in use`)));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve()));
-  });
-}
-
-const running = new Set<ChildProcess>();
-// A test runner that crashes must not leave servers behind.
-process.once('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
-
-async function waitUntilReady(address: string, namespace: string, child: ChildProcess, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null)
-      throw new Error(`temporal server exited with code ${child.exitCode} during start-up`);
-    try {
-      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
-      try {
-        await connection.workflowService.describeNamespace({ namespace });
-        return;
-      } finally {
-        await connection.close();
-      }
-    } catch (err) {
-      lastError = err;
-      await new Promise((r) => setTimeout(r, 250));
-    }
+/** Answers once the frontend serves the namespace (the dev server creates it at start). */
+async function describeNamespace(address: string, namespace: string): Promise<void> {
+  const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+  try {
+    await connection.workflowService.describeNamespace({ namespace });
+  } finally {
+    await connection.close();
   }
-  throw new Error(`temporal server did not answer within ${timeoutMs} ms: ${String(lastError)}`);
 }
 
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
@@ -111,25 +76,31 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   }
 
-  const child = spawn(cli, args, { stdio: ['ignore', options.stdio ?? 'ignore', options.stdio ?? 'ignore'] });
-  running.add(child);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  void exited.then(() => running.delete(child));
+  const server = startServerProcess({
+    name: 'temporal server start-dev',
+    command: cli,
+    args,
+    output: options.stdio ?? 'ignore',
+  });
   const address = `127.0.0.1:${port}`;
-
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const killTimer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(killTimer);
-  };
-
   try {
-    await waitUntilReady(address, namespace, child, options.startupTimeoutMs ?? 60_000);
+    await waitUntilServing(server, () => describeNamespace(address, namespace), {
+      timeoutMs: options.startupTimeoutMs ?? 60_000,
+    });
+    // The search attributes came with the flags above; this sets the retention the service asks for.
+    const connection = await Connection.connect({ address });
+    try {
+      await ensureTemporalSetup(connection, {
+        namespace,
+        retentionMs: options.retentionMs ?? loadConfig({}).TEMPORAL_NAMESPACE_RETENTION,
+        timeoutMs: options.startupTimeoutMs ?? 60_000,
+      });
+    } finally {
+      await connection.close();
+    }
   } catch (err) {
-    await stop();
+    await server.stop();
     throw err;
   }
-  return { address, namespace, uiUrl, process: child, stop };
+  return { address, namespace, uiUrl, process: server.process, stop: () => server.stop() };
 }

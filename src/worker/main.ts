@@ -6,6 +6,7 @@
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { nativeConnectionOptions } from '../temporal/connection';
+import { ensureTemporalSetup, TemporalSetupError } from '../temporal/setup';
 import { dataConverterFromConfig } from '../codec/data-converter';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createProviderClientFromConfig, isProviderError, type ProviderClient } from '../provider';
@@ -24,6 +25,14 @@ async function main(): Promise<void> {
   try {
     await checkProviderKey(provider.client, config, logger);
     connection = await NativeConnection.connect(nativeConnectionOptions(config));
+    // Orders start only in a namespace with our search attributes: make sure of it (or stop here,
+    // loudly) before polling, so no worker runs against a Temporal that would refuse every order.
+    await ensureTemporalSetup(connection, {
+      namespace: config.TEMPORAL_NAMESPACE,
+      retentionMs: config.TEMPORAL_NAMESPACE_RETENTION,
+      timeoutMs: config.TEMPORAL_SETUP_TIMEOUT_MS,
+      log: (message) => logger.info(message),
+    });
     const worker = await createOrderWorker({
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
@@ -75,6 +84,6 @@ async function checkProviderKey(client: ProviderClient, config: Config, logger: 
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof ConfigError ? err.message : err);
+  console.error(err instanceof ConfigError || err instanceof TemporalSetupError ? err.message : err);
   process.exit(1);
 });

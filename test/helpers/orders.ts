@@ -13,6 +13,7 @@ import { startSandbox, type StartedSandbox } from '../../src/sandbox/server';
 import { createProviderPool, ProviderClient } from '../../src/provider';
 import type { FaultSpecInput } from '../../src/sandbox/faults';
 import {
+  AcceptedAtAttribute,
   defaultOrderTimings,
   OrderClientAttribute,
   OrderStatusAttribute,
@@ -127,12 +128,13 @@ export function startOrder(
   request: OrderRequest,
   extra: Omit<OrderInput, 'request' | 'acceptedAt'> = {},
 ): Promise<WorkflowHandle<(input: OrderInput) => Promise<OrderView>>> {
+  const acceptedAt = new Date();
   return client.workflow.start<(input: OrderInput) => Promise<OrderView>>(
     workflowTypeByOrderType[request.type],
     {
       taskQueue,
       workflowId: orderWorkflowId(request.ref),
-      args: [{ request, acceptedAt: new Date().toISOString(), ...extra }],
+      args: [{ request, acceptedAt: acceptedAt.toISOString(), ...extra }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       // The API keeps a fingerprint of the request here; it must survive continue-as-new.
       memo: { requestHash: `test-${request.ref}` },
@@ -140,6 +142,7 @@ export function startOrder(
         { key: OrderTypeAttribute, value: request.type },
         { key: OrderStatusAttribute, value: 'ACCEPTED' },
         { key: OrderClientAttribute, value: TEST_ORDER_CLIENT },
+        { key: AcceptedAtAttribute, value: acceptedAt },
       ],
     },
   );

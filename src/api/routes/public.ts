@@ -18,14 +18,13 @@ export function publicRouter(deps: {
 
   router.get('/readyz', async (req, res) => {
     if (deps.shuttingDown()) throw temporarilyUnavailable('Not ready: shutting down.');
-    const { temporal, provider, problems } = await deps.readiness();
-    const down = [temporal ? [] : ['Temporal'], provider ? [] : ['the provider']].flat();
-    if (down.length > 0) {
-      // The reasons go to the log only: /readyz is public.
-      req.log.warn({ problems }, 'not ready');
-      throw temporarilyUnavailable(`Not ready: ${down.join(' and ')} unreachable.`);
+    const { ready, checks, missing, problems } = await deps.readiness();
+    if (!ready) {
+      // Error messages go to the log only (/readyz is public); the answer names what is missing.
+      req.log.warn({ checks, problems }, 'not ready');
+      throw temporarilyUnavailable(`Not ready: ${missing.join('; ')}.`);
     }
-    res.json({ status: 'ready', checks: { temporal: 'up', provider: 'up' } });
+    res.json({ status: 'ready', checks });
   });
 
   router.get('/openapi.json', (_req, res) => {

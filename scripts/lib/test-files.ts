@@ -1,0 +1,52 @@
+/**
+ * Finding the test files and running them with node's test runner, for `npm test` (against a dev
+ * server) and `npm run test:cluster` (against the cluster tier): one place that knows how.
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { failureConverterPath } from '../../src/codec/data-converter';
+import { defaultWorkflowsPath } from '../../src/worker/worker';
+
+export const projectRoot = resolve(__dirname, '..', '..');
+
+/** Test files under `dir` (relative to the project root), sorted. */
+export function testFiles(dir = join(projectRoot, 'test')): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((entry) => {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) return testFiles(path);
+      return entry.name.endsWith('.test.ts') ? [relative(projectRoot, path)] : [];
+    })
+    .sort();
+}
+
+/** Bundles the workflows once for the whole run (as `npm run build:bundle` does) into `outDir`. */
+export async function bundleWorkflows(outDir: string): Promise<string> {
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: defaultWorkflowsPath,
+    failureConverterPath,
+    logger: undefined,
+  });
+  const codePath = join(outDir, 'workflow-bundle.js');
+  writeFileSync(codePath, code);
+  return codePath;
+}
+
+/** Runs the files with `node --test` and the given environment; resolves with the exit code. */
+export function runTestFiles(files: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], {
+    cwd: projectRoot,
+    stdio: 'inherit',
+    env: { ...process.env, ...env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' },
+  });
+  const forward = (signal: NodeJS.Signals) => child.kill(signal);
+  process.on('SIGINT', forward).on('SIGTERM', forward);
+  return new Promise<number>((resolveCode) =>
+    child.on('exit', (code) => {
+      process.off('SIGINT', forward).off('SIGTERM', forward);
+      resolveCode(code ?? 1);
+    }),
+  );
+}

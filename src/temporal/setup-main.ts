@@ -1,0 +1,48 @@
+/**
+ * `npm run temporal:setup` (in the image: `node dist/src/temporal/setup-main.js`, docker-compose's
+ * `temporal-setup` job): makes sure TEMPORAL_NAMESPACE exists with TEMPORAL_NAMESPACE_RETENTION and
+ * that every search attribute the service needs is registered and served (src/temporal/setup.ts).
+ * Exits 0 when Temporal is ready for orders; otherwise 1, with a message that says what is missing.
+ */
+import { Connection } from '@temporalio/client';
+import { ConfigError, loadConfig } from '../config';
+import { createLogger } from '../logging';
+import { temporalConnectionOptions } from './connection';
+import { ensureTemporalSetup, TemporalSetupError } from './setup';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.LOG_LEVEL).child({ name: 'temporal-setup' });
+  const deadline = Date.now() + config.TEMPORAL_SETUP_TIMEOUT_MS;
+  // Temporal may still be starting (compose starts this job once its port answers): keep trying.
+  let connection: Connection | undefined;
+  for (let attempt = 1; !connection; attempt++) {
+    try {
+      connection = await Connection.connect({ ...temporalConnectionOptions(config), connectTimeout: 5_000 });
+    } catch (err) {
+      if (Date.now() >= deadline) {
+        throw new TemporalSetupError(
+          `Temporal setup: cannot connect to ${config.TEMPORAL_ADDRESS}: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+      logger.info({ attempt }, `waiting for Temporal at ${config.TEMPORAL_ADDRESS}`);
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
+  try {
+    const result = await ensureTemporalSetup(connection, {
+      namespace: config.TEMPORAL_NAMESPACE,
+      retentionMs: config.TEMPORAL_NAMESPACE_RETENTION,
+      timeoutMs: Math.max(1_000, deadline - Date.now()),
+      log: (message) => logger.info(message),
+    });
+    logger.info({ ...result, namespace: config.TEMPORAL_NAMESPACE }, 'Temporal is set up for orders');
+  } finally {
+    await connection.close();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof ConfigError || err instanceof TemporalSetupError ? err.message : err);
+  process.exit(1);
+});
