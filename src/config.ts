@@ -138,6 +138,8 @@ const schema = z.object({
   SANDBOX_DISABLED_KEY: z.string().min(1).default('disabled-key'),
   SANDBOX_TIME_SCALE: z.coerce.number().positive().default(1),
   SANDBOX_ADMIN_TOKEN: z.string().min(1).optional(),
+  /** Journal the sandbox's orders, counters and settings to this file and resume from it at start. */
+  SANDBOX_STATE_FILE: z.string().min(1).optional(),
 
   // -- dev stack (npm start) --
   DEV_TEMPORAL_PORT: port.default(7233),

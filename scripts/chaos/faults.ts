@@ -10,6 +10,9 @@ import type { Random } from './random';
 
 const sendRoutes: readonly RouteName[] = ['mobile.send', 'internet.send', 'giftcards.placeOrder'];
 
+/** The rule kinds that may target any route (late commits and lagging reads have routes of their own). */
+type AnyRouteRule = Exclude<FaultSpecInput, { kind: 'late_commit' | 'lagging_reads' }>;
+
 export interface FaultPhase {
   name: 'calm' | 'mixed' | 'flaky-sends' | 'outage';
   rules: FaultSpecInput[];
@@ -36,7 +39,7 @@ export function randomFaultPhase(rng: Random): FaultPhase {
       ],
     };
   }
-  const candidates: (() => FaultSpecInput)[] = [
+  const candidates: (() => AnyRouteRule)[] = [
     // Some latencies exceed the provider headers timeout (1.5 s): the call times out, yet the sandbox acts on it.
     () => ({
       kind: 'latency',

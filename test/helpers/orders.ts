@@ -11,7 +11,8 @@ import { createOrderWorker, type WorkflowCode } from '../../src/worker/worker';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal';
 import { startSandbox, type StartedSandbox } from '../../src/sandbox/server';
 import { createProviderPool, ProviderClient } from '../../src/provider';
-import type { FaultSpecInput } from '../../src/sandbox/faults';
+import type { FaultSpecInput, RouteName } from '../../src/sandbox/faults';
+import type { RequestRecord, SandboxSettings } from '../../src/sandbox/state';
 import {
   defaultOrderTimings,
   OrderStatusAttribute,
@@ -61,6 +62,8 @@ export interface TestSandbox extends StartedSandbox {
     refs: Record<string, { accepted: number; attempts: number }>;
     giftCardOrders: { placed: number };
   }>;
+  settings(changes: Partial<SandboxSettings>): Promise<SandboxSettings>;
+  requests(route: RouteName): Promise<RequestRecord[]>;
 }
 
 export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSandbox> {
@@ -81,6 +84,9 @@ export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSand
     clearFaults: () => admin('DELETE', '/admin/faults'),
     sendsOf: (ref) => admin('GET', `/admin/sends/${encodeURIComponent(ref)}`),
     report: () => admin('GET', '/admin/sends'),
+    settings: (changes) => admin('PATCH', '/admin/settings', changes),
+    requests: async (route) =>
+      (await admin<{ requests: RequestRecord[] }>('GET', `/admin/requests?route=${route}`)).requests,
   };
 }
 
