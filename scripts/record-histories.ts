@@ -104,6 +104,7 @@ function scaled(timeScale: number, overrides: Partial<OrderTimings> = {}): Order
     deadlineMs: scale(timings.deadlineMs),
     reviewRecheckMs: scale(timings.reviewRecheckMs),
     activityTimeoutMs: 10_000,
+    settleMs: scale(timings.settleMs),
   };
 }
 
