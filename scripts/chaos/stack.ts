@@ -2,8 +2,9 @@
  * The chaos run's own stack, every part on free loopback ports and started exactly as
  * `npm run <part>` starts it: a Temporal dev server whose SQLite file lives in the run directory
  * (so it can be stopped and started again on the same port and database), the sandbox with its
- * admin surface, N workers and the intake API. Part output goes to log files in the run
- * directory, not to the terminal.
+ * admin surface and a state file (so it can be killed and started again without losing what it
+ * committed), N workers and the intake API. Part output goes to log files in the run directory,
+ * not to the terminal.
  */
 import type { Secret } from './log-secrets';
 import { randomBytes } from 'node:crypto';
@@ -23,14 +24,23 @@ const TASK_QUEUE = 'chaos-orders';
 const WORKER_START_TIMEOUT_MS = 60_000;
 
 /**
- * Provider timeouts short enough that a hang costs seconds, not tens of seconds. The activity
- * timeout follows from them (src/orders/timings.ts): 2 × (0.5 + 1.5 + 1.5) s + 5 s = 12 s.
+ * Provider timeouts short enough that a hang costs seconds, not tens of seconds, and an activity
+ * timeout above one whole call (1.5 s + 1.5 s) that still notices a killed worker within seconds.
  */
 const PROVIDER_TIMEOUTS = {
   PROVIDER_CONNECT_TIMEOUT_MS: '500',
   PROVIDER_HEADERS_TIMEOUT_MS: '1500',
   PROVIDER_BODY_TIMEOUT_MS: '1500',
+  ORDER_ACTIVITY_TIMEOUT_MS: '5000',
 };
+
+/**
+ * The settle window at a time scale: the spec-scale default (60 s) scaled, but never below 6 s,
+ * which the late-commit phase's commit delays plus read lags stay under (see faults.ts).
+ */
+export function scaledSettleMs(timeScale: number): number {
+  return Math.max(6_000, Math.round(60_000 * timeScale));
+}
 
 /**
  * The order timings (README "Configuration") scaled like the sandbox's clock, so polling follows
@@ -47,6 +57,7 @@ export function scaledTimingEnv(timeScale: number): Record<string, string> {
     ORDER_DEADLINE_INTERNET_MS: ms(30 * 60_000, 30_000),
     ORDER_DEADLINE_GIFT_CARD_MS: ms(60 * 60_000, 30_000),
     REVIEW_RECHECK_INTERVAL_MS: ms(30 * 60_000, 10_000),
+    PROVIDER_SETTLE_MS: String(scaledSettleMs(timeScale)),
   };
 }
 
@@ -121,6 +132,8 @@ export class ChaosStack {
   #temporalPort = 0;
   #stopping = false;
   #seq = 0;
+  /** How often the sandbox and the API were started (their log files are numbered after the first). */
+  readonly #starts: Partial<Record<'sandbox' | 'api', number>> = {};
   /** Kills, restarts and worker starts run one at a time (see `serial`). */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -168,6 +181,8 @@ export class ChaosStack {
       SANDBOX_KEY,
       SANDBOX_TIME_SCALE: String(timeScale),
       SANDBOX_ADMIN_TOKEN: CHAOS_ADMIN_TOKEN,
+      // Outside the log directory: it holds what a provider's database holds, phone numbers included.
+      SANDBOX_STATE_FILE: join(this.#options.dir, 'sandbox-state.jsonl'),
       PORT: String(apiPort),
       API_KEYS: CHAOS_API_KEY,
       API_HOST: '127.0.0.1',
@@ -179,15 +194,36 @@ export class ChaosStack {
     };
 
     log(`starting the sandbox on ${this.sandboxUrl} (time scale ${timeScale})`);
-    this.#others.push(this.#startPart('sandbox', 'sandbox'));
-    await waitForHttp(`${this.sandboxUrl}/v3/validate`, { timeoutMs: 60_000 });
+    await this.#startAndWait('sandbox');
     log(`starting ${workerCount} worker(s) and the API on ${this.apiUrl}`);
-    this.#others.push(this.#startPart('api', 'api'));
-    await Promise.all([
-      this.ensureWorkers(workerCount),
-      waitForHttp(`${this.apiUrl}/readyz`, { timeoutMs: 60_000, ok: (status) => status === 200 }),
-    ]);
+    await Promise.all([this.ensureWorkers(workerCount), this.#startAndWait('api')]);
     this.#throwIfFatal();
+  }
+
+  /**
+   * SIGKILLs the sandbox or the API and starts it again on the same port (the sandbox on the same
+   * state file); resolves with the downtime once it answers again.
+   */
+  restartPart(part: 'sandbox' | 'api'): Promise<number> {
+    return this.serial(async () => {
+      const down = Date.now();
+      const running = this.#others.find((p) => p.name.startsWith(part));
+      if (running) {
+        this.#expectedExits.add(running);
+        this.#others.splice(this.#others.indexOf(running), 1);
+        running.child.kill('SIGKILL');
+        await running.exited;
+      }
+      await this.#startAndWait(part);
+      return Date.now() - down;
+    });
+  }
+
+  async #startAndWait(part: 'sandbox' | 'api'): Promise<void> {
+    const starts = (this.#starts[part] = (this.#starts[part] ?? 0) + 1);
+    this.#others.push(this.#startPart(part, starts === 1 ? part : `${part}-${starts}`));
+    if (part === 'sandbox') await waitForHttp(`${this.sandboxUrl}/v3/validate`, { timeoutMs: 60_000 });
+    else await waitForHttp(`${this.apiUrl}/readyz`, { timeoutMs: 60_000, ok: (status) => status === 200 });
   }
 
   /** Runs `fn` after every action queued before it: a kill never races a Temporal restart. */
@@ -230,7 +266,7 @@ export class ChaosStack {
   async stop(): Promise<void> {
     this.#stopping = true;
     // The API first (no new orders), then the workers, then what they depend on.
-    const api = this.#others.find((p) => p.name === 'api');
+    const api = this.#others.find((p) => p.name.startsWith('api'));
     await api?.stop(5_000);
     await Promise.all([...this.workers].map((worker) => worker.stop(5_000)));
     await Promise.all(this.#others.map((part) => part.stop(5_000)));
