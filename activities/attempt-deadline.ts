@@ -1,9 +1,15 @@
 /**
- * One clock for a provider call: its deadline is the activity attempt's own, as Temporal set it
- * (start-to-close from the attempt's scheduled time, schedule-to-close from the first), minus a
- * margin, and it is cancelled with the activity. So no call outlives the attempt Temporal gave up
- * on, whatever HTTP timeouts the worker's environment sets: by the time the workflow decides what
- * to do after a timed-out attempt, that attempt's request is over.
+ * One clock for a provider call: its deadline is the activity attempt's own, as Temporal counts it
+ * (start-to-close from when the attempt started, schedule-to-close from when the activity was first
+ * scheduled), minus a margin, and it is cancelled with the activity. So no call outlives the
+ * attempt Temporal gave up on, whatever HTTP timeouts the worker's environment sets: by the time
+ * the workflow decides what to do after a timed-out attempt, that attempt's request is over.
+ *
+ * Start-to-close runs from the attempt's start, not from when it was scheduled: a task that waited
+ * in the queue (workers down, a busy machine) still has its whole start-to-close. The SDK does not
+ * say when the attempt started; the worker receives the task the moment the server records the
+ * start, so the first provider call of an activity — made as it begins — takes that moment as the
+ * start, and the margin covers the delivery.
  */
 import { Context, type Info } from '@temporalio/activity';
 import type { CallOptions } from '../src/provider';
@@ -11,29 +17,26 @@ import { deadline } from '../src/provider/deadline';
 
 /**
  * Time left to report the outcome to Temporal before it times the attempt out. A tenth of the
- * attempt, between 50 ms and 1 s: the worker's clock and the server's may also differ a little.
+ * attempt, between 50 ms and 1 s: the task's delivery and the clocks of worker and server.
  */
 export function marginMs(startToCloseTimeoutMs: number): number {
   return Math.min(1_000, Math.max(50, startToCloseTimeoutMs / 10));
 }
 
-type AttemptTimes = Pick<
-  Info,
-  | 'currentAttemptScheduledTimestampMs'
-  | 'startToCloseTimeoutMs'
-  | 'scheduledTimestampMs'
-  | 'scheduleToCloseTimeoutMs'
->;
+type AttemptTimes = Pick<Info, 'startToCloseTimeoutMs' | 'scheduledTimestampMs' | 'scheduleToCloseTimeoutMs'>;
 
 /**
- * Epoch ms by which a provider call made in this attempt must be over. The attempt's scheduled
- * time is at or before its start, so this errs early; schedule-to-close counts when set (0: none).
+ * Epoch ms by which a provider call made in an attempt that started at `startedAt` must be over;
+ * schedule-to-close counts when set (0: none).
  */
-export function attemptDeadline(info: AttemptTimes): number {
-  const ends = [info.currentAttemptScheduledTimestampMs + info.startToCloseTimeoutMs];
+export function attemptDeadline(info: AttemptTimes, startedAt: number): number {
+  const ends = [startedAt + info.startToCloseTimeoutMs];
   if (info.scheduleToCloseTimeoutMs > 0) ends.push(info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs);
   return Math.min(...ends) - marginMs(info.startToCloseTimeoutMs);
 }
+
+/** When each running activity made its first provider call, i.e. when it started (see above). */
+const startedAt = new WeakMap<Context, number>();
 
 /**
  * Call options for a provider call inside the current activity: aborted at the attempt's deadline
@@ -41,10 +44,12 @@ export function attemptDeadline(info: AttemptTimes): number {
  * when no time is left, so the call is not even queued.
  */
 export function withinAttempt(now: number = Date.now()): Required<CallOptions> {
-  const { info, cancellationSignal } = Context.current();
+  const context = Context.current();
+  if (!startedAt.has(context)) startedAt.set(context, now);
+  const { info, cancellationSignal } = context;
   // Its own timer holds it until the attempt's deadline; nothing to clear before that.
   const { signal } = deadline(
-    attemptDeadline(info) - now,
+    attemptDeadline(info, startedAt.get(context) ?? now) - now,
     'the activity attempt has no time left',
     cancellationSignal,
   );

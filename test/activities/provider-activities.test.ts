@@ -108,24 +108,19 @@ describe('top-up send activity, sendOnly (since the settle patch)', () => {
 });
 
 describe('provider calls end within their activity attempt', () => {
-  const times = {
-    currentAttemptScheduledTimestampMs: 100_000,
-    startToCloseTimeoutMs: 30_000,
-    scheduledTimestampMs: 40_000,
-    scheduleToCloseTimeoutMs: 0,
-  };
+  const times = { startToCloseTimeoutMs: 30_000, scheduledTimestampMs: 40_000, scheduleToCloseTimeoutMs: 0 };
 
-  it("the deadline is the attempt's scheduled time plus start-to-close, minus a margin", () => {
-    assert.equal(attemptDeadline(times), 130_000 - 1_000);
+  it('the deadline is when the attempt started plus start-to-close, minus a margin', () => {
+    assert.equal(attemptDeadline(times, 100_000), 130_000 - 1_000);
     assert.equal(marginMs(500), 50);
     assert.equal(marginMs(2_000), 200);
   });
 
   it('an earlier schedule-to-close deadline wins', () => {
-    assert.equal(attemptDeadline({ ...times, scheduleToCloseTimeoutMs: 80_000 }), 120_000 - 1_000);
+    assert.equal(attemptDeadline({ ...times, scheduleToCloseTimeoutMs: 80_000 }, 100_000), 120_000 - 1_000);
   });
 
-  it('inside an activity, the call gets a signal that fires at that deadline, and at once when it has passed', async () => {
+  it('inside an activity, the call gets a signal that fires at that deadline; a later call of the same attempt shares it', async () => {
     const now = Date.now();
     const env = new MockActivityEnvironment({
       currentAttemptScheduledTimestampMs: now,
@@ -137,7 +132,19 @@ describe('provider calls end within their activity attempt', () => {
     await new Promise((r) => setTimeout(r, 1_000));
     assert.equal(signal.aborted, true, 'fired by 900 ms');
     const late = (await env.run(async () => withinAttempt(now + 5_000).signal)) as AbortSignal;
-    assert.equal(late.aborted, true);
+    assert.equal(late.aborted, true, 'a second call 5 s into a 1 s attempt has no time left');
+  });
+
+  it('a task that waited in the queue longer than its start-to-close still has its whole start-to-close once it starts', async () => {
+    const now = Date.now();
+    const env = new MockActivityEnvironment({
+      scheduledTimestampMs: now - 60_000,
+      currentAttemptScheduledTimestampMs: now - 60_000,
+      startToCloseTimeoutMs: 5_000,
+      scheduleToCloseTimeoutMs: 0,
+    });
+    const signal = (await env.run(async () => withinAttempt(now).signal)) as AbortSignal;
+    assert.equal(signal.aborted, false);
   });
 
   it('the signal fires when the activity is cancelled', async () => {
