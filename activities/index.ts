@@ -1,10 +1,13 @@
 /**
  * The provider activities: the only order code that does I/O. Built by a factory that receives
- * the provider client, so tests can inject a fake.
+ * the provider client, so tests can inject a fake. Every provider call ends with the activity
+ * attempt that makes it (attempt-deadline.ts).
  *
- * Never send twice (design.md): a top-up send retried by Temporal first looks its ref up, because
- * the attempt before may have reached the provider even if we never saw the answer; a gift-card
- * placement has no ref to look up, so it is never retried here at all (the workflow decides).
+ * Never send twice (README): workflows since the settle patch send a top-up with `sendOnly` — one
+ * send, never repeated by Temporal, a 409 reported as such — and run the look-ups themselves, a
+ * settle window apart, on durable timers. Activities scheduled by older workflow code keep the
+ * older rule: a retried send (attempt > 1) first looks its ref up. A gift-card placement has no
+ * ref to look up, so it is never retried here at all (the workflow decides).
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -13,6 +16,7 @@ import { isProviderError } from '../src/provider/errors';
 import type { GiftCardOrderCheck, InternetCheck, MobileCheck } from '../src/provider/wire';
 import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '../src/orders/schemas';
 import { ProviderFailureType, type CheckOutcome, type Submission } from './outcomes.types';
+import { withinAttempt } from './attempt-deadline';
 import { toTemporalFailure } from './provider-failures';
 
 export type { CheckOutcome, Submission } from './outcomes.types';
@@ -38,18 +42,16 @@ export function createActivities({ provider }: { provider: OrderProvider }) {
       return sendTopupOnce(
         options,
         () =>
-          provider.sendMobileTopup({
-            plan_code: request.planCode,
-            MSSIDN: request.msisdn,
-            amount: request.amount,
-            ref,
-          }),
-        () => provider.checkMobileTopup(ref),
+          provider.sendMobileTopup(
+            { plan_code: request.planCode, MSSIDN: request.msisdn, amount: request.amount, ref },
+            withinAttempt(),
+          ),
+        () => provider.checkMobileTopup(ref, withinAttempt()),
       );
     },
 
     checkMobileTopup(ref: string): Promise<CheckOutcome<MobileCheck>> {
-      return check(() => provider.checkMobileTopup(ref));
+      return check(() => provider.checkMobileTopup(ref, withinAttempt()));
     },
 
     sendInternetTopup(
@@ -60,18 +62,16 @@ export function createActivities({ provider }: { provider: OrderProvider }) {
       return sendTopupOnce(
         options,
         () =>
-          provider.sendInternetTopup({
-            type: request.lineType,
-            number: request.number,
-            value: request.value,
-            ref,
-          }),
-        () => provider.checkInternetTopup(ref),
+          provider.sendInternetTopup(
+            { type: request.lineType, number: request.number, value: request.value, ref },
+            withinAttempt(),
+          ),
+        () => provider.checkInternetTopup(ref, withinAttempt()),
       );
     },
 
     checkInternetTopup(ref: string): Promise<CheckOutcome<InternetCheck>> {
-      return check(() => provider.checkInternetTopup(ref));
+      return check(() => provider.checkInternetTopup(ref, withinAttempt()));
     },
 
     /**
@@ -80,11 +80,10 @@ export function createActivities({ provider }: { provider: OrderProvider }) {
      */
     async placeGiftCardOrder(request: GiftCardRequest): Promise<Submission<GiftCardOrderCheck>> {
       try {
-        const { orderId } = await provider.placeGiftCardOrder({
-          productId: request.productId,
-          typeId: request.typeId,
-          quantity: request.quantity,
-        });
+        const { orderId } = await provider.placeGiftCardOrder(
+          { productId: request.productId, typeId: request.typeId, quantity: request.quantity },
+          withinAttempt(),
+        );
         return { providerReference: orderId, alreadySent: false };
       } catch (err) {
         throw toTemporalFailure(err, { neverRetry: true });
@@ -92,7 +91,7 @@ export function createActivities({ provider }: { provider: OrderProvider }) {
     },
 
     checkGiftCardOrder(orderId: string): Promise<CheckOutcome<GiftCardOrderCheck>> {
-      return check(() => provider.checkGiftCardOrder(orderId));
+      return check(() => provider.checkGiftCardOrder(orderId, withinAttempt()));
     },
   };
 }
@@ -100,6 +99,12 @@ export function createActivities({ provider }: { provider: OrderProvider }) {
 export type OrderActivities = ReturnType<typeof createActivities>;
 
 export interface SendOptions {
+  /**
+   * Just send, once (workflows since the settle patch): no look-up, a 409 reported as
+   * `ProviderDuplicateRef`, every failure non-retryable, and an attempt > 1 refused. The workflow
+   * knows whether this is the order's first send and runs the look-ups itself.
+   */
+  sendOnly?: boolean;
   /** The workflow sends again after an earlier send activity gave up: look the ref up first. */
   lookUpFirst?: boolean;
   /**
@@ -116,10 +121,11 @@ export interface SendOptions {
  * re-submission (a new activity, attempt 1 again) asks for the same with `lookUpFirst`.
  */
 async function sendTopupOnce<C>(
-  { lookUpFirst = false }: SendOptions,
+  { lookUpFirst = false, sendOnly = false }: SendOptions,
   send: () => Promise<{ topupId: string }>,
   checkRef: () => Promise<C>,
 ): Promise<Submission<C>> {
+  if (sendOnly) return justSend(send);
   if (lookUpFirst || Context.current().info.attempt > 1) {
     const earlier = await lookUpEarlierSend(checkRef);
     if (earlier.found) return { alreadySent: true, check: earlier.check };
@@ -138,6 +144,24 @@ async function sendTopupOnce<C>(
     'send answered 409 (ref already used) but check-ref does not find the ref',
     ProviderFailureType.outcomeUnknown,
   );
+}
+
+/** One send, whose outcome the workflow handles: Temporal never repeats it (see SendOptions.sendOnly). */
+async function justSend<C>(send: () => Promise<{ topupId: string }>): Promise<Submission<C>> {
+  // The workflow schedules this with one attempt. Should a retry ever arrive all the same (a
+  // misconfigured policy), the attempt before may have reached the provider: never send blind.
+  if (Context.current().info.attempt > 1) {
+    throw ApplicationFailure.nonRetryable(
+      'a send is never repeated by Temporal: the attempt before may have reached the provider',
+      ProviderFailureType.outcomeUnknown,
+    );
+  }
+  try {
+    const { topupId } = await send();
+    return { providerReference: topupId, alreadySent: false };
+  } catch (err) {
+    throw toTemporalFailure(err, { neverRetry: true });
+  }
 }
 
 async function lookUpEarlierSend<C>(checkRef: () => Promise<C>): Promise<CheckOutcome<C>> {

@@ -15,6 +15,12 @@ export const ProviderFailureType = {
   rateLimited: 'ProviderRateLimited',
   /** The provider may have acted on the request: only a lookup can tell. */
   outcomeUnknown: 'ProviderOutcomeUnknown',
+  /**
+   * 409 on a send: the provider already has a top-up under this ref. Ours, if an earlier send of
+   * this order may have reached it; otherwise someone else's (a ref used before, by an order we no
+   * longer hold).
+   */
+  duplicateRef: 'ProviderDuplicateRef',
 } as const;
 export type ProviderFailureType = (typeof ProviderFailureType)[keyof typeof ProviderFailureType];
 

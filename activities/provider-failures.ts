@@ -45,8 +45,8 @@ function failureType(err: ProviderError): string {
       return ProviderFailureType.notReached;
     case 'rate_limited':
       return ProviderFailureType.rateLimited;
-    // duplicate_ref is handled by the send; left over here it only says "something was done".
     case 'duplicate_ref':
+      return ProviderFailureType.duplicateRef;
     case 'outcome_unknown':
       return ProviderFailureType.outcomeUnknown;
   }

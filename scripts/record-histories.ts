@@ -1,8 +1,11 @@
 /**
- * `tsx scripts/record-histories.ts [--time-scale 1]`: runs one order per outcome against the
- * sandbox (each with its own sandbox, provider client and worker, all at once), writes each
- * workflow history to test/fixtures/histories/<scenario>.json for the replay test, and prints
- * how many history events and provider calls each outcome took.
+ * `tsx scripts/record-histories.ts [--time-scale 1] [--only name,name]`: runs one order per
+ * outcome against the sandbox (each with its own sandbox, provider client and worker, all at
+ * once), writes each workflow history to test/fixtures/histories/<scenario>.json for the replay
+ * test, and prints how many history events and provider calls each outcome took.
+ *
+ * `--only` records just the named scenarios: histories recorded by older workflow code stay as
+ * they are, which is what makes them worth replaying (README "Changing a workflow safely").
  *
  * The default time scale is 1, the spec's timings (PENDING 5 s, HANDLING until 20 s), so the
  * numbers are those of production polling; a run takes about half a minute.
@@ -11,6 +14,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { WorkflowHandle } from '@temporalio/client';
+import type { OrderProvider } from '../activities';
+import type { ProviderClient } from '../src/provider';
 import type { FaultSpecInput } from '../src/sandbox/faults';
 import { sandboxSpecialNumbers } from '../src/provider/wire';
 import {
@@ -39,7 +44,11 @@ interface Scenario {
   request: (ref: string) => OrderRequest;
   expected: OrderView['status'];
   apiKey?: string;
-  fault?: FaultSpecInput;
+  faults?: FaultSpecInput[];
+  /** What happened at the provider before the order (e.g. its ref already used). */
+  before?: (provider: ProviderClient, request: OrderRequest) => Promise<unknown>;
+  /** The worker's provider, made from the sandbox's client (e.g. one that cannot connect at first). */
+  provider?: (client: ProviderClient) => OrderProvider;
   /** Spec timings (× the time scale) overridden, before scaling. */
   timings?: Partial<OrderTimings>;
   /** What an operator does once the order is in review. */
@@ -68,7 +77,7 @@ const scenarios: Record<string, Scenario> = {
   },
   'mobile-send-lost-fulfilled': {
     request: (ref) => mobileRequest(ref),
-    fault: { kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 },
+    faults: [{ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 }],
     expected: 'FULFILLED',
   },
   'mobile-review-recheck-then-fulfilled': {
@@ -82,8 +91,43 @@ const scenarios: Record<string, Scenario> = {
   },
   'gift-card-review-refunded': {
     request: (ref) => giftCardRequest(ref),
-    fault: { kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 },
+    faults: [{ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 }],
     operator: decide('REFUNDED', 'no cards issued; refunded'),
+    expected: 'REFUNDED',
+  },
+  // Recorded with the workflow code before the send-settles-before-resend patch (its send activity
+  // fails at the deadline, where the patched code would wait a settle window): proves the guard.
+  'mobile-send-unclear-review-before-settle': {
+    request: (ref) => mobileRequest(ref),
+    faults: [
+      { kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 },
+      { kind: 'rate_limit', routes: ['mobile.check'], retryAfterSeconds: 1 },
+    ],
+    timings: { deadlineMs: 8_000, maxIntervalMs: 2_000 },
+    operator: decide('FULFILLED', 'provider confirmed the top-up by phone'),
+    expected: 'FULFILLED',
+  },
+  // ---- recorded since the send-settles-before-resend patch ----
+  'gift-card-replaced-after-not-reached': {
+    request: (ref) => giftCardRequest(ref),
+    // The first placement cannot connect (nothing reached the provider): the workflow places again.
+    provider: (client) => refusingFirst(client, 'placeGiftCardOrder'),
+    expected: 'FULFILLED',
+  },
+  'mobile-late-commit-adopted': {
+    request: (ref) => mobileRequest(ref),
+    // Committed 3 s after the send, which the worker gave up on after 1-2 s: found after the settle window.
+    faults: [{ kind: 'late_commit', commitDelayMs: 3_000, routes: ['mobile.send'], times: 1 }],
+    timings: { settleMs: 5_000 },
+    expected: 'FULFILLED',
+  },
+  'mobile-ref-reused-review-refunded': {
+    request: (ref) => mobileRequest(ref),
+    before: (provider, request) => {
+      const { planCode, msisdn, amount, ref } = request as ReturnType<typeof mobileRequest>;
+      return provider.sendMobileTopup({ plan_code: planCode, MSSIDN: msisdn, amount, ref });
+    },
+    operator: decide('REFUNDED', 'the ref belonged to an older order; nothing sent for this one'),
     expected: 'REFUNDED',
   },
   'mobile-stuck-resolved-by-recheck': {
@@ -93,6 +137,30 @@ const scenarios: Record<string, Scenario> = {
     expected: 'FULFILLED',
   },
 };
+
+/** A provider whose first call of `method` goes to a closed port: certainly never reached. */
+function refusingFirst(client: ProviderClient, method: keyof OrderProvider): OrderProvider {
+  const unreachable = testProvider('http://127.0.0.1:1');
+  let refused = false;
+  const first = async (...args: unknown[]) => {
+    try {
+      return await (unreachable.client[method] as (...a: unknown[]) => Promise<unknown>)(...args);
+    } finally {
+      await unreachable.close();
+    }
+  };
+  return new Proxy(client, {
+    get(target, prop) {
+      if (prop === method && !refused) {
+        refused = true;
+        return first;
+      }
+      const value: unknown = Reflect.get(target, prop);
+      // The client keeps its state in private fields: call its methods on the client itself.
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
 
 function scaled(timeScale: number, overrides: Partial<OrderTimings> = {}): OrderTimings {
   const timings = { ...defaultOrderTimings.mobile_topup, ...overrides };
@@ -104,20 +172,26 @@ function scaled(timeScale: number, overrides: Partial<OrderTimings> = {}): Order
     deadlineMs: scale(timings.deadlineMs),
     reviewRecheckMs: scale(timings.reviewRecheckMs),
     activityTimeoutMs: 10_000,
+    settleMs: scale(timings.settleMs),
   };
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { 'time-scale': { type: 'string', default: '1' } } });
+  const { values } = parseArgs({
+    options: { 'time-scale': { type: 'string', default: '1' }, only: { type: 'string' } },
+  });
   const timeScale = Number(values['time-scale']);
-  const names = Object.keys(scenarios);
+  const names = values.only?.split(',') ?? Object.keys(scenarios);
+  const unknown = names.filter((name) => !(name in scenarios));
+  if (unknown.length > 0) throw new Error(`no scenario ${unknown.join(', ')}`);
   const setups = await Promise.all(
     names.map(async (name) => {
       const scenario = scenarios[name]!;
       const sandbox = await startTestSandbox(timeScale);
-      if (scenario.fault) await sandbox.addFault(scenario.fault);
+      for (const fault of scenario.faults ?? []) await sandbox.addFault(fault);
       const provider = testProvider(sandbox.url, scenario.apiKey);
-      return { name, scenario, sandbox, provider, counted: countingProvider(provider.client) };
+      const worker = scenario.provider?.(provider.client) ?? provider.client;
+      return { name, scenario, sandbox, provider, counted: countingProvider(worker) };
     }),
   );
   const env = await startOrderTestWorkers(
@@ -127,8 +201,10 @@ async function main(): Promise<void> {
     mkdirSync(historiesDir, { recursive: true });
     // allSettled: one failed scenario must not close the connection under the others.
     const settled = await Promise.allSettled(
-      setups.map(async ({ name, scenario, counted }) => {
-        const handle = await startOrder(env.client, env.taskQueues[name]!, scenario.request(newRef(name)), {
+      setups.map(async ({ name, scenario, counted, provider }) => {
+        const request = scenario.request(newRef(name));
+        await scenario.before?.(provider.client, request);
+        const handle = await startOrder(env.client, env.taskQueues[name]!, request, {
           timings: scaled(timeScale, scenario.timings),
         });
         if (scenario.operator) {

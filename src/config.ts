@@ -64,6 +64,14 @@ const schema = z.object({
   PROVIDER_POOL_CONNECTIONS: positiveInt.default(100),
   /** Which kind of provider key the worker expects: a mismatch stops it at start. */
   PROVIDER_EXPECTED_KEY_TYPE: z.enum(['SANDBOX', 'PRODUCTION']).default('SANDBOX'),
+  /**
+   * After a send whose outcome is unknown, the longest the provider may take to show it in
+   * check-ref (its processing plus read lag); no new send before two "not found" that far after
+   * the send and that far apart (README "Never send twice"). 60 s: three times the longest a
+   * worker waits for a send's answer by default (headers + body timeouts, 20 s). Read by the API,
+   * which fixes it in each new order's input.
+   */
+  PROVIDER_SETTLE_MS: millis.default(60_000),
 
   // -- shared: payload encryption --
   /** `keyId:base64key[,keyId:base64key…]`; the first encrypts, all decrypt. Unset = no encryption. */
@@ -146,6 +154,12 @@ const schema = z.object({
   ORDER_DEADLINE_INTERNET_MS: millis.default(30 * 60_000),
   ORDER_DEADLINE_GIFT_CARD_MS: millis.default(60 * 60_000),
   REVIEW_RECHECK_INTERVAL_MS: millis.default(30 * 60_000),
+  /**
+   * Start-to-close timeout of each provider activity attempt (one provider call since the settle
+   * patch). Every call ends within it, so it bounds the worker's HTTP timeouts rather than follow
+   * them: 30 s is above the default whole call (10 s headers + 10 s body) with room to spare.
+   */
+  ORDER_ACTIVITY_TIMEOUT_MS: millis.default(30_000),
 
   // -- sandbox --
   SANDBOX_PORT: port.default(4010),
@@ -155,6 +169,8 @@ const schema = z.object({
   SANDBOX_DISABLED_KEY: z.string().min(1).default('disabled-key'),
   SANDBOX_TIME_SCALE: z.coerce.number().positive().default(1),
   SANDBOX_ADMIN_TOKEN: z.string().min(1).optional(),
+  /** Journal the sandbox's orders, counters and settings to this file and resume from it at start. */
+  SANDBOX_STATE_FILE: z.string().min(1).optional(),
 
   // -- dev stack (npm start) --
   DEV_TEMPORAL_PORT: port.default(7233),

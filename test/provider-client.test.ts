@@ -585,6 +585,65 @@ describe('ProviderClient over real sockets (local node:http server)', () => {
     assert.equal(err.status, 200);
   });
 
+  it("a caller's signal ends a call in flight long before the client's own timeouts: the server sees the connection close", async () => {
+    let closedAfterMs: number | undefined;
+    handler = (req) => {
+      const arrived = Date.now();
+      req.socket.once('close', () => (closedAfterMs = Date.now() - arrived));
+    };
+    const client = clientFor({ headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 });
+
+    const err = await providerError(() =>
+      client.sendMobileTopup(
+        { plan_code: 'PREPAID_X', MSSIDN: PHONE, amount: 100, ref: 'r-signal' },
+        { signal: AbortSignal.timeout(300) },
+      ),
+    );
+
+    assert.equal(err.kind, 'outcome_unknown');
+    assert.equal(err.code, 'CALL_DEADLINE_EXCEEDED');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.ok(closedAfterMs !== undefined && closedAfterMs < 2_000, `closed after ${closedAfterMs} ms`);
+  });
+
+  it('a call cancelled by its caller (a cancelled activity) is outcome_unknown CALL_CANCELLED', async () => {
+    handler = () => {
+      /* never answer */
+    };
+    const client = clientFor();
+    const controller = new AbortController();
+    setTimeout(
+      () => controller.abort(Object.assign(new Error('WORKER_SHUTDOWN'), { name: 'CancelledFailure' })),
+      100,
+    );
+
+    const err = await providerError(() => client.validateKey({ signal: controller.signal }));
+
+    assert.equal(err.kind, 'outcome_unknown');
+    assert.equal(err.code, 'CALL_CANCELLED');
+  });
+
+  it("a call whose caller's signal has already fired is not_reached CALL_NOT_STARTED and never leaves", async () => {
+    let arrivals = 0;
+    handler = (_req, res) => {
+      arrivals += 1;
+      res.end();
+    };
+    const client = clientFor();
+
+    const err = await providerError(() =>
+      client.sendMobileTopup(
+        { plan_code: 'PREPAID_X', MSSIDN: PHONE, amount: 100, ref: 'r-late' },
+        { signal: AbortSignal.abort(new DOMException('no time left', 'TimeoutError')) },
+      ),
+    );
+
+    assert.equal(err.kind, 'not_reached');
+    assert.equal(err.code, 'CALL_NOT_STARTED');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(arrivals, 0);
+  });
+
   it('headers that never come are outcome_unknown (UND_ERR_HEADERS_TIMEOUT)', async () => {
     handler = () => {
       /* accept the request, never answer */

@@ -76,11 +76,17 @@ export interface OrderTimings {
   /** While in review, re-check the provider this often and resolve if a final status appears. */
   reviewRecheckMs: number;
   /**
-   * Start-to-close timeout of one provider activity attempt. It must outlast the provider client's
-   * own timeouts for two calls (a retried send looks the ref up, then sends), so an attempt Temporal
-   * gave up on can no longer reach the provider when the next one starts.
+   * Start-to-close timeout of one provider activity attempt. Every provider call made in it ends
+   * before it does (activities/attempt-deadline.ts), whatever the worker's HTTP timeouts say.
    */
   activityTimeoutMs: number;
+  /**
+   * After a send whose outcome is unknown, how long the provider may take to show it in check-ref
+   * (its worst processing time plus read lag): no new send until check-ref has not found the ref
+   * this long after the send ended, twice, this far apart. Absent from orders started before the
+   * settle patch (they do not use it).
+   */
+  settleMs: number;
 }
 
 /** The spec's sandbox timings and the deadlines of the design; the worker's config may override them. */
@@ -97,7 +103,8 @@ function defaults(deadlineMs: number): OrderTimings {
     maxIntervalMs: 60_000,
     deadlineMs,
     reviewRecheckMs: 30 * 60_000,
-    activityTimeoutMs: 60_000,
+    activityTimeoutMs: 30_000,
+    settleMs: 60_000,
   };
 }
 

@@ -63,14 +63,22 @@ export interface AdaptedOrder<R extends OrderRequest> {
   providerRef: string;
 }
 
+/** How the lifecycle wants a submission made. */
+export interface SubmitHow {
+  /** Before the settle patch: an earlier submit activity of this order gave up; look the ref up first. */
+  lookUpFirst?: boolean;
+  /** Since the settle patch: just send, once; the lifecycle looks the ref up itself (SendOptions.sendOnly). */
+  sendOnly?: boolean;
+}
+
 export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
   /**
-   * `lookup`: Temporal may retry the submission, because a retry looks the ref up before sending.
-   * `once`: it may not — the submission cannot be looked up, so an unclear attempt goes to review.
+   * `lookup`: the submission carries our ref, so an unclear one can be looked up (and, before the
+   * settle patch, Temporal may retry it because a retry looks the ref up first).
+   * `once`: it cannot be looked up, so it is never repeated and an unclear attempt goes to review.
    */
   submitRetry: 'lookup' | 'once';
-  /** `resubmission`: an earlier submit activity of this order gave up; a top-up looks its ref up first. */
-  submit(activities: OrderActivities, order: AdaptedOrder<R>, resubmission: boolean): Promise<Submission<C>>;
+  submit(activities: OrderActivities, order: AdaptedOrder<R>, how: SubmitHow): Promise<Submission<C>>;
   /** Undefined when the order cannot be looked up (e.g. a gift card with no order id). */
   check(
     activities: OrderActivities,
@@ -79,6 +87,11 @@ export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
   ): Promise<CheckOutcome<C>> | undefined;
   /** What a FULFILLED order delivered, or why that answer cannot be accepted as is. */
   fulfilledResult(check: C, request: R): OrderResult | { problem: string };
+  /**
+   * Why a check answer found under this order's ref cannot be this order's (another number or
+   * amount; another topupId than the send returned), or undefined. Checked since the settle patch.
+   */
+  notThisOrder?(check: C, order: AdaptedOrder<R>, providerReference: string | undefined): string | undefined;
 }
 
 export type OrderWorkflow = (input: OrderInput) => Promise<OrderView>;
@@ -108,6 +121,15 @@ const RETRY_INITIAL_INTERVAL_MS = 1_000;
 const ACCEPTED_AT_PATCH = 'accepted-at-attribute';
 /** lookUp's answer when the provider has no trace of the ref or order. */
 const PROVIDER_DOES_NOT_KNOW = 'the provider does not know the order';
+/**
+ * The send path of README "Never send twice: what we assume of the provider": one send per
+ * activity, never repeated by Temporal, settle windows on durable timers before any new send, a
+ * 409 on a fresh order's first send to review, and check answers that are not this order's never
+ * adopted. Orders started before it keep the older path (a retried send looks the ref up first).
+ */
+export const SETTLE_PATCH = 'send-settles-before-resend';
+/** How many steps of an unclear send's story the review evidence keeps (the first and the latest). */
+const MAX_EVIDENCE_STEPS = 8;
 
 type Interpretation =
   | { kind: 'open'; status: 'SUBMITTED' | 'PROCESSING' }
@@ -125,6 +147,8 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private nextCheckMs: number;
   /** Valid operator decisions received in review, oldest first. */
   private readonly decisions: ReviewDecision[] = [];
+  /** This run follows SETTLE_PATCH (decided once, at its first activation). */
+  private readonly settles: boolean;
 
   constructor(
     private readonly orderType: OrderType,
@@ -152,6 +176,8 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     };
     this.deadlineAt = carried?.deadlineAt ?? Date.now() + this.timings.deadlineMs;
     this.nextCheckMs = carried?.nextCheckMs ?? this.timings.firstCheckMs;
+    // Asked once, before any other command: histories recorded before the patch replay the old path.
+    this.settles = patched(SETTLE_PATCH);
     setHandler(statusQuery, () => this.view);
     setHandler(resolveReviewSignal, (decision) => this.onDecision(decision));
   }
@@ -173,20 +199,16 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   // ---- submission ----
 
   private async submit(): Promise<void> {
+    if (this.settles && this.adapter.submitRetry === 'lookup') return this.sendSettled();
     for (let tries = 1; ; tries++) {
       try {
-        const submission = await this.adapter.submit(this.submitActivities(), this.order, tries > 1);
+        const submission = await this.adapter.submit(this.submitActivities(), this.order, {
+          lookUpFirst: tries > 1,
+        });
         return this.onSubmitted(submission);
       } catch (err) {
         const failure = providerFailureOf(err);
-        if (failure?.type === ProviderFailureType.rejected) {
-          const code =
-            failure.details?.code ??
-            (failure.details?.status ? `HTTP_${failure.details.status}` : 'REJECTED');
-          return this.finish('FAILED', `The provider refused the order (${code})`, {
-            failure: { code, message: failure.message },
-          });
-        }
+        if (failure?.type === ProviderFailureType.rejected) return this.refused(failure);
         if (!failure || !isSafeToRepeat(failure.type)) {
           return this.toReview(
             'the submission may or may not have reached the provider',
@@ -208,6 +230,138 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     }
   }
 
+  /** A definitive 4xx refusal of the submission: nothing was done. */
+  private refused(failure: ProviderFailure): void {
+    const code =
+      failure.details?.code ?? (failure.details?.status ? `HTTP_${failure.details.status}` : 'REJECTED');
+    this.finish('FAILED', `The provider refused the order (${code})`, {
+      failure: { code, message: failure.message },
+    });
+  }
+
+  /**
+   * A top-up's send since SETTLE_PATCH (README "Never send twice: what we assume of the provider").
+   * Each send is one activity that Temporal never repeats — a timed-out attempt (a dead worker)
+   * may have reached the provider — so every decision to send again is taken here, on durable
+   * timers. After a send whose outcome is unknown, nothing is sent again until check-ref has not
+   * found the ref twice (see settle). Sends that certainly never reached the provider (connection
+   * refused, 429) are repeated after a back-off. A 409 means "someone else's top-up" when no send
+   * of this order may have reached the provider yet, and "our earlier send" afterwards.
+   */
+  private async sendSettled(): Promise<void> {
+    const activities = proxyActivities<OrderActivities>({
+      startToCloseTimeout: this.timings.activityTimeoutMs,
+      retry: { maximumAttempts: 1 },
+    });
+    const evidence: string[] = [];
+    let mayHaveReached = false;
+    let repeats = 0;
+    for (let sends = 1; ; sends++) {
+      let err: unknown;
+      try {
+        return this.onSubmitted(await this.adapter.submit(activities, this.order, { sendOnly: true }));
+      } catch (caught) {
+        err = caught;
+      }
+      const failure = providerFailureOf(err);
+      if (failure?.type === ProviderFailureType.rejected) return this.refused(failure);
+      if (failure?.type === ProviderFailureType.duplicateRef) {
+        if (!mayHaveReached) {
+          // No send of ours can be behind it: the ref was used before, by an order we no longer
+          // hold (its workflow outlived its retention). Its outcome is not this order's.
+          return this.toReview('ref already used at the provider', `send ${sends}: ${describeFailure(err)}`);
+        }
+        evidence.push(
+          `send ${sends}: 409, the ref is already used: an earlier send of this order was committed`,
+        );
+        this.note('The provider answers 409 to the re-send: an earlier send was committed; looking it up');
+        await this.settle(evidence, { mayResend: false, lookNow: true });
+        return;
+      }
+      if (failure && isSafeToRepeat(failure.type)) {
+        repeats++;
+        const delayMs =
+          failure.details?.retryAfterMs ?? this.backoff(RETRY_INITIAL_INTERVAL_MS, 2 ** (repeats - 1));
+        if (repeats >= MAX_SUBMIT_TRIES || Date.now() + delayMs >= this.deadlineAt) {
+          if (mayHaveReached) return this.giveUpSubmitting(failure.message);
+          return this.finish('FAILED', 'The provider could not be reached; nothing was sent', {
+            failure: { code: 'PROVIDER_UNREACHABLE', message: failure.message },
+          });
+        }
+        log.warn('send not accepted by the provider, sending again', {
+          type: failure.type,
+          delayMs,
+          repeats,
+        });
+        await sleep(delayMs);
+        continue;
+      }
+      // Timeout, reset, 5xx, an attempt timed out, anything else: the provider may have it.
+      mayHaveReached = true;
+      repeats = 0;
+      evidence.push(`send ${sends}: ${describeFailure(err)}`);
+      if ((await this.settle(evidence, { mayResend: true })) !== 'resend') return;
+    }
+  }
+
+  /**
+   * After a send whose outcome is unknown: look the ref up once a settle window has passed since
+   * the send ended (`lookNow`: at once, then likewise), and again a settle window after each
+   * "not found". Found → adopted, if it is this order's. Not found twice → 'resend', if
+   * `mayResend`; otherwise keep looking. The deadline first → review with the evidence. Every wait
+   * is a durable timer, and a look-up that fails is retried by Temporal with back-off until the
+   * deadline: while the provider cannot be asked, the order waits.
+   */
+  private async settle(
+    evidence: string[],
+    { mayResend, lookNow = false }: { mayResend: boolean; lookNow?: boolean },
+  ): Promise<'resend' | 'done'> {
+    const settleS = Math.round(this.timings.settleMs / 100) / 10;
+    if (!lookNow) {
+      this.note(`Send outcome unknown; looking the ref up in ${settleS} s, nothing is sent before`);
+    }
+    let notFound = 0;
+    let lookAt = lookNow ? Date.now() : Date.now() + this.timings.settleMs;
+    for (;;) {
+      const wait = Math.min(lookAt, this.deadlineAt) - Date.now();
+      if (wait > 0) await sleep(wait);
+      const answer = await this.lookUp(this.deadlineAt - Date.now());
+      if (typeof answer !== 'string') {
+        this.adopt(answer);
+        return 'done';
+      }
+      evidence.push(answer === PROVIDER_DOES_NOT_KNOW ? 'check-ref: not found' : answer);
+      if (Date.now() >= this.deadlineAt) {
+        this.toReview(
+          'the provider did not confirm by the deadline whether the top-up was sent',
+          summarize(evidence),
+        );
+        return 'done';
+      }
+      if (answer === PROVIDER_DOES_NOT_KNOW) {
+        notFound++;
+        if (mayResend && notFound >= 2) {
+          this.note(`Check-ref did not find the ref twice, ${settleS} s apart; sending again`);
+          return 'resend';
+        }
+        this.note(`Check-ref does not find the ref; looking again in ${settleS} s`);
+      }
+      lookAt = Date.now() + this.timings.settleMs;
+    }
+  }
+
+  /** A top-up found under our ref after an unclear send: carry on with it, unless it is not this order's. */
+  private adopt(check: C): void {
+    const problem = this.notThisOrder(check);
+    if (problem) return this.toReview("the provider's top-up under this ref is not this order's", problem);
+    this.onSubmitted({ alreadySent: true, check });
+  }
+
+  private notThisOrder(check: C): string | undefined {
+    if (!this.settles) return undefined;
+    return this.adapter.notThisOrder?.(check, this.order, this.view.providerReference);
+  }
+
   /**
    * The provider stayed out of reach until the deadline. A placement that never reached it is
    * FAILED. A top-up's earlier attempts may have been sent before the outage, so its ref is looked
@@ -220,7 +374,9 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       return this.finish('FAILED', 'The provider could not be reached; nothing was submitted', unreachable);
     }
     const answer = await this.lookUp(this.timings.activityTimeoutMs);
-    if (typeof answer !== 'string') return this.onSubmitted({ alreadySent: true, check: answer });
+    if (typeof answer !== 'string') {
+      return this.settles ? this.adopt(answer) : this.onSubmitted({ alreadySent: true, check: answer });
+    }
     if (answer === PROVIDER_DOES_NOT_KNOW) {
       return this.finish(
         'FAILED',
@@ -260,7 +416,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private observe(check: C): void {
     const previous = this.view.providerStatus;
     this.view.providerStatus = check.status;
-    const meaning = this.interpret(check);
+    const meaning = this.meaningOf(check);
     switch (meaning.kind) {
       case 'final':
         return this.finish(meaning.status, `The provider reports ${check.status}`, {
@@ -278,6 +434,19 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
           this.transition(meaning.status, `The provider reports ${check.status}`);
         }
     }
+  }
+
+  /** What a check answer means for this order; since SETTLE_PATCH, one that is not this order's means review. */
+  private meaningOf(check: C): Interpretation {
+    const problem = this.notThisOrder(check);
+    if (problem) {
+      return {
+        kind: 'review',
+        reason: "the provider's answer under this ref is not this order's",
+        evidence: problem,
+      };
+    }
+    return this.interpret(check);
   }
 
   private interpret(check: C): Interpretation {
@@ -333,7 +502,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     // One attempt's worth of retries: decisions queued behind a recheck should not wait long.
     const answer = await this.lookUp(this.timings.activityTimeoutMs);
     if (typeof answer !== 'string') this.view.providerStatus = answer.status;
-    const meaning = typeof answer === 'string' ? undefined : this.interpret(answer);
+    const meaning = typeof answer === 'string' ? undefined : this.meaningOf(answer);
     if (meaning?.kind === 'final') {
       return this.finish(meaning.status, `Recheck: the provider reports ${meaning.status}`, {
         result: meaning.result,
@@ -524,6 +693,13 @@ function describeFailure(err: unknown): string {
     else parts.push(e.message);
   }
   return parts.join('; ') || String(err);
+}
+
+/** An unclear send's story for operators: its first step and the latest ones. */
+function summarize(evidence: string[]): string {
+  if (evidence.length <= MAX_EVIDENCE_STEPS) return evidence.join('; ');
+  const skipped = evidence.length - MAX_EVIDENCE_STEPS;
+  return [evidence[0], `(${skipped} more)`, ...evidence.slice(-(MAX_EVIDENCE_STEPS - 1))].join('; ');
 }
 
 function refundOf(check: ProviderCheck): OrderResult {

@@ -58,6 +58,7 @@ export function scaledTimingEnv(timeScale: number): Record<string, string> {
     ORDER_DEADLINE_INTERNET_MS: scaled(defaults.ORDER_DEADLINE_INTERNET_MS),
     ORDER_DEADLINE_GIFT_CARD_MS: scaled(defaults.ORDER_DEADLINE_GIFT_CARD_MS),
     REVIEW_RECHECK_INTERVAL_MS: scaled(defaults.REVIEW_RECHECK_INTERVAL_MS),
+    PROVIDER_SETTLE_MS: scaled(defaults.PROVIDER_SETTLE_MS),
   };
 }
 

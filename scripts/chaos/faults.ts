@@ -1,8 +1,8 @@
 /**
  * The chaos run's fault schedule, applied through the sandbox's admin surface:
  * phases of random fault rules that replace each other, so the provider is by turns slow,
- * failing before or after it commits a send, rate limiting, hanging, dropping answers, down
- * altogether — or fine.
+ * failing before or after it commits a send, rate limiting, hanging, dropping answers, committing
+ * sends after the worker gave up on them while its reads lag behind, down altogether — or fine.
  */
 import { orderRoutes, type SandboxAdmin } from '../../src/sandbox/admin-client';
 import type { FaultRule, FaultSpecInput, RouteName } from '../../src/sandbox/faults';
@@ -10,22 +10,43 @@ import type { Random } from './random';
 
 const sendRoutes: readonly RouteName[] = ['mobile.send', 'internet.send', 'giftcards.placeOrder'];
 
+/** The rule kinds that may target any route (late commits and lagging reads have routes of their own). */
+type AnyRouteRule = Exclude<FaultSpecInput, { kind: 'late_commit' | 'lagging_reads' }>;
+
 export interface FaultPhase {
-  name: 'calm' | 'mixed' | 'flaky-sends' | 'outage';
+  name: 'calm' | 'mixed' | 'flaky-sends' | 'late-commit' | 'outage';
   rules: FaultSpecInput[];
+}
+
+/**
+ * The provider of README "Never send twice: what we assume of the provider" at its worst: sends
+ * committed up to 4 s after they arrived — mostly after the worker's 1.5 s headers timeout gave up
+ * on them, and after a look-up one retry later would have come — and reads up to 1.5 s behind.
+ * Commit delay plus read lag stays under the run's settle window (at least 6 s, stack.ts): what
+ * the send path assumes, and what it must survive.
+ */
+export function lateCommitPhase(rng: Random): FaultPhase {
+  return {
+    name: 'late-commit',
+    rules: [
+      { kind: 'late_commit', commitDelayMs: rng.int(1_000, 4_000), probability: rng.between(0.3, 0.8) },
+      { kind: 'lagging_reads', lagMs: rng.int(200, 1_500), probability: rng.between(0.3, 0.9) },
+    ],
+  };
 }
 
 /** One phase's rules. Probabilities stay below 1 except in a short outage, so orders keep moving. */
 export function randomFaultPhase(rng: Random): FaultPhase {
   const roll = rng.next();
   if (roll < 0.15) return { name: 'calm', rules: [] };
-  if (roll < 0.25) {
+  if (roll < 0.3) return lateCommitPhase(rng);
+  if (roll < 0.4) {
     return {
       name: 'outage',
       rules: [{ kind: 'error', routes: rng.subset(orderRoutes), status: rng.pick([502, 503] as const) }],
     };
   }
-  if (roll < 0.4) {
+  if (roll < 0.55) {
     // The case never-send-twice exists for: the send commits and the answer is lost.
     return {
       name: 'flaky-sends',
@@ -36,7 +57,7 @@ export function randomFaultPhase(rng: Random): FaultPhase {
       ],
     };
   }
-  const candidates: (() => FaultSpecInput)[] = [
+  const candidates: (() => AnyRouteRule)[] = [
     // Some latencies exceed the provider headers timeout (1.5 s): the call times out, yet the sandbox acts on it.
     () => ({
       kind: 'latency',
@@ -68,30 +89,74 @@ export function faultLabel(rule: Pick<FaultRule, 'kind'> & { afterCommit?: boole
   return rule.afterCommit ? `${rule.kind} after commit` : rule.kind;
 }
 
-/** Applies phase after phase and counts how many requests each kind of fault hit. */
+/** The phase every run has, whatever the dice say: the second. */
+const LATE_COMMIT_PHASE_NUMBER = 2;
+
+/**
+ * Applies phase after phase and counts how many requests each kind of fault hit. A sandbox
+ * restart forgets the rules (they are a test's set-up, not the provider's data): `aroundRestart`
+ * counts them first and puts the phase's rules back after.
+ */
 export class FaultSchedule {
   readonly injected: Record<string, number> = {};
-  readonly phases: Record<FaultPhase['name'], number> = { calm: 0, mixed: 0, 'flaky-sends': 0, outage: 0 };
+  readonly phases: Record<FaultPhase['name'], number> = {
+    calm: 0,
+    mixed: 0,
+    'flaky-sends': 0,
+    'late-commit': 0,
+    outage: 0,
+  };
+  #current: FaultPhase = { name: 'calm', rules: [] };
+  #count = 0;
+  /** Phase changes and restarts one at a time: never a rule added to a sandbox that is down. */
+  #queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly admin: SandboxAdmin,
     private readonly rng: Random,
   ) {}
 
-  async next(): Promise<FaultPhase> {
-    await this.clear();
-    const phase = randomFaultPhase(this.rng);
-    for (const rule of phase.rules) await this.admin.add(rule);
-    this.phases[phase.name]++;
-    return phase;
+  next(): Promise<FaultPhase> {
+    return this.#serial(async () => {
+      await this.#clear();
+      const phase =
+        ++this.#count === LATE_COMMIT_PHASE_NUMBER ? lateCommitPhase(this.rng) : randomFaultPhase(this.rng);
+      for (const rule of phase.rules) await this.admin.add(rule);
+      this.phases[phase.name]++;
+      this.#current = phase;
+      return phase;
+    });
   }
 
   /** Removes every rule, first counting what each one did (`applied` is per rule). */
-  async clear(): Promise<void> {
+  clear(): Promise<void> {
+    return this.#serial(async () => {
+      await this.#clear();
+      this.#current = { name: 'calm', rules: [] };
+    });
+  }
+
+  /** Runs `restart` (the sandbox going down and up again), then re-applies the current phase. */
+  aroundRestart<T>(restart: () => Promise<T>): Promise<T> {
+    return this.#serial(async () => {
+      await this.#clear();
+      const result = await restart();
+      for (const rule of this.#current.rules) await this.admin.add(rule);
+      return result;
+    });
+  }
+
+  async #clear(): Promise<void> {
     for (const rule of await this.admin.rules()) {
       const label = faultLabel(rule);
       this.injected[label] = (this.injected[label] ?? 0) + rule.applied;
     }
     await this.admin.clear();
+  }
+
+  #serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(fn, fn);
+    this.#queue = run.catch(() => undefined);
+    return run;
   }
 }

@@ -19,6 +19,10 @@ export interface ChaosOptions {
   workers: number;
   /** Temporal dev server restarts during the chaos phase. */
   temporalRestarts: number;
+  /** Sandbox kills (SIGKILL) and restarts on its state file during the chaos phase. */
+  sandboxRestarts: number;
+  /** Intake API kills (SIGKILL) and restarts during the chaos phase. */
+  apiRestarts: number;
   /** Mean length of one fault phase (the sandbox's rules change after it). */
   faultPhaseMs: number;
   /** SANDBOX_TIME_SCALE; polling timings and deadlines are scaled with it. */
@@ -45,6 +49,8 @@ const numericFlags = {
   'max-kills': { env: 'CHAOS_MAX_KILLS', min: 0 },
   workers: { env: 'CHAOS_WORKERS', min: 1 },
   'temporal-restarts': { env: 'CHAOS_TEMPORAL_RESTARTS', min: 0 },
+  'sandbox-restarts': { env: 'CHAOS_SANDBOX_RESTARTS', min: 0 },
+  'api-restarts': { env: 'CHAOS_API_RESTARTS', min: 0 },
   'fault-phase-ms': { env: 'CHAOS_FAULT_PHASE_MS', min: 200 },
   'time-scale': { env: 'CHAOS_TIME_SCALE', min: 0.001 },
   'settle-timeout-ms': { env: 'CHAOS_SETTLE_TIMEOUT_MS', min: 1_000 },
@@ -60,6 +66,8 @@ export const chaosUsage = `Usage: npm run chaos -- [options]   (each also as CHA
   --max-kills N           at most N kill rounds (default unlimited)
   --workers N             worker processes kept running (default 2)
   --temporal-restarts N   Temporal dev server restarts (default 1)
+  --sandbox-restarts N    sandbox SIGKILLs and restarts on its state file (default 1)
+  --api-restarts N        intake API SIGKILLs and restarts (default 1)
   --fault-phase-ms MS     mean length of one fault phase (default 3000)
   --time-scale X          SANDBOX_TIME_SCALE; timings scale with it (default 0.05)
   --settle-timeout-ms MS  how long orders may take to settle afterwards (default 300000)
@@ -77,6 +85,8 @@ export function defaultChaosOptions(overrides: Partial<ChaosOptions> = {}): Chao
     maxKills: Number.MAX_SAFE_INTEGER,
     workers: 2,
     temporalRestarts: 1,
+    sandboxRestarts: 1,
+    apiRestarts: 1,
     faultPhaseMs: 3_000,
     timeScale: 0.05,
     settleTimeoutMs: 300_000,
@@ -128,6 +138,8 @@ export function parseChaosOptions(argv: string[], env: NodeJS.ProcessEnv = proce
     maxKills: read('max-kills'),
     workers: read('workers'),
     temporalRestarts: read('temporal-restarts'),
+    sandboxRestarts: read('sandbox-restarts'),
+    apiRestarts: read('api-restarts'),
     faultPhaseMs: read('fault-phase-ms'),
     timeScale: read('time-scale'),
     settleTimeoutMs: read('settle-timeout-ms'),

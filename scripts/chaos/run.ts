@@ -39,6 +39,10 @@ export interface ChaosSummary extends Verdict {
     unexpectedWorkerExits: number;
     temporalRestarts: number;
     temporalDowntimeMs: number[];
+    sandboxRestarts: number;
+    sandboxDowntimeMs: number[];
+    apiRestarts: number;
+    apiDowntimeMs: number[];
     faultPhases: Record<string, number>;
     faultsInjected: Record<string, number>;
   };
@@ -48,12 +52,13 @@ export interface ChaosSummary extends Verdict {
 
 interface Disruption {
   atMs: number;
-  kind: 'kill' | 'restart';
+  kind: 'kill' | 'restart' | 'restart-sandbox' | 'restart-api';
 }
 
 /**
  * Kills every `killEveryMs` (± a quarter, so a run of D ms gets about D / killEveryMs of them, at
- * most maxKills) and Temporal restarts spread evenly, all inside the chaos phase.
+ * most maxKills); Temporal, sandbox and API restarts each spread evenly, the sandbox's a quarter
+ * slot before Temporal's and the API's a quarter slot after, all inside the chaos phase.
  */
 function planDisruptions(rng: Random, options: ChaosOptions): Disruption[] {
   const plan: Disruption[] = [];
@@ -64,10 +69,15 @@ function planDisruptions(rng: Random, options: ChaosOptions): Disruption[] {
       plan.push({ atMs, kind: 'kill' });
     }
   }
-  for (let r = 1; r <= options.temporalRestarts; r++) {
-    const slot = options.durationMs / (options.temporalRestarts + 1);
-    plan.push({ atMs: r * slot + rng.between(-0.2, 0.2) * slot, kind: 'restart' });
-  }
+  const spread = (count: number, offset: number, kind: Disruption['kind']) => {
+    const slot = options.durationMs / (count + 1);
+    for (let r = 1; r <= count; r++) {
+      plan.push({ atMs: (r + offset) * slot + rng.between(-0.15, 0.15) * slot, kind });
+    }
+  };
+  spread(options.temporalRestarts, 0, 'restart');
+  spread(options.sandboxRestarts, -0.4, 'restart-sandbox');
+  spread(options.apiRestarts, 0.4, 'restart-api');
   return plan.sort((a, b) => a.atMs - b.atMs);
 }
 
@@ -112,6 +122,9 @@ export async function runChaos(
     const intake = new IntakeClient(stack.apiUrls, CHAOS_API_KEY, signal);
     const admin = new SandboxAdmin(stack.sandboxUrl, CHAOS_ADMIN_TOKEN);
     const faults = new FaultSchedule(admin, rng.fork());
+    // A provider without an atomic uniqueness check commits every send it receives: a send made
+    // twice shows as a ref accepted twice, instead of hiding behind a 409.
+    await admin.settings({ uniqueRefs: false });
 
     // A twentieth of the orders (at least 6) come after the chaos, as the fault-free control group.
     const controlCount = Math.min(options.orders, Math.max(6, Math.round(options.orders * 0.05)));
@@ -141,6 +154,10 @@ export async function runChaos(
       workersKilled: 0,
       temporalRestarts: 0,
       temporalDowntimeMs: [] as number[],
+      sandboxRestarts: 0,
+      sandboxDowntimeMs: [] as number[],
+      apiRestarts: 0,
+      apiDowntimeMs: [] as number[],
     };
     let chaosOver = false;
     const guard = () => {
@@ -168,6 +185,25 @@ export async function runChaos(
           chaos.temporalRestarts++;
           chaos.temporalDowntimeMs.push(downMs);
           log(`Temporal is back after ${(downMs / 1000).toFixed(1)} s`);
+        } else if (disruption.kind === 'restart-sandbox') {
+          log('SIGKILL the sandbox; starting it again on its state file');
+          const downMs = await faults.aroundRestart(async () => {
+            const ms = await stack.restartPart('sandbox');
+            // The setting lives in the state file: a sandbox that lost it would hide double sends.
+            const { uniqueRefs } = await admin.settings({});
+            if (uniqueRefs)
+              throw new Error('the restarted sandbox lost its settings (uniqueRefs is back on)');
+            return ms;
+          });
+          chaos.sandboxRestarts++;
+          chaos.sandboxDowntimeMs.push(downMs);
+          log(`the sandbox is back after ${(downMs / 1000).toFixed(1)} s`);
+        } else if (disruption.kind === 'restart-api') {
+          log('SIGKILL the intake API; starting it again');
+          const downMs = await stack.restartPart('api');
+          chaos.apiRestarts++;
+          chaos.apiDowntimeMs.push(downMs);
+          log(`the API is back after ${(downMs / 1000).toFixed(1)} s`);
         } else {
           const live = [...stack.workers];
           // Sometimes every worker at once: nothing polls until the replacements are up.

@@ -2,8 +2,9 @@
  * The chaos run's own stack, every part on free loopback ports and started exactly as
  * `npm run <part>` starts it: a Temporal dev server whose SQLite file lives in the run directory
  * (so it can be stopped and started again on the same port and database), the sandbox with its
- * admin surface, N workers and the intake API. Part output goes to log files in the run
- * directory, not to the terminal.
+ * admin surface and a state file (so it can be killed and started again without losing what it
+ * committed), N workers and the intake API. Part output goes to log files in the run directory,
+ * not to the terminal.
  */
 import type { Secret } from './log-secrets';
 import { randomBytes } from 'node:crypto';
@@ -29,14 +30,23 @@ const TASK_QUEUE = 'chaos-orders';
 const WORKER_START_TIMEOUT_MS = 60_000;
 
 /**
- * Provider timeouts short enough that a hang costs seconds, not tens of seconds. The activity
- * timeout follows from them (src/orders/timings.ts): 2 × (0.5 + 1.5 + 1.5) s + 5 s = 12 s.
+ * Provider timeouts short enough that a hang costs seconds, not tens of seconds, and an activity
+ * timeout above one whole call (1.5 s + 1.5 s) that still notices a killed worker within seconds.
  */
 const PROVIDER_TIMEOUTS = {
   PROVIDER_CONNECT_TIMEOUT_MS: '500',
   PROVIDER_HEADERS_TIMEOUT_MS: '1500',
   PROVIDER_BODY_TIMEOUT_MS: '1500',
+  ORDER_ACTIVITY_TIMEOUT_MS: '5000',
 };
+
+/**
+ * The settle window at a time scale: the spec-scale default (60 s) scaled, but never below 6 s,
+ * which the late-commit phase's commit delays plus read lags stay under (see faults.ts).
+ */
+export function scaledSettleMs(timeScale: number): number {
+  return Math.max(6_000, Math.round(60_000 * timeScale));
+}
 
 /**
  * The order timings (README "Configuration") scaled like the sandbox's clock, so polling follows
@@ -53,6 +63,7 @@ export function scaledTimingEnv(timeScale: number): Record<string, string> {
     ORDER_DEADLINE_INTERNET_MS: ms(30 * 60_000, 30_000),
     ORDER_DEADLINE_GIFT_CARD_MS: ms(60 * 60_000, 30_000),
     REVIEW_RECHECK_INTERVAL_MS: ms(30 * 60_000, 10_000),
+    PROVIDER_SETTLE_MS: String(scaledSettleMs(timeScale)),
   };
 }
 
@@ -151,6 +162,10 @@ export class ChaosStack {
   #temporalPort = 0;
   #stopping = false;
   #seq = 0;
+  /** How often the sandbox and the API were started (their log files are numbered after the first). */
+  /** Starts so far of each sandbox / API instance, and the process now running as each. */
+  readonly #starts: Record<string, number> = {};
+  readonly #running = new Map<string, ManagedProcess>();
   /** Kills, restarts and worker starts run one at a time (see `serial`). */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -216,6 +231,8 @@ export class ChaosStack {
       SANDBOX_KEY,
       SANDBOX_TIME_SCALE: String(timeScale),
       SANDBOX_ADMIN_TOKEN: CHAOS_ADMIN_TOKEN,
+      // Outside the log directory: it holds what a provider's database holds, phone numbers included.
+      SANDBOX_STATE_FILE: join(this.#options.dir, 'sandbox-state.jsonl'),
       API_KEYS: CHAOS_API_KEY,
       API_HOST: '127.0.0.1',
       // One client polling hundreds of orders is not abuse here.
@@ -226,21 +243,48 @@ export class ChaosStack {
     };
 
     log(`starting the sandbox on ${this.sandboxUrl} (time scale ${timeScale})`);
-    this.#others.push(this.#startPart('sandbox', 'sandbox'));
-    await waitForHttp(`${this.sandboxUrl}/v3/validate`, { timeoutMs: 60_000 });
+    await this.#startAndWait('sandbox');
     log(`starting ${workerCount} worker(s) and the API on ${this.apiUrls.join(', ')}`);
-    apiPorts.forEach((port, i) => {
-      const name = apiPorts.length > 1 ? `api-${i + 1}` : 'api';
-      this.#others.push(this.#startPart('api', name, undefined, { PORT: String(port) }));
-    });
     // Ready means what a submission needs, a polling worker included (src/api/health.ts).
     await Promise.all([
       this.ensureWorkers(workerCount),
-      ...this.apiUrls.map((url) =>
-        waitForHttp(`${url}/readyz`, { timeoutMs: 120_000, ok: (status) => status === 200 }),
-      ),
+      ...this.apiUrls.map((_, index) => this.#startAndWait('api', index)),
     ]);
     this.#throwIfFatal();
+  }
+
+  /**
+   * SIGKILLs the sandbox or API instance `index` and starts it again on the same port (the sandbox
+   * on the same state file); resolves with the downtime once it answers again.
+   */
+  restartPart(part: 'sandbox' | 'api', index = 0): Promise<number> {
+    return this.serial(async () => {
+      const down = Date.now();
+      const running = this.#running.get(partKey(part, index));
+      if (running) {
+        this.#expectedExits.add(running);
+        this.#others.splice(this.#others.indexOf(running), 1);
+        running.child.kill('SIGKILL');
+        await running.exited;
+      }
+      await this.#startAndWait(part, index);
+      return Date.now() - down;
+    });
+  }
+
+  /** Starts the sandbox or API instance `index` and waits until it answers (the API: ready). */
+  async #startAndWait(part: 'sandbox' | 'api', index = 0): Promise<void> {
+    const key = partKey(part, index);
+    const starts = (this.#starts[key] = (this.#starts[key] ?? 0) + 1);
+    const base = part === 'api' && this.apiUrls.length > 1 ? `api-${index + 1}` : part;
+    const name = starts === 1 ? base : `${base}-restart-${starts - 1}`;
+    const url = part === 'sandbox' ? this.sandboxUrl : this.apiUrls[index]!;
+    const env = part === 'api' ? { PORT: new URL(url).port } : {};
+    const managed = this.#startPart(part, name, undefined, env);
+    this.#others.push(managed);
+    this.#running.set(key, managed);
+    if (part === 'sandbox') await waitForHttp(`${url}/v3/validate`, { timeoutMs: 60_000 });
+    else await waitForHttp(`${url}/readyz`, { timeoutMs: 120_000, ok: (status) => status === 200 });
   }
 
   /** Runs `fn` after every action queued before it: a kill never races a Temporal restart. */
@@ -383,4 +427,8 @@ export class ChaosStack {
     });
     return managed;
   }
+}
+
+function partKey(part: 'sandbox' | 'api', index: number): string {
+  return part === 'sandbox' ? part : `api-${index}`;
 }

@@ -2,6 +2,9 @@
  * The polling and deadline timings an order starts with, from configuration. The starter (API,
  * tests) puts them in the workflow input, so a running order keeps the timings it started with
  * and replays deterministically after a configuration change.
+ *
+ * Nothing here derives from the provider client's HTTP timeouts: those are the worker's, and each
+ * provider call ends within its activity attempt whatever they say (activities/attempt-deadline.ts).
  */
 import type { Config } from '../config';
 import type { OrderTimings, OrderType } from '../../workflows/contract';
@@ -15,13 +18,9 @@ type TimingConfig = Pick<
   | 'ORDER_DEADLINE_INTERNET_MS'
   | 'ORDER_DEADLINE_GIFT_CARD_MS'
   | 'REVIEW_RECHECK_INTERVAL_MS'
-  | 'PROVIDER_CONNECT_TIMEOUT_MS'
-  | 'PROVIDER_HEADERS_TIMEOUT_MS'
-  | 'PROVIDER_BODY_TIMEOUT_MS'
+  | 'ORDER_ACTIVITY_TIMEOUT_MS'
+  | 'PROVIDER_SETTLE_MS'
 >;
-
-/** Head room for the activity's own work and the worker's scheduling, on top of the HTTP timeouts. */
-const ACTIVITY_MARGIN_MS = 5_000;
 
 export function timingsFromConfig(config: TimingConfig, orderType: OrderType): OrderTimings {
   const deadlines: Record<OrderType, number> = {
@@ -29,16 +28,13 @@ export function timingsFromConfig(config: TimingConfig, orderType: OrderType): O
     internet_topup: config.ORDER_DEADLINE_INTERNET_MS,
     gift_card: config.ORDER_DEADLINE_GIFT_CARD_MS,
   };
-  const oneCallMs =
-    config.PROVIDER_CONNECT_TIMEOUT_MS + config.PROVIDER_HEADERS_TIMEOUT_MS + config.PROVIDER_BODY_TIMEOUT_MS;
   return {
     firstCheckMs: config.POLL_FIRST_CHECK_MS,
     handlingCheckMs: config.POLL_HANDLING_CHECK_MS,
     maxIntervalMs: config.POLL_MAX_INTERVAL_MS,
     deadlineMs: deadlines[orderType],
     reviewRecheckMs: config.REVIEW_RECHECK_INTERVAL_MS,
-    // A retried send makes two calls (check-ref, then send); the attempt must outlast both, so an
-    // attempt Temporal has given up on cannot still be sending when the next one looks the ref up.
-    activityTimeoutMs: 2 * oneCallMs + ACTIVITY_MARGIN_MS,
+    activityTimeoutMs: config.ORDER_ACTIVITY_TIMEOUT_MS,
+    settleMs: config.PROVIDER_SETTLE_MS,
   };
 }

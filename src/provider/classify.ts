@@ -13,6 +13,10 @@ import { ProviderError, type ProviderFailureKind } from './errors';
 export const DEFAULT_RETRY_AFTER_MS = 1_000;
 
 export const CALL_DEADLINE_EXCEEDED = 'CALL_DEADLINE_EXCEEDED';
+/** The caller cancelled the call (its activity was cancelled: worker shutdown, workflow cancelled). */
+export const CALL_CANCELLED = 'CALL_CANCELLED';
+/** The caller's signal had fired before the call began: nothing was sent. */
+export const CALL_NOT_STARTED = 'CALL_NOT_STARTED';
 
 /** Long enough for any real provider message, short enough to keep log lines and histories small. */
 const MAX_PROVIDER_MESSAGE_LENGTH = 200;
@@ -51,8 +55,11 @@ function connectSyscall(err: unknown): boolean {
 /** The `code` of a transport error; looks inside an AggregateError (Node's happy-eyeballs connect). */
 export function transportErrorCode(err: unknown): string | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
-  // The client's own whole-call deadline (AbortSignal.timeout): queued or sent, nobody can tell.
-  if ((err as { name?: unknown }).name === 'TimeoutError') return CALL_DEADLINE_EXCEEDED;
+  const { name } = err as { name?: unknown };
+  // A whole-call deadline (AbortSignal.timeout, ours or the caller's): queued or sent, nobody can tell.
+  if (name === 'TimeoutError') return CALL_DEADLINE_EXCEEDED;
+  // Temporal's CancelledFailure, or a plain abort: likewise.
+  if (name === 'CancelledFailure' || name === 'AbortError') return CALL_CANCELLED;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') return code;
   if (err instanceof AggregateError) {
@@ -81,6 +88,15 @@ export function transportFailure(operation: string, err: unknown): ProviderError
     { kind: 'outcome_unknown', operation, code },
     `${operation}: no answer from the provider (${code}); it may have acted on the request`,
     { cause: err },
+  );
+}
+
+/** The caller's signal had already fired: the request was never queued, let alone sent. */
+export function notStarted(operation: string, reason: unknown): ProviderError {
+  const why = transportErrorCode(reason) ?? 'ABORTED';
+  return new ProviderError(
+    { kind: 'not_reached', operation, code: CALL_NOT_STARTED },
+    `${operation}: not sent, the caller's time was already up (${why})`,
   );
 }
 

@@ -22,7 +22,8 @@ import {
   type MobileSendBody,
   type PlaceOrderBody,
 } from './wire';
-import { bodyReadFailure, invalidResponse, statusFailure, transportFailure } from './classify';
+import { bodyReadFailure, invalidResponse, notStarted, statusFailure, transportFailure } from './classify';
+import { deadline as callDeadline } from './deadline';
 
 export interface ProviderClientOptions {
   /** e.g. http://127.0.0.1:4010; the /v3/... paths are appended (a path prefix is kept). */
@@ -34,6 +35,15 @@ export interface ProviderClientOptions {
   /** Both timeouts must be shorter than the activity's start-to-close timeout (undici's default is 5 min). */
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
+}
+
+/** Per call: what the caller adds to the client's own deadline. */
+export interface CallOptions {
+  /**
+   * Aborts the call (e.g. the activity's cancellation combined with its remaining time): the
+   * request is cancelled, and if it had not left yet it never will. Already aborted: not sent.
+   */
+  signal?: AbortSignal;
 }
 
 // Built once: the success envelopes of every endpoint.
@@ -53,6 +63,7 @@ interface Call<T> {
   path: string;
   envelope: z.ZodType<{ data: T }>;
   body?: unknown;
+  options?: CallOptions;
 }
 
 export class ProviderClient {
@@ -77,64 +88,70 @@ export class ProviderClient {
   }
 
   /** GET /v3/validate: the key's type, scope and enabled flag. */
-  validateKey(): Promise<KeyInfo> {
+  validateKey(options?: CallOptions): Promise<KeyInfo> {
     return this.#call({
       operation: 'validateKey',
       method: 'GET',
       path: '/validate',
       envelope: KeyInfoEnvelope,
+      options,
     });
   }
 
   /** POST /v3/mobile/send. Moves money: see design.md "Never send twice" before retrying. */
-  sendMobileTopup(body: MobileSendBody): Promise<SendResult> {
+  sendMobileTopup(body: MobileSendBody, options?: CallOptions): Promise<SendResult> {
     return this.#call({
       operation: 'sendMobileTopup',
       method: 'POST',
       path: '/mobile/send',
       envelope: SendResultEnvelope,
       body,
+      options,
     });
   }
 
   /** GET /v3/mobile/check-ref/{ref}; a ref never sent answers `not_found`. */
-  checkMobileTopup(ref: string): Promise<MobileCheck> {
+  checkMobileTopup(ref: string, options?: CallOptions): Promise<MobileCheck> {
     return this.#call({
       operation: 'checkMobileTopup',
       method: 'GET',
       path: `/mobile/check-ref/${encodeURIComponent(ref)}`,
       envelope: MobileCheckEnvelope,
+      options,
     });
   }
 
   /** POST /v3/internet/send. Moves money: see design.md "Never send twice" before retrying. */
-  sendInternetTopup(body: InternetSendBody): Promise<SendResult> {
+  sendInternetTopup(body: InternetSendBody, options?: CallOptions): Promise<SendResult> {
     return this.#call({
       operation: 'sendInternetTopup',
       method: 'POST',
       path: '/internet/send',
       envelope: SendResultEnvelope,
       body,
+      options,
     });
   }
 
   /** GET /v3/internet/check-ref/{ref}; a ref never sent answers `not_found`. */
-  checkInternetTopup(ref: string): Promise<InternetCheck> {
+  checkInternetTopup(ref: string, options?: CallOptions): Promise<InternetCheck> {
     return this.#call({
       operation: 'checkInternetTopup',
       method: 'GET',
       path: `/internet/check-ref/${encodeURIComponent(ref)}`,
       envelope: InternetCheckEnvelope,
+      options,
     });
   }
 
   /** GET /v3/gift-cards/catalog. */
-  getGiftCardCatalog(): Promise<Catalog> {
+  getGiftCardCatalog(options?: CallOptions): Promise<Catalog> {
     return this.#call({
       operation: 'getGiftCardCatalog',
       method: 'GET',
       path: '/gift-cards/catalog',
       envelope: CatalogEnvelope,
+      options,
     });
   }
 
@@ -142,36 +159,67 @@ export class ProviderClient {
    * POST /v3/gift-cards/placeOrder. Moves money and carries no client reference, so an
    * `outcome_unknown` here cannot be checked: only `not_reached` is safe to retry.
    */
-  placeGiftCardOrder(body: PlaceOrderBody): Promise<PlaceOrderResult> {
+  placeGiftCardOrder(body: PlaceOrderBody, options?: CallOptions): Promise<PlaceOrderResult> {
     return this.#call({
       operation: 'placeGiftCardOrder',
       method: 'POST',
       path: '/gift-cards/placeOrder',
       envelope: PlaceOrderResultEnvelope,
       body,
+      options,
     });
   }
 
   /** GET /v3/gift-cards/checkOrder/{orderId}; card codes are present only when FULFILLED. */
-  checkGiftCardOrder(orderId: string): Promise<GiftCardOrderCheck> {
+  checkGiftCardOrder(orderId: string, options?: CallOptions): Promise<GiftCardOrderCheck> {
     return this.#call({
       operation: 'checkGiftCardOrder',
       method: 'GET',
       path: `/gift-cards/checkOrder/${encodeURIComponent(orderId)}`,
       envelope: GiftCardOrderCheckEnvelope,
+      options,
     });
   }
 
-  async #call<T>({ operation, method, path, envelope: schema, body }: Call<T>): Promise<T> {
+  async #call<T>({ operation, method, path, envelope: schema, body, options = {} }: Call<T>): Promise<T> {
+    // Checked before anything is queued: a call whose time is already up certainly never left.
+    if (options.signal?.aborted) throw notStarted(operation, options.signal.reason);
     const headers: Record<string, string> = { 'x-access-token': this.#apiKey, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
 
-    let response: Dispatcher.ResponseData;
     // undici's timeouts start once the request is on a socket; time queued in a busy pool is
     // unbounded. A call that Temporal has long given up on must not go out late (a resend may
-    // already have happened), so the whole call, queue included, has a deadline: undici drops an
-    // aborted request when it leaves the queue, and we stop waiting for it at once.
-    const deadline = AbortSignal.timeout(this.#headersTimeoutMs + this.#bodyTimeoutMs);
+    // already have happened), so the whole call, queue included, has a deadline: the client's own
+    // and the caller's signal (an activity's remaining time and cancellation), whichever fires
+    // first. undici drops an aborted request when it leaves the queue and cancels one in flight,
+    // and we stop waiting for it at once.
+    const deadline = callDeadline(
+      this.#headersTimeoutMs + this.#bodyTimeoutMs,
+      'the provider call deadline passed',
+      options.signal,
+    );
+    try {
+      return await this.#exchange<T>(
+        { operation, method, path, envelope: schema, body, headers },
+        deadline.signal,
+      );
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  async #exchange<T>(
+    {
+      operation,
+      method,
+      path,
+      envelope: schema,
+      body,
+      headers,
+    }: Call<T> & { headers: Record<string, string> },
+    deadline: AbortSignal,
+  ): Promise<T> {
+    let response: Dispatcher.ResponseData;
     try {
       response = await untilAborted(
         deadline,

@@ -3,7 +3,7 @@
  * it from outside: the chaos run's fault schedule and the bench's send counts and latency rule.
  */
 import type { FaultRule, FaultSpecInput, RouteName } from './faults';
-import type { SendReport } from './state';
+import type { RequestRecord, SandboxSettings, SendReport } from './state';
 
 /** The routes orders use; `validate` and the catalog only matter to readiness. */
 export const orderRoutes: readonly RouteName[] = [
@@ -48,5 +48,12 @@ export class SandboxAdmin {
   }
   sends(): Promise<SendReport> {
     return this.#call('GET', '/admin/sends');
+  }
+  settings(changes: Partial<SandboxSettings>): Promise<SandboxSettings> {
+    return this.#call('PATCH', '/admin/settings', changes);
+  }
+  async requests(route?: RouteName): Promise<RequestRecord[]> {
+    const query = route ? `?route=${encodeURIComponent(route)}` : '';
+    return (await this.#call<{ requests: RequestRecord[] }>('GET', `/admin/requests${query}`)).requests;
   }
 }

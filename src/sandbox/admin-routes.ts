@@ -1,12 +1,14 @@
 /**
  * The admin surface, for tests and benchmarks only (design: "Provider sandbox contract"): fault
- * rules, the per-ref send counters that prove nothing was sent twice, and a reset. Outside /v3 so
- * a provider client can never reach it by accident, and guarded by X-Admin-Token.
+ * rules, settings, the per-ref send counters that prove nothing was sent twice, a log of recent
+ * requests and a reset. Outside /v3 so a provider client can never reach it by accident, and
+ * guarded by X-Admin-Token.
  */
 import { Router } from 'express';
+import { z } from 'zod';
 import { createAdminGuard } from './auth';
 import { notFound, parseOrThrow } from './errors';
-import { FaultSpec } from './faults';
+import { FaultSpec, RouteName } from './faults';
 import { jsonBody, type Responder } from './http';
 import { type SandboxState } from './state';
 
@@ -36,6 +38,16 @@ export function adminRouter(
     success(res, { id });
   });
 
+  router.get('/admin/settings', (_req, res) => success(res, state.settings()));
+  router.patch('/admin/settings', ...jsonBody, (req, res) =>
+    success(res, state.updateSettings(parseOrThrow(SettingsChange, req.body))),
+  );
+
+  router.get('/admin/requests', (req, res) => {
+    const { route } = parseOrThrow(RequestsQuery, req.query, 'query');
+    success(res, { requests: state.requests(route) });
+  });
+
   router.get('/admin/sends', (_req, res) => success(res, state.sendReport()));
   router.get('/admin/sends/:ref', (req, res) => success(res, state.sendCountsOf(req.params.ref)));
 
@@ -46,3 +58,6 @@ export function adminRouter(
 
   return router;
 }
+
+const SettingsChange = z.strictObject({ uniqueRefs: z.boolean().optional() });
+const RequestsQuery = z.object({ route: RouteName.optional() });

@@ -1,11 +1,15 @@
 /**
  * Fault injection: rules an admin adds so tests can make the provider slow, failing, rate
- * limiting, hanging, or — the case never-send-twice exists for — committing a send and then
- * losing the answer.
+ * limiting, hanging, or — the cases never-send-twice exists for — committing a send and then
+ * losing the answer, committing it only after the client gave up, or showing a commit to reads
+ * only some time after it happened.
  *
- * Rules are matched per request in insertion order. At most one latency rule and one other rule
- * apply to a request: latency first, then the first matching non-latency rule whose dice roll
- * fires. A rule with `times` is removed once it has applied that many times.
+ * Every rule kind fills one slot of a request's plan: `latency` (a delay before anything),
+ * `late_commit` (sends: when the send is committed), `lagging_reads` (checks: how far behind the
+ * reads are) and the action (every other kind: what happens to the answer). Rules are matched per
+ * request in insertion order; the first matching rule of each slot whose dice roll fires applies,
+ * so one request may be slow, commit late and then lose its answer. A rule with `times` is removed
+ * once it has applied that many times.
  */
 import { z } from 'zod';
 import { errorCodes } from '../provider/wire';
@@ -25,17 +29,25 @@ export const routeNames = [
 export const RouteName = z.enum(routeNames);
 export type RouteName = z.infer<typeof RouteName>;
 
+/** The routes that create something (money moves): the only ones a `late_commit` rule can target. */
+export const sendRouteNames = ['mobile.send', 'internet.send', 'giftcards.placeOrder'] as const;
+/** The routes that read a top-up or order back: the only ones a `lagging_reads` rule can target. */
+export const readRouteNames = ['mobile.check', 'internet.check', 'giftcards.checkOrder'] as const;
+
 /** A latency longer than any sane client timeout is a hang: use kind `hang` for that. */
 const MAX_LATENCY_MS = 120_000;
 /** Retry-After is whole seconds (RFC 9110 delta-seconds); an hour is already "come back later". */
 const MAX_RETRY_AFTER_SECONDS = 3_600;
 
-const common = {
-  /** Unset: every /v3 route. */
-  routes: z.array(RouteName).min(1).optional(),
+const odds = {
   probability: z.number().min(0).max(1).default(1),
   /** Unset: unlimited. */
   times: z.number().int().positive().optional(),
+};
+const common = {
+  /** Unset: every /v3 route. */
+  routes: z.array(RouteName).min(1).optional(),
+  ...odds,
 };
 
 export const FaultSpec = z.discriminatedUnion('kind', [
@@ -53,6 +65,27 @@ export const FaultSpec = z.discriminatedUnion('kind', [
   }),
   z.strictObject({ kind: z.literal('hang'), ...common, afterCommit: z.boolean().default(false) }),
   z.strictObject({ kind: z.literal('drop_after_commit'), ...common }),
+  /**
+   * The send is validated at once, committed `commitDelayMs` later whether or not the client is
+   * still connected, and answered after the commit if its connection is still open. Until the
+   * commit, check-ref does not know the ref. Routes unset: every send route.
+   */
+  z.strictObject({
+    kind: z.literal('late_commit'),
+    routes: z.array(z.enum(sendRouteNames)).min(1).optional(),
+    ...odds,
+    commitDelayMs: z.number().min(0).max(MAX_LATENCY_MS),
+  }),
+  /**
+   * The read is answered as of `lagMs` ago, like a replica behind the primary: a commit younger
+   * than that is not found, an older one shows the status it had then. Routes unset: every read route.
+   */
+  z.strictObject({
+    kind: z.literal('lagging_reads'),
+    routes: z.array(z.enum(readRouteNames)).min(1).optional(),
+    ...odds,
+    lagMs: z.number().min(0).max(MAX_LATENCY_MS),
+  }),
 ]);
 /** What an admin posts (defaults optional). */
 export type FaultSpecInput = z.input<typeof FaultSpec>;
@@ -64,13 +97,41 @@ interface RuleBookkeeping {
   applied: number;
 }
 export type FaultRule = FaultSpec & RuleBookkeeping;
-type LatencyRule = Extract<FaultRule, { kind: 'latency' }>;
-export type ActionRule = Exclude<FaultRule, LatencyRule>;
+type TimingRule = Extract<FaultRule, { kind: 'latency' | 'late_commit' | 'lagging_reads' }>;
+export type ActionRule = Exclude<FaultRule, TimingRule>;
 
-/** What one request gets: a delay, then possibly a rule that changes the answer. */
+/** What one request gets: a delay, when a send commits, how stale a read is, and what happens to the answer. */
 export interface FaultPlan {
   latencyMs: number;
+  /** Sends: commit this long after the request was validated (0: at once). */
+  commitDelayMs: number;
+  /** Reads: answer as of this long ago (0: now). */
+  readLagMs: number;
   action?: ActionRule;
+}
+
+type Slot = 'latency' | 'commit' | 'read' | 'action';
+
+function slotOf(rule: FaultRule): Slot {
+  switch (rule.kind) {
+    case 'latency':
+      return 'latency';
+    case 'late_commit':
+      return 'commit';
+    case 'lagging_reads':
+      return 'read';
+    default:
+      return 'action';
+  }
+}
+
+/** Rules without routes apply to every route their slot makes sense for. */
+function appliesTo(rule: FaultRule, route: RouteName): boolean {
+  if (rule.routes) return (rule.routes as readonly RouteName[]).includes(route);
+  const slot = slotOf(rule);
+  if (slot === 'commit') return (sendRouteNames as readonly RouteName[]).includes(route);
+  if (slot === 'read') return (readRouteNames as readonly RouteName[]).includes(route);
+  return true;
 }
 
 /** How a rule changes the answer: another answer, no answer at all, or a reset connection. */
@@ -141,18 +202,21 @@ export class FaultStore {
    * concurrency a rule with `times: n` applies to exactly n requests.
    */
   plan(route: RouteName): FaultPlan {
-    let latency: LatencyRule | undefined;
-    let action: ActionRule | undefined;
+    const chosen = new Map<Slot, FaultRule>();
     for (const rule of this.#rules) {
-      if (latency && action) break;
-      if (rule.routes && !rule.routes.includes(route)) continue;
-      if (rule.kind === 'latency' ? latency : action) continue;
-      if (!this.#fires(rule)) continue;
-      if (rule.kind === 'latency') latency = rule;
-      else action = rule;
+      const slot = slotOf(rule);
+      if (chosen.has(slot) || !appliesTo(rule, route) || !this.#fires(rule)) continue;
+      chosen.set(slot, rule);
     }
-    for (const rule of [latency, action]) if (rule) this.#consume(rule);
-    return { latencyMs: latency?.latencyMs ?? 0, action };
+    const plan: FaultPlan = { latencyMs: 0, commitDelayMs: 0, readLagMs: 0 };
+    for (const rule of chosen.values()) {
+      this.#consume(rule);
+      if (rule.kind === 'latency') plan.latencyMs = rule.latencyMs;
+      else if (rule.kind === 'late_commit') plan.commitDelayMs = rule.commitDelayMs;
+      else if (rule.kind === 'lagging_reads') plan.readLagMs = rule.lagMs;
+      else plan.action = rule;
+    }
+    return plan;
   }
 
   #fires(rule: FaultRule): boolean {

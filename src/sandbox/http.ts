@@ -18,6 +18,7 @@ import {
   type FaultStore,
   type RouteName,
 } from './faults';
+import { type SandboxState } from './state';
 
 /** Bodies are a handful of short fields: anything bigger is a client bug (or abuse). */
 const BODY_LIMIT = '16kb';
@@ -28,6 +29,10 @@ interface SandboxLocals {
   role?: KeyRole;
   /** A fault rule chosen for this request that acts once the request has been processed. */
   afterCommit?: ActionRule;
+  /** A send: commit this long after it was validated (a `late_commit` rule). */
+  commitDelayMs?: number;
+  /** A read: answer as of this long ago (a `lagging_reads` rule). */
+  readLagMs?: number;
 }
 
 export function localsOf(res: Response): SandboxLocals {
@@ -113,11 +118,26 @@ export function createResponder(now: () => number, logger: Logger) {
   /** Route middleware: apply the fault rules chosen for this request (see faults.ts). */
   function injectFaults(faults: FaultStore, route: RouteName): RequestHandler {
     return async (_req, res, next) => {
-      const { latencyMs, action } = faults.plan(route);
+      const { latencyMs, commitDelayMs, readLagMs, action } = faults.plan(route);
+      const locals = localsOf(res);
+      if (commitDelayMs > 0) locals.commitDelayMs = commitDelayMs;
+      if (readLagMs > 0) locals.readLagMs = readLagMs;
       // Unref'd: a delayed request must not keep a closing test process alive.
       if (latencyMs > 0) await sleep(latencyMs, undefined, { ref: false });
       if (action && !actsAfterCommit(action)) return enact(res, effectOf(action));
-      if (action) localsOf(res).afterCommit = action;
+      if (action) locals.afterCommit = action;
+      next();
+    };
+  }
+
+  /** Route middleware: log when the request came and when its connection let go (GET /admin/requests). */
+  function trackRequest(state: SandboxState, route: RouteName): RequestHandler {
+    return (_req, res, next) => {
+      const record = state.trackRequest(route);
+      res.once('close', () => {
+        record.endedAt = now();
+        record.answered = res.writableFinished;
+      });
       next();
     };
   }
@@ -133,7 +153,7 @@ export function createResponder(now: () => number, logger: Logger) {
     failure(res, known ?? new SandboxError(500, errorCodes.internal, 'internal sandbox error'));
   };
 
-  return { success, failure, injectFaults, unknownRoute, errorHandler };
+  return { success, failure, injectFaults, trackRequest, unknownRoute, errorHandler };
 }
 
 export type Responder = ReturnType<typeof createResponder>;

@@ -18,6 +18,7 @@ async function main(): Promise<void> {
     disabledKey: config.SANDBOX_DISABLED_KEY,
     timeScale: config.SANDBOX_TIME_SCALE,
     adminToken: config.SANDBOX_ADMIN_TOKEN,
+    stateFile: config.SANDBOX_STATE_FILE,
     logger,
   });
   logger.info(
@@ -25,6 +26,7 @@ async function main(): Promise<void> {
       url: sandbox.url,
       timeScale: config.SANDBOX_TIME_SCALE,
       adminSurface: config.SANDBOX_ADMIN_TOKEN !== undefined,
+      stateFile: config.SANDBOX_STATE_FILE !== undefined,
     },
     'provider sandbox listening',
   );

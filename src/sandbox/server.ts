@@ -29,6 +29,8 @@ export interface SandboxOptions {
   adminToken?: string;
   /** Where unexpected errors are logged (never keys or bodies). Default: pino at `warn`. */
   logger?: Logger;
+  /** Keep the state in this file (journal.ts) and start from what it holds; unset = in memory only. */
+  stateFile?: string;
 }
 
 export const defaultSandboxOptions: Readonly<SandboxOptions> = {
@@ -47,7 +49,7 @@ export function createSandboxApp(
     throw new RangeError('timeScale must be a positive number');
   }
   const logger = settings.logger ?? pino({ name: 'sandbox', level: 'warn' });
-  const state = new SandboxState({ timeScale: settings.timeScale, now });
+  const state = new SandboxState({ timeScale: settings.timeScale, now, stateFile: settings.stateFile });
   const responder = createResponder(now, logger);
 
   const app = express();
@@ -88,7 +90,11 @@ export async function startSandbox(
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= new Promise<void>((resolve, reject) => {
-      server.close((err) => (err ? reject(err) : resolve()));
+      server.close((err) => {
+        state.close();
+        if (err) reject(err);
+        else resolve();
+      });
       // Idle keep-alive sockets and requests held by a `hang` fault would otherwise keep close() waiting.
       server.closeAllConnections();
     }));

@@ -58,11 +58,20 @@ export function newId(): string {
 }
 
 /**
- * Codes derived from a per-process secret and the order's id: the same on every check without
- * being stored, and not computable by a client from the public id (real card codes are secrets).
+ * Codes derived from a secret and the order's id: the same on every check without being stored,
+ * and not computable by a client from the public id (real card codes are secrets). The secret is
+ * per process, or kept in the state file so codes survive a restart.
  */
 export class CodeMaker {
-  readonly #secret = randomBytes(32);
+  readonly #secret: Buffer;
+
+  constructor(secret: Buffer = randomBytes(32)) {
+    this.#secret = secret;
+  }
+
+  get secret(): Buffer {
+    return this.#secret;
+  }
 
   /** `length` digits (at most 32, one per HMAC byte); the modulo bias is irrelevant for fake codes. */
   digits(label: string, length: number): string {

@@ -34,6 +34,13 @@ export interface OrderWorkerOptions {
   dataConverter?: DataConverter;
 }
 
+/**
+ * On shutdown (SIGTERM), how long provider calls in flight may finish before their activities are
+ * cancelled — which aborts the call (attempt-deadline.ts): a cancelled send is one whose outcome is
+ * unknown, and its order must then wait a settle window. The SDK's default is 0.
+ */
+const SHUTDOWN_GRACE_MS = 10_000;
+
 export function createOrderWorker(options: OrderWorkerOptions): Promise<Worker> {
   const { connection, namespace, taskQueue, activities, workflowCode, tuning, dataConverter } = options;
   return Worker.create({
@@ -42,6 +49,7 @@ export function createOrderWorker(options: OrderWorkerOptions): Promise<Worker> 
     taskQueue,
     activities,
     dataConverter,
+    shutdownGraceTime: SHUTDOWN_GRACE_MS,
     ...workflowCode,
     ...tuning,
   });

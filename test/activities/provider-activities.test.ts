@@ -11,6 +11,7 @@ import { ProviderFailureType } from '../../activities/outcomes.types';
 import { ProviderError, type ProviderFailureKind } from '../../src/provider/errors';
 import type { MobileCheck } from '../../src/provider/wire';
 import { giftCardRequest, mobileRequest } from '../helpers/orders';
+import { attemptDeadline, marginMs, withinAttempt } from '../../activities/attempt-deadline';
 
 type Method = keyof OrderProvider;
 type Answer = unknown;
@@ -50,6 +51,114 @@ const request = mobileRequest('ref-1');
 const fulfilled: MobileCheck = { status: 'FULFILLED', MSSIDN: request.msisdn, topup_amount: 500 };
 const firstAttempt = new MockActivityEnvironment({ attempt: 1 });
 const retry = new MockActivityEnvironment({ attempt: 2 });
+const sendOnly = { sendOnly: true, providerRef: 'p-ref-1' };
+
+describe('top-up send activity, sendOnly (since the settle patch)', () => {
+  it('sends once, with the provider ref, without looking anything up', async () => {
+    const sent: unknown[] = [];
+    const provider = new Proxy({} as OrderProvider, {
+      get: (_target, method) => async (body: unknown) => {
+        sent.push([method, body]);
+        return { topupId: 't1', topupRef: 'p-ref-1' };
+      },
+    });
+    const result = await firstAttempt.run(createActivities({ provider }).sendMobileTopup, request, sendOnly);
+
+    assert.deepEqual(result, { providerReference: 't1', alreadySent: false });
+    assert.deepEqual(sent, [
+      [
+        'sendMobileTopup',
+        { plan_code: 'PREPAID_DJEZZY', MSSIDN: request.msisdn, amount: 500, ref: 'p-ref-1' },
+      ],
+    ]);
+  });
+
+  it('reports a 409 as ProviderDuplicateRef, non-retryable, without looking the ref up: the workflow knows whose it is', async () => {
+    const { activities, calls } = scriptedProvider({
+      sendMobileTopup: [providerError('duplicate_ref', { status: 409, code: 'DUPLICATE_REF' })],
+    });
+    const failure = await failureOf(firstAttempt.run(activities.sendMobileTopup, request, sendOnly));
+
+    assert.equal(failure.type, ProviderFailureType.duplicateRef);
+    assert.equal(failure.nonRetryable, true);
+    assert.deepEqual(calls, ['sendMobileTopup']);
+  });
+
+  for (const [kind, type] of [
+    ['outcome_unknown', ProviderFailureType.outcomeUnknown],
+    ['not_reached', ProviderFailureType.notReached],
+    ['rate_limited', ProviderFailureType.rateLimited],
+  ] as const) {
+    it(`fails ${kind} non-retryably as ${type}: only the workflow decides to send again`, async () => {
+      const { activities } = scriptedProvider({ sendMobileTopup: [providerError(kind)] });
+      const failure = await failureOf(firstAttempt.run(activities.sendMobileTopup, request, sendOnly));
+      assert.equal(failure.type, type);
+      assert.equal(failure.nonRetryable, true);
+    });
+  }
+
+  it('refuses to run as a retry (attempt 2): the attempt before may have reached the provider', async () => {
+    const { activities, calls } = scriptedProvider({});
+    const failure = await failureOf(retry.run(activities.sendMobileTopup, request, sendOnly));
+
+    assert.equal(failure.type, ProviderFailureType.outcomeUnknown);
+    assert.equal(failure.nonRetryable, true);
+    assert.deepEqual(calls, []);
+  });
+});
+
+describe('provider calls end within their activity attempt', () => {
+  const times = { startToCloseTimeoutMs: 30_000, scheduledTimestampMs: 40_000, scheduleToCloseTimeoutMs: 0 };
+
+  it('the deadline is when the attempt started plus start-to-close, minus a margin', () => {
+    assert.equal(attemptDeadline(times, 100_000), 130_000 - 1_000);
+    assert.equal(marginMs(500), 50);
+    assert.equal(marginMs(2_000), 200);
+  });
+
+  it('an earlier schedule-to-close deadline wins', () => {
+    assert.equal(attemptDeadline({ ...times, scheduleToCloseTimeoutMs: 80_000 }, 100_000), 120_000 - 1_000);
+  });
+
+  it('inside an activity, the call gets a signal that fires at that deadline; a later call of the same attempt shares it', async () => {
+    const now = Date.now();
+    const env = new MockActivityEnvironment({
+      currentAttemptScheduledTimestampMs: now,
+      startToCloseTimeoutMs: 1_000,
+      scheduleToCloseTimeoutMs: 0,
+    });
+    const signal = (await env.run(async () => withinAttempt(now).signal)) as AbortSignal;
+    assert.equal(signal.aborted, false);
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal(signal.aborted, true, 'fired by 900 ms');
+    const late = (await env.run(async () => withinAttempt(now + 5_000).signal)) as AbortSignal;
+    assert.equal(late.aborted, true, 'a second call 5 s into a 1 s attempt has no time left');
+  });
+
+  it('a task that waited in the queue longer than its start-to-close still has its whole start-to-close once it starts', async () => {
+    const now = Date.now();
+    const env = new MockActivityEnvironment({
+      scheduledTimestampMs: now - 60_000,
+      currentAttemptScheduledTimestampMs: now - 60_000,
+      startToCloseTimeoutMs: 5_000,
+      scheduleToCloseTimeoutMs: 0,
+    });
+    const signal = (await env.run(async () => withinAttempt(now).signal)) as AbortSignal;
+    assert.equal(signal.aborted, false);
+  });
+
+  it('the signal fires when the activity is cancelled', async () => {
+    const env = new MockActivityEnvironment({
+      currentAttemptScheduledTimestampMs: Date.now(),
+      startToCloseTimeoutMs: 60_000,
+      scheduleToCloseTimeoutMs: 0,
+    });
+    const signal = (await env.run(async () => withinAttempt().signal)) as AbortSignal;
+    assert.equal(signal.aborted, false);
+    env.cancel();
+    assert.equal(signal.aborted, true);
+  });
+});
 
 describe('top-up send activity', () => {
   it('on the first attempt, sends without looking the ref up', async () => {

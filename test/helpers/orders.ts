@@ -11,7 +11,8 @@ import { createOrderWorker, type WorkflowCode } from '../../src/worker/worker';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal';
 import { startSandbox, type StartedSandbox } from '../../src/sandbox/server';
 import { createProviderPool, ProviderClient } from '../../src/provider';
-import type { FaultSpecInput } from '../../src/sandbox/faults';
+import type { FaultSpecInput, RouteName } from '../../src/sandbox/faults';
+import type { RequestRecord, SandboxSettings } from '../../src/sandbox/state';
 import {
   AcceptedAtAttribute,
   defaultOrderTimings,
@@ -49,8 +50,9 @@ export function scaledTimings(overrides: Partial<OrderTimings> = {}): Partial<Or
     maxIntervalMs: spec.maxIntervalMs * TIME_SCALE,
     deadlineMs: 20_000,
     reviewRecheckMs: 60_000,
-    // Two calls of the test client's timeouts, plus head room.
+    // Room for the old path's two calls of the test client's timeouts, plus head room.
     activityTimeoutMs: 2 * (TEST_HTTP_TIMEOUTS.headersTimeoutMs + TEST_HTTP_TIMEOUTS.bodyTimeoutMs) + 1_000,
+    settleMs: spec.settleMs * TIME_SCALE,
     ...overrides,
   };
 }
@@ -63,6 +65,13 @@ export interface TestSandbox extends StartedSandbox {
     refs: Record<string, { accepted: number; attempts: number }>;
     giftCardOrders: { placed: number };
   }>;
+  settings(changes: Partial<SandboxSettings>): Promise<SandboxSettings>;
+  requests(route: RouteName): Promise<RequestRecord[]>;
+  /**
+   * Resolves once every request to `route` received so far is at least `commitDelayMs` old (plus
+   * head room): whatever a `late_commit` rule was holding has been committed by then.
+   */
+  pendingCommitsDone(route: RouteName, commitDelayMs: number): Promise<void>;
 }
 
 export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSandbox> {
@@ -83,6 +92,18 @@ export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSand
     clearFaults: () => admin('DELETE', '/admin/faults'),
     sendsOf: (ref) => admin('GET', `/admin/sends/${encodeURIComponent(ref)}`),
     report: () => admin('GET', '/admin/sends'),
+    settings: (changes) => admin('PATCH', '/admin/settings', changes),
+    requests: async (route) =>
+      (await admin<{ requests: RequestRecord[] }>('GET', `/admin/requests?route=${route}`)).requests,
+    async pendingCommitsDone(route, commitDelayMs) {
+      const { requests } = await admin<{ requests: RequestRecord[] }>(
+        'GET',
+        `/admin/requests?route=${route}`,
+      );
+      const latest = Math.max(0, ...requests.map((r) => r.receivedAt));
+      const wait = latest + commitDelayMs + 500 - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    },
   };
 }
 

@@ -127,4 +127,33 @@ describe('a worker process killed while an order is in flight', () => {
     const [code] = (await once(second, 'exit')) as [number | null];
     assert.equal(code, 0, 'on SIGTERM the worker drains and exits cleanly');
   });
+
+  it('when SIGKILLed during a send the provider commits only later (no unique refs), the new worker finds that send after the settle window and never sends again', async () => {
+    // The provider commits 4 s after receiving the send, whoever is still listening; the dead
+    // worker's attempt times out after 3 s. A look-up right then would find nothing.
+    await sandbox.settings({ uniqueRefs: false });
+    await sandbox.addFault({ kind: 'late_commit', commitDelayMs: 4_000, routes: ['mobile.send'], times: 1 });
+    try {
+      const first = await startWorkerProcess();
+      const request = mobileRequest(newRef('killed-late'));
+      const handle = await startOrder(client, taskQueue, request, {
+        timings: scaledTimings({ activityTimeoutMs: 3_000, settleMs: 3_000 }),
+      });
+      await waitForSendInFlight(handle);
+
+      first.kill('SIGKILL');
+      await once(first, 'exit');
+      const second = await startWorkerProcess();
+      const view = await handle.result();
+      await sandbox.pendingCommitsDone('mobile.send', 4_000);
+
+      assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
+      assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+      second.kill('SIGKILL');
+      await once(second, 'exit');
+    } finally {
+      await sandbox.clearFaults();
+      await sandbox.settings({ uniqueRefs: true });
+    }
+  });
 });

@@ -1,0 +1,216 @@
+/**
+ * Never send twice against a provider that commits late, reads behind its writes, enforces no
+ * unique ref and sometimes cannot be asked (README "Never send twice: what we assume of the
+ * provider"). Real Temporal, real workers, the sandbox over HTTP with the faults real providers
+ * have. Fault rules and settings apply to the whole sandbox, so these tests run one after another
+ * and each leaves none behind.
+ */
+import { after, afterEach, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { OrderView } from '../../workflows/contract';
+import {
+  mobileRequest,
+  newRef,
+  scaledTimings,
+  startOrder,
+  startOrderTestWorkers,
+  startTestSandbox,
+  testProvider,
+  waitForView,
+  type OrderTestWorkers,
+  type TestSandbox,
+} from '../helpers/orders';
+import { createProviderPool, ProviderClient } from '../../src/provider';
+
+/** A worker whose HTTP timeouts are far longer than the activity timeout the order gets. */
+const SLOW_HTTP_TIMEOUTS = { headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 };
+
+describe('the send path against a provider that commits late and reads behind', () => {
+  let sandbox: TestSandbox;
+  let short: ReturnType<typeof testProvider>;
+  let slow: { client: ProviderClient; close(): Promise<void> };
+  let env: OrderTestWorkers<'short' | 'slow'>;
+
+  before(async () => {
+    sandbox = await startTestSandbox();
+    short = testProvider(sandbox.url);
+    const pool = createProviderPool({ baseUrl: sandbox.url, connectTimeoutMs: 500, connections: 16 });
+    slow = {
+      client: new ProviderClient({
+        baseUrl: sandbox.url,
+        apiKey: 'sandbox-key',
+        dispatcher: pool,
+        ...SLOW_HTTP_TIMEOUTS,
+      }),
+      close: () => pool.close(),
+    };
+    env = await startOrderTestWorkers({ short: short.client, slow: slow.client });
+  });
+  afterEach(async () => {
+    await sandbox.clearFaults();
+    await sandbox.settings({ uniqueRefs: true });
+  });
+  after(async () => {
+    await env.stop();
+    await Promise.all([short.close(), slow.close()]);
+    await sandbox.close();
+  });
+
+  const start = (
+    request: Parameters<typeof startOrder>[2],
+    extra: Parameters<typeof startOrder>[3] = {},
+    worker: keyof typeof env.taskQueues = 'short',
+  ) => startOrder(env.client, env.taskQueues[worker], request, { timings: scaledTimings(), ...extra });
+
+  const settled = (handle: WorkflowHandle, timeoutMs = 60_000): Promise<OrderView> =>
+    waitForView(handle, (v) => !['ACCEPTED', 'SUBMITTED', 'PROCESSING'].includes(v.status), timeoutMs);
+
+  it('when the provider commits a send after the worker gave up on it (no unique refs), the top-up is sent once and FULFILLED', async () => {
+    // Hole 1: the worker's send times out after ~1-2 s; the provider commits it at 3 s. A retry that
+    // looks the ref up a second later finds nothing yet and sends again.
+    await sandbox.settings({ uniqueRefs: false });
+    await sandbox.addFault({ kind: 'late_commit', commitDelayMs: 3_000, routes: ['mobile.send'], times: 1 });
+    const request = mobileRequest(newRef('late-commit'));
+    const handle = await start(request, { timings: scaledTimings({ settleMs: 3_000 }) });
+    const view = await handle.result();
+    await sandbox.pendingCommitsDone('mobile.send', 3_000);
+
+    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+    assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
+    assert.ok(
+      view.timeline.some((e) => e.event.includes('already had this order')),
+      'the settled look-up found the late commit',
+    );
+  });
+
+  it('when check-ref lags behind the commits (no unique refs), a lost answer is found after the settle window and the top-up is sent once', async () => {
+    await sandbox.settings({ uniqueRefs: false });
+    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    await sandbox.addFault({ kind: 'lagging_reads', lagMs: 1_500, routes: ['mobile.check'] });
+    const request = mobileRequest(newRef('lagging'));
+    const view = await (await start(request, { timings: scaledTimings({ settleMs: 2_000 }) })).result();
+
+    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+    assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
+  });
+
+  it('when the ref was already used at the provider before this order (retention expired), the first send meets 409 and the order goes to NEEDS_REVIEW without adopting the old top-up', async () => {
+    // Hole 3: same body, same ref, months ago; the old top-up is FULFILLED and looks like ours.
+    const request = mobileRequest(newRef('reused'));
+    const providerRef = `p-${request.ref}`;
+    await short.client.sendMobileTopup({
+      plan_code: request.planCode,
+      MSSIDN: request.msisdn,
+      amount: request.amount,
+      ref: providerRef,
+    });
+    const handle = await start(request, { providerRef });
+    const view = await settled(handle);
+
+    assert.equal(view.status, 'NEEDS_REVIEW', JSON.stringify(view.timeline));
+    assert.match(view.review?.reason ?? '', /ref already used at the provider/);
+    assert.equal(view.result, undefined, 'the old top-up is not adopted');
+    assert.deepEqual(await sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 2 });
+    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 0, attempts: 0 });
+    await handle.terminate('test done');
+  });
+
+  it('when the worker HTTP timeouts are longer than the activity timeout, no provider call outlives its attempt and the top-up is sent once', async () => {
+    // Hole 4: the send hangs; the worker would wait 10 s for headers, Temporal gives up after 1.5 s.
+    const since = Date.now();
+    await sandbox.addFault({ kind: 'hang', routes: ['mobile.send'], times: 1 });
+    const request = mobileRequest(newRef('one-clock'));
+    const activityTimeoutMs = 1_500;
+    const view = await (
+      await start(request, { timings: scaledTimings({ activityTimeoutMs }) }, 'slow')
+    ).result();
+
+    assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
+    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+    const calls = [
+      ...(await sandbox.requests('mobile.send')),
+      ...(await sandbox.requests('mobile.check')),
+    ].filter((r) => r.receivedAt >= since);
+    assert.ok(calls.length >= 2);
+    for (const call of calls) {
+      assert.ok(call.endedAt !== undefined, 'every call has ended');
+      assert.ok(
+        call.endedAt - call.receivedAt <= activityTimeoutMs,
+        `a ${call.route} call was open ${call.endedAt - call.receivedAt} ms, longer than its attempt's ${activityTimeoutMs} ms`,
+      );
+    }
+  });
+
+  it('when check-ref lags longer than the settle window, the re-send after two 404s meets 409 and the first send is adopted', async () => {
+    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    await sandbox.addFault({ kind: 'lagging_reads', lagMs: 3_000, routes: ['mobile.check'] });
+    const request = mobileRequest(newRef('resend-409'));
+    const view = await (await start(request, { timings: scaledTimings({ settleMs: 1_000 }) })).result();
+
+    assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
+    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 2 });
+    assert.ok(
+      view.timeline.some((e) => e.event.includes('409')),
+      'the re-send met a 409',
+    );
+    assert.ok(view.timeline.some((e) => e.event.includes('already had this order')));
+  });
+
+  it('when the provider cannot be asked after an unclear send, the order waits without sending again, then goes to NEEDS_REVIEW at its deadline with the evidence', async () => {
+    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    await sandbox.addFault({ kind: 'error', status: 503, routes: ['mobile.check'] });
+    const request = mobileRequest(newRef('cannot-ask'));
+    const deadlineMs = 5_000;
+    const handle = await start(request, { timings: scaledTimings({ deadlineMs, maxIntervalMs: 1_000 }) });
+    const view = await settled(handle);
+
+    assert.equal(view.status, 'NEEDS_REVIEW', JSON.stringify(view.timeline));
+    assert.ok(
+      Date.parse(view.review?.since ?? '') >= Date.parse(view.acceptedAt) + deadlineMs - 100,
+      'it waited until the deadline',
+    );
+    assert.match(view.review?.evidence ?? '', /sendMobileTopup/);
+    assert.match(view.review?.evidence ?? '', /503/);
+    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+    await handle.terminate('test done');
+  });
+
+  it('when check-ref finds a top-up under the ref with another number after an unclear send, it is not adopted: NEEDS_REVIEW', async () => {
+    await sandbox.settings({ uniqueRefs: false });
+    const request = mobileRequest(newRef('not-ours'));
+    await short.client.sendMobileTopup({
+      plan_code: request.planCode,
+      MSSIDN: '0559999999',
+      amount: 500,
+      ref: request.ref,
+    });
+    // Ours commits too (no unique refs), but its answer is lost; check-ref shows the older one.
+    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    const handle = await start(request);
+    const view = await settled(handle);
+
+    assert.equal(view.status, 'NEEDS_REVIEW', JSON.stringify(view.timeline));
+    assert.match(view.review?.evidence ?? '', /another number or amount/);
+    assert.equal(view.result, undefined);
+    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 2, attempts: 2 });
+    await handle.terminate('test done');
+  });
+
+  it('when check-ref shows another topupId than the send returned, the order goes to NEEDS_REVIEW', async () => {
+    await sandbox.settings({ uniqueRefs: false });
+    const request = mobileRequest(newRef('other-topup'));
+    await short.client.sendMobileTopup({
+      plan_code: request.planCode,
+      MSSIDN: request.msisdn,
+      amount: request.amount,
+      ref: request.ref,
+    });
+    const handle = await start(request);
+    const view = await settled(handle);
+
+    assert.equal(view.status, 'NEEDS_REVIEW', JSON.stringify(view.timeline));
+    assert.match(view.review?.evidence ?? '', /topupId/);
+    await handle.terminate('test done');
+  });
+});
