@@ -1,6 +1,7 @@
 /**
- * Everything the sandbox remembers: top-ups, gift-card orders, per-ref send counters and the
- * fault rules. Statuses are computed on read from the creation time and the clock (no timer per
+ * Everything the sandbox remembers: top-ups, gift-card orders, per-ref send counters, the
+ * fault rules and the outcome changes an admin scheduled (outcome-changes.ts). Statuses are
+ * computed on read from the creation time, the due outcome changes and the clock (no timer per
  * order), and all check-then-insert steps are synchronous, so concurrent sends of one ref cannot
  * both be accepted.
  *
@@ -21,7 +22,13 @@ import {
 } from '../provider/wire';
 import { duplicateRef, notFound } from './errors';
 import { FaultStore } from './faults';
-import { CodeMaker, newId, scriptedMobileOutcome, timelineStatus } from './simulation';
+import {
+  OutcomeChanges,
+  type OutcomeChangeSpec,
+  type OutcomeChange,
+  type OutcomeTarget,
+} from './outcome-changes';
+import { CodeMaker, newId, scriptedMobileOutcome, timelineStatus, type ScriptedOutcome } from './simulation';
 
 export type Family = 'mobile' | 'internet';
 
@@ -81,8 +88,18 @@ export interface SandboxStateOptions {
   random?: () => number;
 }
 
+/** A gift-card order as the admin surface lists it (tests look up an order whose answer was lost). */
+export interface PlacedGiftCardOrder extends PlaceOrderBody {
+  orderId: string;
+  placedAt: string;
+}
+
+/** The message of a top-up an outcome change made REFUNDED, when the change gives none. */
+const REVERSED_MESSAGE = 'The top-up was reversed by the operator; the amount was refunded.';
+
 export class SandboxState {
   readonly faults: FaultStore;
+  readonly outcomeChanges = new OutcomeChanges();
   readonly #timeScale: number;
   readonly #now: () => number;
   readonly #codes = new CodeMaker();
@@ -108,15 +125,21 @@ export class SandboxState {
 
   checkMobile(owner: string, ref: string): MobileCheck {
     const { id, createdAt, body } = found(this.#mobile.get(owner, ref), `ref: no mobile top-up "${ref}"`);
-    const { status, ...details } = scriptedMobileOutcome(body.MSSIDN, body.plan_code, body.amount) ?? {
-      status: this.#status(createdAt),
-    };
+    const changed = this.#changed({ ref });
+    const { status, ...details }: ScriptedOutcome | { status: ProviderStatus; message?: string } = changed
+      ? {
+          status: changed.status,
+          ...(changed.status === 'REFUNDED' && { message: changed.message ?? REVERSED_MESSAGE }),
+        }
+      : (scriptedMobileOutcome(body.MSSIDN, body.plan_code, body.amount) ?? {
+          status: this.#status(createdAt),
+        });
     return { status, MSSIDN: body.MSSIDN, topup_amount: body.amount, topupId: id, topupRef: ref, ...details };
   }
 
   checkInternet(owner: string, ref: string): InternetCheck {
     const { id, createdAt, body } = found(this.#internet.get(owner, ref), `ref: no internet top-up "${ref}"`);
-    const status = this.#status(createdAt);
+    const status = this.#changed({ ref })?.status ?? this.#status(createdAt);
     return {
       status,
       topupId: id,
@@ -143,7 +166,7 @@ export class SandboxState {
       order?.owner === owner ? order : undefined,
       `orderId: no order "${orderId}"`,
     );
-    const status = this.#status(createdAt);
+    const status = this.#changed({ orderId })?.status ?? this.#status(createdAt);
     return {
       status,
       orderId,
@@ -157,6 +180,31 @@ export class SandboxState {
         })),
       }),
     };
+  }
+
+  /**
+   * From `afterMs` on, checks of the top-up(s) under `ref` (any family, any key) or of the gift-card
+   * order `orderId` answer `spec.status` (README "Provider sandbox": outcomes that change later).
+   */
+  changeOutcome(target: OutcomeTarget, spec: OutcomeChangeSpec): OutcomeChange {
+    const known =
+      'ref' in target
+        ? (this.#sendCounts.get(target.ref)?.accepted ?? 0) > 0
+        : this.#giftCardOrders.has(target.orderId);
+    if (!known) {
+      throw notFound(
+        'ref' in target ? `ref: no top-up "${target.ref}"` : `orderId: no order "${target.orderId}"`,
+      );
+    }
+    return this.outcomeChanges.add(target, spec, this.#now());
+  }
+
+  giftCardOrders(): PlacedGiftCardOrder[] {
+    return [...this.#giftCardOrders.values()].map(({ id, createdAt, body }) => ({
+      orderId: id,
+      ...body,
+      placedAt: new Date(createdAt).toISOString(),
+    }));
   }
 
   sendReport(): SendReport {
@@ -179,6 +227,7 @@ export class SandboxState {
     this.#giftCardOrders.clear();
     this.#sendCounts.clear();
     this.faults.clear();
+    this.outcomeChanges.clear();
   }
 
   #send<B extends { ref: string }>(book: TopupBook<B>, family: Family, owner: string, body: B): SendResult {
@@ -189,6 +238,10 @@ export class SandboxState {
     if (!topup) throw duplicateRef(body.ref);
     counts.accepted++;
     return { topupId: topup.id, topupRef: body.ref };
+  }
+
+  #changed(target: OutcomeTarget): OutcomeChange | undefined {
+    return this.outcomeChanges.due(target, this.#now());
   }
 
   #status(createdAt: number): ProviderStatus {

@@ -12,6 +12,7 @@ import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal'
 import { startSandbox, type StartedSandbox } from '../../src/sandbox/server';
 import { createProviderPool, ProviderClient } from '../../src/provider';
 import type { FaultSpecInput } from '../../src/sandbox/faults';
+import type { OutcomeChangeSpecInput } from '../../src/sandbox/outcome-changes';
 import {
   defaultOrderTimings,
   OrderStatusAttribute,
@@ -61,6 +62,11 @@ export interface TestSandbox extends StartedSandbox {
     refs: Record<string, { accepted: number; attempts: number }>;
     giftCardOrders: { placed: number };
   }>;
+  /** From `afterMs` on, the top-up sent under `ref` has the given status (outcomes that change later). */
+  changeTopup(ref: string, change: OutcomeChangeSpecInput): Promise<void>;
+  changeGiftCardOrder(orderId: string, change: OutcomeChangeSpecInput): Promise<void>;
+  /** Every gift-card order the sandbox placed, oldest first. */
+  giftCardOrderIds(): Promise<string[]>;
 }
 
 export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSandbox> {
@@ -81,6 +87,13 @@ export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSand
     clearFaults: () => admin('DELETE', '/admin/faults'),
     sendsOf: (ref) => admin('GET', `/admin/sends/${encodeURIComponent(ref)}`),
     report: () => admin('GET', '/admin/sends'),
+    changeTopup: (ref, change) => admin('POST', `/admin/topups/${encodeURIComponent(ref)}/outcome`, change),
+    changeGiftCardOrder: (orderId, change) =>
+      admin('POST', `/admin/gift-card-orders/${encodeURIComponent(orderId)}/outcome`, change),
+    giftCardOrderIds: async () =>
+      (await admin<{ orders: { orderId: string }[] }>('GET', '/admin/gift-card-orders')).orders.map(
+        (o) => o.orderId,
+      ),
   };
 }
 
