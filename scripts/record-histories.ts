@@ -103,6 +103,8 @@ function scaled(timeScale: number, overrides: Partial<OrderTimings> = {}): Order
     maxIntervalMs: scale(timings.maxIntervalMs),
     deadlineMs: scale(timings.deadlineMs),
     reviewRecheckMs: scale(timings.reviewRecheckMs),
+    reviewWatchMs: scale(timings.reviewWatchMs),
+    reviewWatchFirstCheckMs: scale(timings.reviewWatchFirstCheckMs),
     activityTimeoutMs: 10_000,
   };
 }

@@ -1,30 +1,37 @@
 /**
  * What the order routes do with Temporal: start an order idempotently, read its view, list orders
- * from visibility (order-list.ts) and pass on a review decision. Routes stay thin; this module knows the workflow
- * contract (workflows/contract.ts) and turns Temporal's errors into ApiErrors.
+ * from visibility (order-list.ts) and put a review decision to the order (a Workflow Update).
+ * Routes stay thin; this module knows the workflow contract (workflows/contract.ts) and turns
+ * Temporal's errors and the workflow's refusals into ApiErrors.
  */
 import { createHash } from 'node:crypto';
 import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  WorkflowUpdateStage,
   type Client,
   type WorkflowHandle,
 } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
 import {
+  decideReviewUpdate,
+  DecisionRejection,
   OrderStatusAttribute,
   OrderTypeAttribute,
   orderWorkflowId,
-  resolveReviewSignal,
   statusQuery,
   workflowTypeByOrderType,
+  type DecisionRefusal,
   type OrderInput,
   type OrderTimings,
   type OrderView,
 } from '../../workflows/contract';
-import type { OrderRequest, OrderType, ReviewDecision } from '../orders/schemas';
+import type { OrderRequest, OrderType, ReviewDecision, ReviewDecisionBody } from '../orders/schemas';
 import { temporarilyUnavailable } from './error-handler';
-import { ApiError } from './errors';
+import { ApiError, type FieldError } from './errors';
 import { OrderListing, type OrderList } from './order-list';
 import type { ListOrdersQuery } from './schemas';
 
@@ -33,6 +40,11 @@ export interface OrderServiceOptions {
   taskQueue: string;
   /** Deadline of each Temporal call: a slow Temporal answers 503, it does not hold the request. */
   timeoutMs: number;
+  /**
+   * How long a review waits for the decision's outcome (the workflow asks the provider first)
+   * before answering that it is still being checked. Default: `timeoutMs`.
+   */
+  decisionTimeoutMs?: number;
   clock: () => Date;
   /** Polling timings put in each new order's input (tests scale them down). */
   timingsFor: (type: OrderType) => Partial<OrderTimings> | undefined;
@@ -195,20 +207,105 @@ export class OrderService {
     return this.#listing.list(query);
   }
 
-  /** Passes an operator decision to an order in NEEDS_REVIEW (409 otherwise); answers the view after it. */
-  async review(ref: string, decision: ReviewDecision, log: Logger = this.#o.logger): Promise<OrderView> {
-    const before = await this.view(ref, log);
-    if (before.status !== 'NEEDS_REVIEW') throw notInReview(ref, before.status);
+  /**
+   * Puts an operator's decision to the order through its `decideReview` update. The workflow's
+   * validator rejects a malformed decision or an order not in review (nothing is recorded); then
+   * the workflow asks the provider and applies the decision or refuses it, and this answers with
+   * the outcome. `decidedBy` is the authenticated caller, set by the route, never by the body.
+   *
+   * A decision whose check outlasts `decisionTimeoutMs` is answered `pending` with the current
+   * view: it was accepted and its outcome will be in the order's timeline.
+   */
+  async review(
+    ref: string,
+    body: ReviewDecisionBody,
+    { decidedBy }: { decidedBy?: string } = {},
+    log: Logger = this.#o.logger,
+  ): Promise<{ pending: boolean; view: OrderView }> {
+    const decision: ReviewDecision = { ...body, ...(decidedBy !== undefined && { decidedBy }) };
+    const handle = this.#handle(ref);
+    let update;
     try {
-      await this.#timed(() => this.#handle(ref).signal(resolveReviewSignal, decision));
+      update = await this.#timed(() =>
+        handle.startUpdate(decideReviewUpdate, {
+          args: [decision],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        }),
+      );
     } catch (err) {
-      // The workflow closed between the query and the signal: it resolved itself.
-      if (err instanceof WorkflowNotFoundError) throw notInReview(ref, 'closed');
+      // No running workflow: none at all (404), or a closed order (409).
+      if (err instanceof WorkflowNotFoundError) throw await this.#closedOrMissing(ref);
       throw err;
     }
-    // The decision is applied asynchronously (202); the fresh view shows it if it is already done.
-    return this.view(ref, log).catch(() => before);
+    const deadline = Date.now() + (this.#o.decisionTimeoutMs ?? this.#o.timeoutMs);
+    try {
+      const { outcome, refusal, view } = await this.#o.client.withDeadline(deadline, () => update.result());
+      if (outcome === 'refused') throw refused(ref, refusal);
+      return { pending: false, view };
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError) throw rejected(ref, err);
+      if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw err;
+      log.info({ ref }, 'review decision accepted, still being checked against the provider');
+      return { pending: true, view: await this.view(ref, log) };
+    }
   }
+
+  async #closedOrMissing(ref: string): Promise<ApiError> {
+    try {
+      const description = await this.#timed(() => this.#handle(ref).describe());
+      const status = description.typedSearchAttributes.get(OrderStatusAttribute) ?? 'closed';
+      return notInReview(ref, status);
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return orderNotFound(ref);
+      throw err;
+    }
+  }
+}
+
+/** The validator's rejection: a decision that does not fit the order, or an order not in review. */
+function rejected(ref: string, err: WorkflowUpdateFailedError): unknown {
+  const cause = err.cause;
+  if (!(cause instanceof ApplicationFailure)) return err;
+  const details = (cause.details?.[0] ?? {}) as { status?: string; errors?: FieldError[] };
+  if (cause.type === DecisionRejection.notInReview)
+    return notInReview(ref, details.status ?? 'not in review');
+  if (cause.type === DecisionRejection.invalid) {
+    return new ApiError('decision-invalid', `The decision cannot apply to order ${ref}: ${cause.message}.`, {
+      errors: details.errors ?? [],
+    });
+  }
+  return err;
+}
+
+/** The workflow's refusal, after asking the provider. */
+function refused(ref: string, refusal: DecisionRefusal | undefined): ApiError {
+  if (!refusal || refusal.kind === 'not-in-review') {
+    return new ApiError(
+      'order-not-in-review',
+      `Order ${ref} was settled before this decision was taken: ${refusal?.reason ?? 'not in review'}.`,
+    );
+  }
+  const extensions = {
+    refusal: refusal.kind,
+    ...(refusal.provider && { provider: refusal.provider }),
+    forceable: refusal.forceable,
+  };
+  const said = refusal.provider ? ` (${refusal.provider.answer})` : '';
+  if (refusal.kind === 'invalid') {
+    return new ApiError(
+      'decision-invalid',
+      `The decision cannot apply to order ${ref}: ${refusal.reason}${said}.`,
+      {
+        extensions,
+      },
+    );
+  }
+  const force = refusal.forceable
+    ? ' To apply it anyway, send it again with force: true and a note saying why.'
+    : '';
+  return new ApiError('decision-refused', `Decision refused: ${refusal.reason}${said}.${force}`, {
+    extensions,
+  });
 }
 
 function orderNotFound(ref: string): ApiError {
@@ -218,6 +315,6 @@ function orderNotFound(ref: string): ApiError {
 function notInReview(ref: string, status: string): ApiError {
   return new ApiError(
     'order-not-in-review',
-    `Order ${ref} is ${status}; only an order in NEEDS_REVIEW takes a decision.`,
+    `Order ${ref} is ${status}; only an order in NEEDS_REVIEW or DISPUTED takes a decision.`,
   );
 }

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { InternetLineType, LocalNumber, limits, PlanCode } from '../provider/wire';
-import { reviewDecisions, reviewTextMaxLength } from './review-decision';
+import { providerOrderIdPattern, reviewDecisions, reviewTextMaxLength } from './review-decision';
 
 export const orderTypes = ['mobile_topup', 'internet_topup', 'gift_card'] as const;
 export const OrderType = z.enum(orderTypes);
@@ -18,6 +18,7 @@ export const orderStatuses = [
   'REFUNDED',
   'FAILED',
   'NEEDS_REVIEW',
+  'DISPUTED',
 ] as const;
 export const OrderStatus = z.enum(orderStatuses);
 export type OrderStatus = z.infer<typeof OrderStatus>;
@@ -112,17 +113,65 @@ export const OrderRequest = z
   .meta({ id: 'OrderRequest', description: 'An order, discriminated by `type`.' });
 export type OrderRequest = z.infer<typeof OrderRequest>;
 
-/** The workflows check signals with checkReviewDecision (no zod in the workflow bundle); a test keeps the two equal. */
+/** Blank is refused with its own message (and the pattern shows in the OpenAPI document). */
+const OperatorText = (max: number) => z.string().max(max).regex(/\S/, 'must not be blank').trim();
+
+/** The decision's fields an operator sends (the API's request body). */
+const decisionFields = {
+  decision: z.enum(reviewDecisions),
+  operator: OperatorText(reviewTextMaxLength.operator).meta({
+    description: 'Who decides, as shown in the timeline (a display name).',
+  }),
+  note: OperatorText(reviewTextMaxLength.note).meta({ description: 'Why: kept in the order’s history.' }),
+  force: z
+    .boolean()
+    .optional()
+    .meta({
+      description:
+        'Apply a FULFILLED or REFUNDED decision although the provider contradicts it or cannot confirm it; ' +
+        'the history records that it was forced and what the provider said. Not with RECHECK.',
+    }),
+  orderId: z
+    .string()
+    .regex(providerOrderIdPattern, 'expected the provider’s order id: 1–64 letters, digits, ".", "_" or "-"')
+    .optional()
+    .meta({
+      description:
+        'Gift cards only: the provider’s order id for this order (e.g. after a placement whose answer was ' +
+        'lost). The order is checked and, FULFILLED, its cards are delivered.',
+      example: '5f1c0a9e8b7d6c5b4a392817',
+    }),
+};
+
+/** RECHECK asks the provider again: there is nothing to force. */
+function forceOnlyWithAnOutcome(value: { decision: string; force?: boolean }): boolean {
+  return !(value.force === true && value.decision === 'RECHECK');
+}
+const forceRule = { path: ['force'], message: 'force applies to FULFILLED or REFUNDED, not RECHECK' };
+
+/** The review route's body. `decidedBy` is not in it: the API sets it from the authenticated caller. */
 export const ReviewDecision = z
-  .strictObject({
-    decision: z.enum(reviewDecisions),
-    // Blank is refused with its own message (and the pattern shows in the OpenAPI document).
-    operator: z.string().max(reviewTextMaxLength.operator).regex(/\S/, 'must not be blank').trim(),
-    note: z.string().max(reviewTextMaxLength.note).regex(/\S/, 'must not be blank').trim(),
-  })
+  .strictObject(decisionFields)
+  .refine(forceOnlyWithAnOutcome, forceRule)
   .meta({
     id: 'ReviewDecision',
-    description: 'An operator decision on an order in NEEDS_REVIEW; RECHECK asks the provider again.',
+    description:
+      'An operator decision on an order in NEEDS_REVIEW or DISPUTED, checked against the provider before it ' +
+      'applies; RECHECK asks the provider again.',
     examples: [{ decision: 'FULFILLED', operator: 'amina.b', note: 'Provider confirmed delivery by phone.' }],
   });
-export type ReviewDecision = z.infer<typeof ReviewDecision>;
+
+/**
+ * What the workflows receive (signal or update): the body plus `decidedBy`. The workflows check it
+ * with checkReviewDecision (no zod in the workflow bundle); a test keeps the two equal.
+ */
+export const ReviewDecisionPayload = z
+  .strictObject({
+    ...decisionFields,
+    decidedBy: OperatorText(reviewTextMaxLength.decidedBy).optional(),
+  })
+  .refine(forceOnlyWithAnOutcome, forceRule);
+/** A decision as the workflows see it (decidedBy included). */
+export type ReviewDecision = z.infer<typeof ReviewDecisionPayload>;
+/** A decision as an operator sends it to the API. */
+export type ReviewDecisionBody = z.infer<typeof ReviewDecision>;

@@ -15,6 +15,8 @@ type TimingConfig = Pick<
   | 'ORDER_DEADLINE_INTERNET_MS'
   | 'ORDER_DEADLINE_GIFT_CARD_MS'
   | 'REVIEW_RECHECK_INTERVAL_MS'
+  | 'REVIEW_WATCH_MS'
+  | 'REVIEW_WATCH_FIRST_CHECK_MS'
   | 'PROVIDER_CONNECT_TIMEOUT_MS'
   | 'PROVIDER_HEADERS_TIMEOUT_MS'
   | 'PROVIDER_BODY_TIMEOUT_MS'
@@ -37,6 +39,8 @@ export function timingsFromConfig(config: TimingConfig, orderType: OrderType): O
     maxIntervalMs: config.POLL_MAX_INTERVAL_MS,
     deadlineMs: deadlines[orderType],
     reviewRecheckMs: config.REVIEW_RECHECK_INTERVAL_MS,
+    reviewWatchMs: config.REVIEW_WATCH_MS,
+    reviewWatchFirstCheckMs: config.REVIEW_WATCH_FIRST_CHECK_MS,
     // A retried send makes two calls (check-ref, then send); the attempt must outlast both, so an
     // attempt Temporal has given up on cannot still be sending when the next one looks the ref up.
     activityTimeoutMs: 2 * oneCallMs + ACTIVITY_MARGIN_MS,

@@ -48,6 +48,9 @@ export function scaledTimings(overrides: Partial<OrderTimings> = {}): Partial<Or
     maxIntervalMs: spec.maxIntervalMs * TIME_SCALE,
     deadlineMs: 20_000,
     reviewRecheckMs: 60_000,
+    // No watch after a decision unless a test asks for one: the workflow would stay open.
+    reviewWatchMs: 0,
+    reviewWatchFirstCheckMs: 200,
     // Two calls of the test client's timeouts, plus head room.
     activityTimeoutMs: 2 * (TEST_HTTP_TIMEOUTS.headersTimeoutMs + TEST_HTTP_TIMEOUTS.bodyTimeoutMs) + 1_000,
     ...overrides,

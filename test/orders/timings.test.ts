@@ -22,6 +22,8 @@ describe('timingsFromConfig', () => {
       POLL_MAX_INTERVAL_MS: '3000',
       ORDER_DEADLINE_GIFT_CARD_MS: '4000',
       REVIEW_RECHECK_INTERVAL_MS: '5000',
+      REVIEW_WATCH_MS: '0',
+      REVIEW_WATCH_FIRST_CHECK_MS: '6000',
       PROVIDER_CONNECT_TIMEOUT_MS: '100',
       PROVIDER_HEADERS_TIMEOUT_MS: '200',
       PROVIDER_BODY_TIMEOUT_MS: '300',
@@ -32,6 +34,8 @@ describe('timingsFromConfig', () => {
       maxIntervalMs: 3_000,
       deadlineMs: 4_000,
       reviewRecheckMs: 5_000,
+      reviewWatchMs: 0,
+      reviewWatchFirstCheckMs: 6_000,
       activityTimeoutMs: 2 * 600 + 5_000,
     });
   });

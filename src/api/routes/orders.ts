@@ -37,7 +37,9 @@ export function ordersRouter(orders: OrderService): Router {
 
   router.post('/v1/orders/:ref/review', requireJsonBody, async (req, res) => {
     const { path, body } = validateRequest({ path: RefParams, body: ReviewDecision }, parts(req));
-    res.status(202).json(await orders.review(path.ref, body, req.log));
+    // The authenticated caller's id goes in `decidedBy` once callers are named clients.
+    const { pending, view } = await orders.review(path.ref, body, {}, req.log);
+    res.status(pending ? 202 : 200).json(view);
   });
 
   return router;
