@@ -69,7 +69,7 @@ export interface TestSandbox extends StartedSandbox {
   changeTopup(ref: string, change: OutcomeChangeSpecInput): Promise<void>;
   changeGiftCardOrder(orderId: string, change: OutcomeChangeSpecInput): Promise<void>;
   /** Every gift-card order the sandbox placed, oldest first. */
-  giftCardOrderIds(): Promise<string[]>;
+  giftCardOrders(): Promise<{ orderId: string; quantity: number; placedAt: string }[]>;
 }
 
 export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSandbox> {
@@ -93,10 +93,13 @@ export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSand
     changeTopup: (ref, change) => admin('POST', `/admin/topups/${encodeURIComponent(ref)}/outcome`, change),
     changeGiftCardOrder: (orderId, change) =>
       admin('POST', `/admin/gift-card-orders/${encodeURIComponent(orderId)}/outcome`, change),
-    giftCardOrderIds: async () =>
-      (await admin<{ orders: { orderId: string }[] }>('GET', '/admin/gift-card-orders')).orders.map(
-        (o) => o.orderId,
-      ),
+    giftCardOrders: async () =>
+      (
+        await admin<{ orders: { orderId: string; quantity: number; placedAt: string }[] }>(
+          'GET',
+          '/admin/gift-card-orders',
+        )
+      ).orders,
   };
 }
 
