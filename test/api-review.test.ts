@@ -699,4 +699,32 @@ describe('review decisions checked against the provider', { concurrency: true },
     assert.equal(view.review?.resolution?.note, 'via the CLI');
     assert.equal(view.review?.resolution?.decidedBy, undefined, 'Temporal records who sent a signal');
   });
+
+  it('the decideReview update sent with the temporal CLI answers the outcome (README: operator’s guide)', async () => {
+    const cli = findTemporalCli();
+    assert.ok(cli, 'the Temporal CLI is installed (npm run setup)');
+    const refused = await unknownThen('cli-update', 'FULFILLED');
+    const updateWith = (decision: object) =>
+      run(cli, [
+        'workflow',
+        'update',
+        'execute',
+        '--address',
+        env.temporal.address,
+        '--namespace',
+        env.temporal.namespace,
+        '--workflow-id',
+        orderWorkflowId(refused.ref),
+        '--name',
+        'decideReview',
+        '--output',
+        'json',
+        '--input',
+        JSON.stringify(decision),
+      ]);
+    const { stdout } = await updateWith({ decision: 'REFUNDED', operator: 'amina', note: 'via the CLI' });
+    const answer = JSON.parse(stdout) as { result: { outcome: string; refusal?: { reason: string } } };
+    assert.equal(answer.result.outcome, 'refused');
+    assert.match(answer.result.refusal?.reason ?? '', /reports FULFILLED/);
+  });
 });
