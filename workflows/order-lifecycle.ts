@@ -415,13 +415,8 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       : checked.fields.map((field) => ({ field, message: 'missing or invalid' }));
     if (errors.length > 0) {
       const fields = errors.map((e) => e.field).join(', ');
-      throw ApplicationFailure.nonRetryable(
-        `invalid review decision (${fields})`,
-        DecisionRejection.invalid,
-        {
-          errors,
-        },
-      );
+      const message = `invalid review decision (${fields})`;
+      throw ApplicationFailure.nonRetryable(message, DecisionRejection.invalid, { errors });
     }
     if (!this.takesDecisions()) {
       const { status } = this.view;
@@ -523,11 +518,14 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     switch (verdict.verdict) {
       case 'confirmed':
       case 'unconfirmed':
-        return this.apply(queued, asked, verdict.verdict);
+        return this.apply(queued, decision.decision, asked, verdict.verdict);
       case 'resume':
-        return this.resumePolling(queued, asked);
+        if (asked.kind === 'status') return this.resumePolling(queued, asked.check);
+        throw new Error('judgeDecision resumes polling only on a provider status');
       case 'refused':
-        if (decision.force && verdict.forceable) return this.apply(queued, asked, 'forced', verdict.reason);
+        if (decision.force && verdict.forceable) {
+          return this.apply(queued, decision.decision, asked, 'forced', verdict.reason);
+        }
         return this.refuse(queued, {
           kind: verdict.kind,
           reason: verdict.reason,
@@ -539,32 +537,31 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
 
   private apply(
     queued: QueuedDecision,
+    decided: 'FULFILLED' | 'REFUNDED',
     asked: Asked<C>,
     how: 'confirmed' | 'unconfirmed' | 'forced',
     forcedPast?: string,
   ): void {
     const { decision } = queued;
-    if (decision.decision === 'RECHECK') return;
     if (decision.orderId !== undefined) this.view.providerReference = decision.orderId;
     if (asked.kind === 'status') this.view.providerStatus = asked.check.status;
     const provider = providerAnswerOf(asked);
-    const resolved = `Resolved as ${decision.decision} by ${decidedByWhom(decision)}`;
+    const resolved = `Resolved as ${decided} by ${decidedByWhom(decision)}`;
     const event =
       how === 'confirmed'
         ? `${resolved}; the provider confirms it`
         : how === 'forced'
           ? `${resolved}, forced although ${forcedPast} (${provider.answer})`
           : `${resolved} (${provider.answer})`;
-    if (how === 'forced')
-      log.warn('review decision forced', { decision: decision.decision, over: forcedPast });
-    this.finish(decision.decision, event, {
+    if (how === 'forced') log.warn('review decision forced', { decision: decided, over: forcedPast });
+    this.finish(decided, event, {
       result:
         how === 'confirmed' && asked.kind === 'status' && asked.meaning.kind === 'final'
           ? asked.meaning.result
           : undefined,
       resolution: { ...decision, provider, ...(forcedPast !== undefined && { forcedPast }) },
     });
-    if (how !== 'confirmed') this.startWatch(decision.decision, asked);
+    if (how !== 'confirmed') this.startWatch(decided, asked);
     this.answer(queued, 'applied');
   }
 
@@ -596,7 +593,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       `Recheck requested by ${decidedByWhom(decision)} with the provider’s order ${decision.orderId}`,
     );
     const { meaning } = asked;
-    if (meaning.kind === 'open') return this.resumePolling(queued, asked);
+    if (meaning.kind === 'open') return this.resumePolling(queued, asked.check);
     if (meaning.kind === 'final') {
       this.finish(meaning.status, `Recheck: the provider reports ${meaning.status}`, {
         result: meaning.result,
@@ -609,16 +606,15 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   /** A gift card's orderId, given by an operator, is still being processed: poll it as if just placed. */
-  private resumePolling(queued: QueuedDecision, asked: Asked<C>): void {
-    if (asked.kind !== 'status') return;
+  private resumePolling(queued: QueuedDecision, check: C): void {
     const { decision } = queued;
     this.view.providerReference = decision.orderId;
     this.deadlineAt = Date.now() + this.timings.deadlineMs;
     this.nextCheckMs = this.timings.firstCheckMs;
     this.note(
-      `The provider’s order ${decision.orderId}, given by ${decidedByWhom(decision)}, is ${asked.check.status}: polling it again`,
+      `The provider’s order ${decision.orderId}, given by ${decidedByWhom(decision)}, is ${check.status}: polling it again`,
     );
-    this.observe(asked.check);
+    this.observe(check);
     this.answer(queued, 'resumed');
   }
 
