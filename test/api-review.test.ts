@@ -200,7 +200,9 @@ describe('review decisions checked against the provider', { concurrency: true },
     assert.match(resolution?.forcedPast ?? '', /may still fulfil/);
     assert.deepEqual(resolution?.provider, { status: 'HANDLING', answer: 'provider status HANDLING' });
     assert.match(lastEvent(res.body), /^Watching the provider until /);
-    assert.ok(res.body.timeline.some((e) => /Resolved as REFUNDED by amina \(shop\), forced although/.test(e.event)));
+    assert.ok(
+      res.body.timeline.some((e) => /Resolved as REFUNDED by amina \(shop\), forced although/.test(e.event)),
+    );
     assert.ok(res.body.completedAt, 'REFUNDED is final while the provider is watched');
     assert.ok(res.body.watch?.until);
 
@@ -489,7 +491,9 @@ describe('review decisions checked against the provider', { concurrency: true },
       assert.equal(res.body.status, 'PROCESSING');
       assert.ok(
         res.body.timeline.some(
-          (e) => e.event === `The provider’s order ${orderId}, given by amina (shop), is HANDLING: polling it again`,
+          (e) =>
+            e.event ===
+            `The provider’s order ${orderId}, given by amina (shop), is HANDLING: polling it again`,
         ),
         JSON.stringify(res.body.timeline),
       );

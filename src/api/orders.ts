@@ -353,7 +353,11 @@ export class OrderService {
     log: Logger = this.#o.logger,
   ): Promise<{ pending: boolean; view: OrderView }> {
     await this.view(caller, address, 'decide', log);
-    const decision: ReviewDecision = { ...body, operator: body.operator ?? caller.name, decidedBy: caller.id };
+    const decision: ReviewDecision = {
+      ...body,
+      operator: body.operator ?? caller.name,
+      decidedBy: caller.id,
+    };
     const handle = this.#handle(address);
     let update;
     try {
