@@ -59,7 +59,7 @@ const validOrder = (ref: string) =>
       type: fc.constant('internet_topup'),
       ref: fc.constant(ref),
       lineType: fc.constantFrom('ADSL', '4G'),
-      number: fc.stringMatching(/^0\d{9}$/),
+      number: fc.stringMatching(/^0\d{8,9}$/),
       value: fc.integer({ min: 1, max: 100_000 }),
     }),
     fc.record({
