@@ -14,6 +14,7 @@ import type { GiftCardOrderCheck, InternetCheck, MobileCheck } from '../src/prov
 import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '../src/orders/schemas';
 import { ProviderFailureType, type CheckOutcome, type Submission } from './outcomes.types';
 import { toTemporalFailure } from './provider-failures';
+import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
 
 export type { CheckOutcome, Submission } from './outcomes.types';
 
@@ -28,8 +29,20 @@ export type OrderProvider = Pick<
   | 'checkGiftCardOrder'
 >;
 
-export function createActivities({ provider }: { provider: OrderProvider }) {
+/**
+ * `webhooks`: how the order workflows' events reach the delivery workflows (activities/webhooks.ts);
+ * without it a worker drops them (the orders are not affected).
+ */
+export function createActivities({
+  provider,
+  webhooks,
+}: {
+  provider: OrderProvider;
+  webhooks?: AnnounceDeps;
+}) {
   return {
+    ...createAnnounceActivity(webhooks),
+
     sendMobileTopup(
       request: MobileTopupRequest,
       options: SendOptions = {},

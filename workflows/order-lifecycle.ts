@@ -12,7 +12,9 @@ import {
   condition,
   log,
   makeContinueAsNewFunc,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   sleep,
   TimeoutFailure,
@@ -30,6 +32,8 @@ import {
 } from '../activities/outcomes.types';
 import { checkReviewDecision } from '../src/orders/review-decision';
 import type { ReviewDecision } from '../src/orders/schemas';
+import { REVIEW_DECISION_EVENT, statusEventType } from '../src/webhooks/event-types';
+import { WEBHOOK_EVENTS_PATCH, type OrderEvent } from './webhook-contract';
 import {
   defaultOrderTimings,
   finalStatuses,
@@ -104,6 +108,14 @@ const MAX_TIMELINE_ENTRIES = 100;
 const RETRY_INITIAL_INTERVAL_MS = 1_000;
 /** lookUp's answer when the provider has no trace of the ref or order. */
 const PROVIDER_DOES_NOT_KNOW = 'the provider does not know the order';
+/**
+ * Announcing an event is one signal-with-start from the worker: a local activity, so it costs the
+ * order one marker event and no task. Retried until Temporal takes it: a lost event is a missed webhook.
+ */
+const announcer = proxyLocalActivities<Pick<OrderActivities, 'announceOrderEvent'>>({
+  startToCloseTimeout: 10_000,
+  retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000 },
+});
 
 type Interpretation =
   | { kind: 'open'; status: 'SUBMITTED' | 'PROCESSING' }
@@ -121,6 +133,9 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private nextCheckMs: number;
   /** Valid operator decisions received in review, oldest first. */
   private readonly decisions: ReviewDecision[] = [];
+  /** Webhook events: the last sequence number announced, and the announcements in flight, in order. */
+  private eventSequence: number;
+  private announcing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly orderType: OrderType,
@@ -148,6 +163,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     };
     this.deadlineAt = carried?.deadlineAt ?? Date.now() + this.timings.deadlineMs;
     this.nextCheckMs = carried?.nextCheckMs ?? this.timings.firstCheckMs;
+    this.eventSequence = carried?.eventSequence ?? 0;
     setHandler(statusQuery, () => this.view);
     setHandler(resolveReviewSignal, (decision) => this.onDecision(decision));
   }
@@ -163,6 +179,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       if (this.view.status === 'NEEDS_REVIEW') await this.reviewStep();
       else await this.pollStep();
     }
+    await this.announcing;
     return this.view;
   }
 
@@ -317,11 +334,13 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     if (!decision) return this.recheck();
     if (decision.decision === 'RECHECK') {
       this.note(`Recheck requested by ${decision.operator}`);
-      return this.recheck(decision);
+      await this.recheck(decision);
+    } else {
+      this.finish(decision.decision, `Resolved as ${decision.decision} by ${decision.operator}`, {
+        resolution: decision,
+      });
     }
-    this.finish(decision.decision, `Resolved as ${decision.decision} by ${decision.operator}`, {
-      resolution: decision,
-    });
+    this.announce(REVIEW_DECISION_EVENT, { ...decision, outcome: this.view.status });
   }
 
   /** In review only a final FULFILLED or REFUNDED settles the order; anything else waits for an operator. */
@@ -443,6 +462,31 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     this.note(event);
     this.publishStatus();
     log.info('order status changed', { status, event });
+    if (status !== 'ACCEPTED') this.announce(statusEventType(status));
+  }
+
+  /**
+   * Hands the event to the order's webhook delivery (README "Webhooks") without waiting for it:
+   * announcements run one after another, in order, and run() waits for the last before it ends.
+   * Only for a client that had endpoints: any other order's history is as it was, not one event more.
+   */
+  private announce(type: OrderEvent['type'], decision?: OrderEvent['decision']): void {
+    if (!this.input.webhooks || !this.input.clientId || !patched(WEBHOOK_EVENTS_PATCH)) return;
+    const event: OrderEvent = {
+      sequence: ++this.eventSequence,
+      type,
+      timestamp: new Date().toISOString(),
+      client: this.input.clientId,
+      ...(this.input.providerRef ? { providerRef: this.input.providerRef } : {}),
+      // A copy: the view changes on while the announcement waits its turn.
+      view: JSON.parse(JSON.stringify(this.view)) as OrderView,
+      ...(decision ? { decision } : {}),
+    };
+    this.announcing = this.announcing.then(() =>
+      announcer.announceOrderEvent(event).catch((err: unknown) => {
+        log.error('webhook event not announced', { type, sequence: event.sequence, error: String(err) });
+      }),
+    );
   }
 
   /** A timeline entry; `event` never holds a phone number or card code. */
@@ -477,10 +521,16 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private async continueAsNewIfLong(): Promise<void> {
     if (!this.historyIsLong() || this.decisions.length > 0) return;
     log.info('continuing as new to keep the history short', { historyLength: workflowInfo().historyLength });
+    await this.announcing;
     // The starter's memo (the API keeps the request's fingerprint there) goes along explicitly.
     await makeContinueAsNewFunc<OrderWorkflow>({ memo: workflowInfo().memo })({
       ...this.input,
-      continued: { view: this.view, deadlineAt: this.deadlineAt, nextCheckMs: this.nextCheckMs },
+      continued: {
+        view: this.view,
+        deadlineAt: this.deadlineAt,
+        nextCheckMs: this.nextCheckMs,
+        ...(this.eventSequence > 0 ? { eventSequence: this.eventSequence } : {}),
+      },
     });
   }
 }
