@@ -78,7 +78,7 @@ export interface EndpointDelivery {
   dueSince: string;
   nextAttemptAt?: string;
   lastAttemptAt?: string;
-  /** Why the last attempt failed: an HTTP status, a timeout, a refused address; never a body. */
+  /** Why the latest failed attempt failed (kept once delivered): an HTTP status, a timeout, a refused address; never a body. */
   lastError?: string;
   /** The receiver's HTTP status on the last attempt, when it answered. */
   lastStatus?: number;

@@ -175,7 +175,7 @@ class WebhookDelivery {
         delivery.state = 'delivered';
         delivery.deliveredAt = new Date(now).toISOString();
         delivery.lastStatus = result.status;
-        delete delivery.lastError;
+        // lastError stays: it says why an earlier attempt of this event failed.
         delete delivery.nextAttemptAt;
         delete this.state.backoffMs[delivery.endpoint];
         return;

@@ -22,6 +22,8 @@ export interface ReceivedWebhook {
   verificationError?: string;
   /** The `webhook-timestamp` header, in epoch seconds. */
   signedAt: number;
+  /** The `webhook-signature` header. */
+  signature: string;
   receivedAt: number;
   /** Deliveries of this id received so far, this one included. */
   seen: number;
@@ -109,6 +111,7 @@ export async function startReceiver(options: ReceiverOptions): Promise<RunningRe
         verified: message !== undefined,
         ...(error ? { verificationError: error } : {}),
         signedAt: Number(header(req.headers, 'webhook-timestamp')),
+        signature: header(req.headers, 'webhook-signature'),
         receivedAt: Date.now(),
         seen: count,
         rawBody,
