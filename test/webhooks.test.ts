@@ -313,6 +313,17 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
     t.diagnostic(
       `history events of a normal mobile top-up: ${plain.length} without an endpoint, ${hooked.length} with`,
     );
+    const delivery = stack.client.workflow.getHandle(
+      webhookDeliveryWorkflowId(orderWorkflowId(hookedRef, 'hooked')),
+    );
+    await eventually(
+      async () => (await delivery.describe()).status.name,
+      (status) => status === 'COMPLETED',
+      'the delivery workflow closed',
+    );
+    t.diagnostic(
+      `its delivery workflow (two endpoints, every attempt a success): ${(await delivery.fetchHistory()).events?.length} events`,
+    );
     await assert.rejects(
       stack.client.workflow
         .getHandle(webhookDeliveryWorkflowId(orderWorkflowId(plainRef, 'plain')))

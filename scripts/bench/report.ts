@@ -292,13 +292,28 @@ export function formatNormal(report: NormalReport, header: string[]): string {
   );
   lines.push('');
 
-  const phases = [rawStart, api, ...(direct ? [direct] : []), minimal];
+  const phases = [
+    rawStart,
+    api,
+    ...(batch ? [batch] : []),
+    ...(direct ? [direct] : []),
+    minimal,
+    ...(hooks ? [hooks] : []),
+  ];
   lines.push(
     'RESOURCES  (each phase: submissions until every workflow closed; CPU s, ms per workflow, peak RSS MB)',
   );
   const names = ['worker', 'api', 'temporal', 'baseline-worker', 'sandbox', 'bench', 'others'];
   const rows: (string | number)[][] = [
-    ['', 'raw start', 'ours: API', ...(direct ? ['ours w/o HTTP'] : []), 'minimal wf'],
+    [
+      '',
+      'raw start',
+      'ours: API',
+      ...(batch ? ['ours: batches'] : []),
+      ...(direct ? ['ours w/o HTTP'] : []),
+      'minimal wf',
+      ...(hooks ? ['ours with webhooks'] : []),
+    ],
     ['phase duration s', ...phases.map((p) => fmt(p.load.durationS + p.wait.waitedS, 1))],
   ];
   for (const name of names) {
