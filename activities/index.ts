@@ -18,6 +18,7 @@ import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '
 import { ProviderFailureType, type CheckOutcome, type Submission } from './outcomes.types';
 import { withinAttempt } from './attempt-deadline';
 import { toTemporalFailure } from './provider-failures';
+import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
 
 export type { CheckOutcome, Submission } from './outcomes.types';
 
@@ -32,8 +33,20 @@ export type OrderProvider = Pick<
   | 'checkGiftCardOrder'
 >;
 
-export function createActivities({ provider }: { provider: OrderProvider }) {
+/**
+ * `webhooks`: how the order workflows' events reach the delivery workflows (activities/webhooks.ts);
+ * without it a worker drops them (the orders are not affected).
+ */
+export function createActivities({
+  provider,
+  webhooks,
+}: {
+  provider: OrderProvider;
+  webhooks?: AnnounceDeps;
+}) {
   return {
+    ...createAnnounceActivity(webhooks),
+
     sendMobileTopup(
       request: MobileTopupRequest,
       options: SendOptions = {},

@@ -5,8 +5,9 @@
  */
 import { parseArgs } from 'node:util';
 import { EditableClientsFile } from '../src/clients/edit';
-import { ClientId, scopes, type Scope } from '../src/clients/model';
-import { ConfigError } from '../src/config';
+import { allWebhookEventTypes, ClientId, scopes, WebhookEndpoint, type Scope } from '../src/clients/model';
+import { ConfigError, loadConfig } from '../src/config';
+import { endpointSecret, signingKeyFrom } from '../src/webhooks/secrets';
 
 const USAGE = `Usage: npm run clients -- <command> [--file <clients file>]
 
@@ -17,10 +18,23 @@ const USAGE = `Usage: npm run clients -- <command> [--file <clients file>]
   revoke-key <client> <key-id>
       removes a key; the API refuses it once it has reloaded the file
   list
-      clients, scopes and key ids (never keys or hashes)
+      clients, scopes, key ids and webhook endpoints (never keys, hashes or secrets)
+
+  add-webhook <client> <endpoint-id> --url <url> [--events <type,type…>] [--card-codes]
+      a webhook endpoint for the client (all event types unless --events); prints its secret
+  webhook-secret <client> <endpoint-id>
+      prints the endpoint's current signing secret (whsec_…)
+  rotate-webhook-secret <client> <endpoint-id>
+      a new secret; events are signed with the old one too until end-webhook-rotation; prints it
+  end-webhook-rotation <client> <endpoint-id>
+      stops signing with the previous secret
+  remove-webhook <client> <endpoint-id>
+      the endpoint gets nothing more, not even events of orders in flight
 
 The file is --file or API_CLIENTS_FILE; add-client creates it if missing. Scopes: ${scopes.join(', ')}.
-After a change, reload the API: kill -HUP <api pid>, or restart it.`;
+Event types: ${allWebhookEventTypes.join(', ')}.
+Secrets are derived from WEBHOOK_SIGNING_KEY (the worker's): set it to print one.
+After a change, reload the API and the workers: kill -HUP <pid>, or restart them.`;
 
 class UsageError extends Error {}
 
@@ -41,6 +55,22 @@ function printKey(file: EditableClientsFile, client: string, key: { key: string;
   );
 }
 
+/** The secret goes alone to stdout (`SECRET=$(npm run --silent clients -- webhook-secret acme erp)`). */
+function printSecret(client: string, endpoint: string, version: number, note: string): void {
+  const key = loadConfig().WEBHOOK_SIGNING_KEY;
+  if (!key) {
+    process.stderr.write(
+      `${note}\nWEBHOOK_SIGNING_KEY is not set here, so the secret cannot be shown: set it (the workers' value) and run webhook-secret.\n`,
+    );
+    return;
+  }
+  process.stdout.write(`${endpointSecret(signingKeyFrom(key), client, endpoint, version)}\n`);
+  process.stderr.write(
+    `${note}\nThe secret above (version ${version}) is the endpoint's: give it to whoever runs the receiver. ` +
+      'It is derived from WEBHOOK_SIGNING_KEY, never stored.\n',
+  );
+}
+
 function list(file: EditableClientsFile): void {
   const { defaultClient, clients } = file.clients;
   for (const client of clients) {
@@ -52,6 +82,17 @@ function list(file: EditableClientsFile): void {
       process.stdout.write(`  key ${key.id}${details ? `  ${details}` : ''}\n`);
     }
     if (client.keys.length === 0) process.stdout.write('  (no keys: it cannot call the API)\n');
+    for (const endpoint of client.webhooks ?? []) {
+      const details = [
+        endpoint.events ? endpoint.events.join(',') : 'all events',
+        endpoint.cardCodes ? 'card codes' : undefined,
+        `secret v${endpoint.secretVersion ?? 1}`,
+        endpoint.previousSecretVersion !== undefined
+          ? `also v${endpoint.previousSecretVersion} (rotating)`
+          : undefined,
+      ].filter(Boolean);
+      process.stdout.write(`  webhook ${endpoint.id}  ${endpoint.url}  ${details.join('  ')}\n`);
+    }
   }
 }
 
@@ -66,6 +107,9 @@ function main(argv: string[]): void {
       operator: { type: 'boolean' },
       default: { type: 'boolean' },
       label: { type: 'string' },
+      url: { type: 'string' },
+      events: { type: 'string' },
+      'card-codes': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -84,6 +128,12 @@ function main(argv: string[]): void {
         `"${id}" is not a ${what}: lowercase letters, digits and "_", starting with a letter, at most 24 characters`,
       );
     return id;
+  };
+
+  const endpointArg = () => {
+    const endpoint = args[1];
+    if (!endpoint) throw new UsageError(`${command} needs an endpoint id`);
+    return endpoint;
   };
 
   switch (command) {
@@ -118,6 +168,66 @@ function main(argv: string[]): void {
       file.save();
       process.stderr.write(
         `Key ${keyId} of client "${id}" revoked in ${path}. Reload the API to refuse it.\n`,
+      );
+      return;
+    }
+    case 'add-webhook': {
+      const id = clientArg('client id');
+      const endpointId = endpointArg();
+      if (!values.url) throw new UsageError('add-webhook needs --url');
+      const endpoint = WebhookEndpoint.safeParse({
+        id: endpointId,
+        url: values.url,
+        ...(values.events ? { events: values.events.split(',').map((e) => e.trim()) } : {}),
+        ...(values['card-codes'] ? { cardCodes: true } : {}),
+      });
+      if (!endpoint.success)
+        throw new UsageError(
+          endpoint.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
+        );
+      const file = EditableClientsFile.open(path);
+      file.setWebhook(id, endpoint.data);
+      file.save();
+      return printSecret(
+        id,
+        endpointId,
+        1,
+        `Webhook endpoint ${endpointId} of client "${id}" written to ${path}.`,
+      );
+    }
+    case 'webhook-secret': {
+      const id = clientArg('client id');
+      const endpoint = EditableClientsFile.open(path).webhook(id, endpointArg());
+      return printSecret(
+        id,
+        endpoint.id,
+        endpoint.secretVersion ?? 1,
+        `Endpoint ${endpoint.id} of client "${id}".`,
+      );
+    }
+    case 'rotate-webhook-secret': {
+      const id = clientArg('client id');
+      const endpointId = endpointArg();
+      const file = EditableClientsFile.open(path);
+      const version = file.rotateWebhookSecret(id, endpointId);
+      file.save();
+      return printSecret(
+        id,
+        endpointId,
+        version,
+        `Endpoint ${endpointId} of client "${id}": new secret version ${version}; events carry the old signature too until end-webhook-rotation.`,
+      );
+    }
+    case 'end-webhook-rotation':
+    case 'remove-webhook': {
+      const id = clientArg('client id');
+      const endpointId = endpointArg();
+      const file = EditableClientsFile.open(path);
+      if (command === 'remove-webhook') file.removeWebhook(id, endpointId);
+      else file.endWebhookRotation(id, endpointId);
+      file.save();
+      process.stderr.write(
+        `Endpoint ${endpointId} of client "${id}" changed in ${path}. Reload the API and the workers.\n`,
       );
       return;
     }

@@ -1,8 +1,9 @@
 /**
  * The dev stack (`npm start`): a Temporal dev server with its Web UI (state in DEV_DATA_DIR, so a
  * restart resumes in-flight orders), the codec server the UI decodes payloads with, the provider
- * sandbox, the worker and the intake API, each a child process with readable, prefixed logs.
- * Prints where everything is, and the keys of its two API clients; Ctrl-C stops it all.
+ * sandbox, the worker, the intake API and a webhook receiver the back office's events go to, each
+ * a child process with readable, prefixed logs. Prints where everything is, and the keys of its
+ * two API clients; Ctrl-C stops it all.
  *
  * TEMPORAL_ADDRESS or PROVIDER_BASE_URL, when set, point at an existing server or provider instead
  * of starting our own.
@@ -15,6 +16,7 @@ import { temporal as proto } from '@temporalio/proto';
 import { prettyFactory } from 'pino-pretty';
 import { EditableClientsFile } from '../src/clients/edit';
 import { loadConfig, type Config } from '../src/config';
+import { endpointSecrets, signingKeyFrom } from '../src/webhooks/secrets';
 import { temporalConnectionOptions } from '../src/temporal/connection';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server';
 import { projectRoot, startPart, waitForHttp, type ManagedProcess, type PartName } from './lib/processes';
@@ -106,6 +108,16 @@ function devEncryptionKeys(dataDir: string): string {
   return readFileSync(file, 'utf8').trim();
 }
 
+/** The key webhook secrets derive from; kept like the payload key, so the receiver's secret stays the same. */
+function devWebhookSigningKey(dataDir: string): string {
+  const file = join(dataDir, 'webhook-signing-key');
+  if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  return readFileSync(file, 'utf8').trim();
+}
+
+/** The back office's endpoint: every event, card codes included, to the dev receiver. */
+const DEV_ENDPOINT_ID = 'dev-receiver';
+
 interface DevKeys {
   backoffice: string;
   operator: string;
@@ -140,6 +152,21 @@ function devClients(dataDir: string): { file: string; keys: DevKeys } {
     writeFileSync(keysFile, `${JSON.stringify(keys, null, 2)}\n`, { mode: 0o600 });
   }
   return { file, keys: JSON.parse(readFileSync(keysFile, 'utf8')) as DevKeys };
+}
+
+/**
+ * The back office gets the webhook scopes and an endpoint at the dev receiver (its URL follows
+ * WEBHOOK_RECEIVER_PORT), also in a data directory from before webhooks. Other edits stay.
+ */
+function devWebhookEndpoint(file: string, receiverUrl: string): void {
+  const clients = EditableClientsFile.open(file);
+  clients.addScopes('backoffice', ['webhooks:read', 'webhooks:write']);
+  clients.setWebhook(
+    'backoffice',
+    { id: DEV_ENDPOINT_ID, url: receiverUrl, cardCodes: true },
+    { replace: true },
+  );
+  clients.save();
 }
 
 async function main() {
@@ -191,13 +218,28 @@ async function main() {
   // The developer's own clients (API_CLIENTS_FILE, or legacy API_KEYS) win over the dev clients.
   const ownClients = Boolean(config.API_CLIENTS_FILE || config.API_KEYS?.length);
   const dev = ownClients ? undefined : devClients(dataDir);
-  const appEnv = { ...baseEnv, PROVIDER_BASE_URL: providerBaseUrl, PROVIDER_API_KEY: providerApiKey };
-  start('worker', appEnv);
-  start('api', {
-    ...appEnv,
+  const signingKey = config.WEBHOOK_SIGNING_KEY ?? devWebhookSigningKey(dataDir);
+  const receiverUrl = `http://127.0.0.1:${config.WEBHOOK_RECEIVER_PORT}/webhooks`;
+  if (dev) {
+    devWebhookEndpoint(dev.file, receiverUrl);
+    const endpoint = EditableClientsFile.open(dev.file).webhook('backoffice', DEV_ENDPOINT_ID);
+    start('webhook-receiver', {
+      ...baseEnv,
+      WEBHOOK_RECEIVER_SECRET: endpointSecrets(signingKeyFrom(signingKey), 'backoffice', endpoint).join(','),
+    });
+    await waitForHttp(receiverUrl, { ok: (status) => status === 405 });
+  }
+  const appEnv = {
+    ...baseEnv,
+    PROVIDER_BASE_URL: providerBaseUrl,
+    PROVIDER_API_KEY: providerApiKey,
     ...(dev ? { API_CLIENTS_FILE: dev.file } : {}),
-    API_HOST: process.env.API_HOST ?? '127.0.0.1',
-  });
+    WEBHOOK_SIGNING_KEY: signingKey,
+    // The dev receiver is on loopback: allowed here, as in no production configuration.
+    WEBHOOK_ALLOWED_NETWORKS: process.env.WEBHOOK_ALLOWED_NETWORKS ?? '127.0.0.0/8,::1/128',
+  };
+  start('worker', appEnv);
+  start('api', { ...appEnv, API_HOST: process.env.API_HOST ?? '127.0.0.1' });
   const apiUrl = `http://127.0.0.1:${config.PORT}`;
   await waitForHttp(`${apiUrl}/readyz`, { ok: (status) => status === 200 });
   // The banner comes last: once the worker has bundled the workflows and polls for orders.
@@ -222,9 +264,10 @@ async function main() {
     `  API:           ${apiUrl}`,
     ...(dev
       ? [
-          `  Back-office key: ${dev.keys.backoffice}   (client backoffice: orders:write, orders:read)`,
+          `  Back-office key: ${dev.keys.backoffice}   (client backoffice: orders:write, orders:read, webhooks:read, webhooks:write)`,
           `  Operator key:    ${dev.keys.operator}   (client operator: operator role, orders:read, reviews:write)`,
           `  Clients file:    ${dev.file}`,
+          `  Webhooks:        the back office's order events go to ${receiverUrl} ([webhook-receiver] lines)`,
         ]
       : [`  API clients:   yours (${config.API_CLIENTS_FILE ? 'API_CLIENTS_FILE' : 'API_KEYS'})`]),
     `  API docs:      ${apiUrl}/openapi.json`,

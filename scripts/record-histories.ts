@@ -7,9 +7,14 @@
  * Only scenarios without a fixture are recorded, unless named with --only or --overwrite is given:
  * a fixture recorded by older workflow code is what proves that orders it started still replay.
  *
+ * The webhook scenarios run a whole webhook stack (API, both workers, a receiver that fails the
+ * first attempt of each event): the order's history with its announcements, and the order's
+ * delivery workflow with a retry.
+ *
  * The default time scale is 1, the spec's timings (PENDING 5 s, HANDLING until 20 s), so the
  * numbers are those of production polling; a run takes about a minute.
  */
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -44,6 +49,11 @@ import {
   type TestSandbox,
 } from '../test/helpers/orders';
 import { historiesDir, historyToJson } from '../test/helpers/histories';
+import { clientsWith, eventually, startWebhookStack } from '../test/helpers/webhooks';
+import { startReceiver } from '../src/webhooks/receiver';
+import { endpointSecret } from '../src/webhooks/secrets';
+import { orderWorkflowId } from '../workflows/contract';
+import { webhookDeliveryWorkflowId } from '../workflows/webhook-contract';
 
 interface Scenario {
   request: (ref: string) => OrderRequest;
@@ -355,6 +365,83 @@ async function startScenario(
   return begin('scenario', inReview + scenario.continueAsNewAfter);
 }
 
+const webhookScenarios = [
+  'mobile-fulfilled-webhooks',
+  'mobile-review-decided-webhooks',
+  'webhook-delivery-retried',
+] as const;
+
+/** The webhook scenarios: a client with one endpoint whose receiver fails each event's first attempt. */
+async function recordWebhookScenarios(
+  timeScale: number,
+  wanted: (name: string) => boolean,
+): Promise<string[]> {
+  if (!webhookScenarios.some(wanted)) return [];
+  const signingKey = randomBytes(32);
+  const seen = new Set<string>();
+  const receiver = await startReceiver({
+    secrets: [endpointSecret(signingKey, 'recorder', 'main', 1)],
+    answer: (d) => {
+      const first = !seen.has(d.id);
+      seen.add(d.id);
+      return { status: first ? 500 : 204 };
+    },
+  });
+  const stack = await startWebhookStack({
+    clients: clientsWith({
+      recorder: { key: 'recorder-key', webhooks: [{ id: 'main', url: receiver.url }] },
+    }),
+    signingKey,
+    sandboxTimeScale: timeScale,
+    timingsFor: () => scaled(timeScale),
+    policy: { idleCloseMs: 2_000 },
+  });
+  const rows: string[] = [];
+  const write = async (name: string, workflowId: string) => {
+    const history = await stack.client.workflow.getHandle(workflowId).fetchHistory();
+    writeFileSync(join(historiesDir, `${name}.json`), historyToJson(history));
+    rows.push(`| ${name} | ${history.events?.length ?? 0} events |`);
+  };
+  const submit = async (request: OrderRequest) => {
+    const res = await stack.api.request('POST', '/v1/orders', { body: request, apiKey: 'recorder-key' });
+    if (res.status !== 201) throw new Error(`submitting ${request.ref}: ${res.status} ${res.text}`);
+    return orderWorkflowId(request.ref, 'recorder');
+  };
+  const closed = (workflowId: string) =>
+    eventually(
+      async () => (await stack.client.workflow.getHandle(workflowId).describe()).status.name,
+      (status) => status === 'COMPLETED',
+      `${workflowId} closed`,
+      180_000,
+    );
+  try {
+    const fulfilled = await submit(mobileRequest(newRef('wh-fulfilled')));
+    const reviewRef = newRef('wh-review');
+    const reviewed = await submit(mobileRequest(reviewRef, sandboxSpecialNumbers.unknownError));
+    await eventually(
+      async () => (await stack.client.workflow.getHandle(reviewed).query<OrderView>('status')).status,
+      (status) => status === 'NEEDS_REVIEW',
+      'in review',
+      120_000,
+    );
+    const decided = await stack.api.request('POST', `/v1/orders/${reviewRef}/review`, {
+      body: { decision: 'REFUNDED', note: 'no credit seen; refunded' },
+      apiKey: 'recorder-key',
+    });
+    if (decided.status !== 200 && decided.status !== 202)
+      throw new Error(`review: ${decided.status} ${decided.text}`);
+    await Promise.all([closed(fulfilled), closed(reviewed), closed(webhookDeliveryWorkflowId(fulfilled))]);
+    if (wanted('mobile-fulfilled-webhooks')) await write('mobile-fulfilled-webhooks', fulfilled);
+    if (wanted('mobile-review-decided-webhooks')) await write('mobile-review-decided-webhooks', reviewed);
+    if (wanted('webhook-delivery-retried'))
+      await write('webhook-delivery-retried', webhookDeliveryWorkflowId(fulfilled));
+  } finally {
+    await stack.stop();
+    await receiver.close();
+  }
+  return rows;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -364,12 +451,16 @@ async function main(): Promise<void> {
     },
   });
   const timeScale = Number(values['time-scale']);
-  const only = values.only?.split(',');
-  const names = Object.keys(scenarios).filter((name) =>
-    only ? only.includes(name) : values.overwrite || !existsSync(join(historiesDir, `${name}.json`)),
-  );
+  const only = values.only?.split(',').map((name) => name.trim());
+  const wanted = (name: string) =>
+    only ? only.includes(name) : values.overwrite || !existsSync(join(historiesDir, `${name}.json`));
+  mkdirSync(historiesDir, { recursive: true });
+  const webhookRows = await recordWebhookScenarios(timeScale, wanted);
+  for (const row of webhookRows) console.log(row);
+  const names = Object.keys(scenarios).filter(wanted);
   if (names.length === 0) {
-    console.log('every scenario has a fixture; name some with --only, or --overwrite them all');
+    if (webhookRows.length === 0)
+      console.log('every scenario has a fixture; name some with --only, or --overwrite them all');
     return;
   }
   const setups = await Promise.all(

@@ -99,6 +99,10 @@ async function writeConfig(dir: string, apiUrl: string): Promise<string> {
       'include-operation-id = "reviewOrder"',
       `parameters = { ref = "${inReview}" }`,
       '',
+      '[[operations]]',
+      'include-operation-id = "getOrderWebhooks"',
+      `parameters = { ref = "${fulfilled}" }`,
+      '',
     ].join('\n'),
   );
   return file;

@@ -5,6 +5,7 @@
  * table. Bad configuration stops the program with a message naming each bad variable (never its
  * value: several are secrets).
  */
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65_535);
@@ -19,6 +20,15 @@ const commaList = z
       .filter(Boolean),
   )
   .pipe(z.array(z.string()));
+/** `a.b.c.d/n` or an IPv6 `prefix/n`, as ipaddr.js parses it. */
+function isCidr(value: string): boolean {
+  try {
+    ipaddr.parseCIDR(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 /** Whole days or hours (`30d`, `72h`), as milliseconds; Temporal refuses less than an hour. */
 const retention = (defaultValue: string) =>
@@ -101,6 +111,47 @@ const schema = z.object({
   /** Largest request body: the UI and CLI send a batch of payloads (each up to a few MB) at once. */
   CODEC_BODY_LIMIT: z.string().default('8mb'),
 
+  // -- webhooks (README "Webhooks") --
+  /**
+   * The key every endpoint's signing secret is derived from (base64, at least 32 bytes): the
+   * worker signs with it, `npm run clients` prints an endpoint's secret from it. Unset: the worker
+   * delivers nothing (it says so at start if the clients file lists endpoints).
+   */
+  WEBHOOK_SIGNING_KEY: z
+    .string()
+    .refine(
+      (value) => /^[A-Za-z0-9+/]+={0,2}$/.test(value) && Buffer.from(value, 'base64').length >= 32,
+      'expected base64 of at least 32 random bytes (openssl rand -base64 32)',
+    )
+    .optional(),
+  /** The task queue of the delivery workflows and activities: apart from the provider calls' queue and its rate limit. */
+  WEBHOOK_TASK_QUEUE: z.string().default('topup-webhooks'),
+  /** One delivery attempt: connect, send, and the receiver's answer, all within this. */
+  WEBHOOK_TIMEOUT_MS: millis.default(10_000),
+  /** The first retry after a failed attempt; each further one waits twice as long, up to the maximum. */
+  WEBHOOK_RETRY_INITIAL_MS: millis.default(5_000),
+  WEBHOOK_RETRY_MAX_INTERVAL_MS: millis.default(60 * 60_000),
+  /** How long an event is retried before it is given up as failed (then only a redelivery sends it). */
+  WEBHOOK_RETRY_FOR_MS: millis.default(3 * 24 * 60 * 60_000),
+  /** An order's delivery workflow closes once everything is delivered and nothing new came for this long. */
+  WEBHOOK_IDLE_CLOSE_MS: millis.default(60_000),
+  /**
+   * Networks (CIDR) endpoints may be on although they are loopback, private, link-local or
+   * otherwise not public unicast; default none. The dev stack allows loopback.
+   */
+  WEBHOOK_ALLOWED_NETWORKS: commaList
+    .pipe(
+      z.array(
+        z.string().refine((cidr) => isCidr(cidr), 'each must be a CIDR range, e.g. 10.1.0.0/16 or fd00::/8'),
+      ),
+    )
+    .default([]),
+  /** Deliveries one worker runs at once (its webhook task queue's activity slots). */
+  WEBHOOK_MAX_CONCURRENT_DELIVERIES: positiveInt.default(50),
+  /** The dev receiver (npm run webhook-receiver): its port, and the secrets (whsec_…, comma-separated) it verifies with. */
+  WEBHOOK_RECEIVER_PORT: port.default(4020),
+  WEBHOOK_RECEIVER_SECRET: commaList.optional(),
+
   // -- logging --
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
@@ -113,6 +164,11 @@ const schema = z.object({
   /** Legacy: a flat key list, run as one client (`default`) with every scope. */
   API_KEYS: commaList.optional(),
   API_BODY_LIMIT: z.string().default('16kb'),
+  /** POST /v1/orders/batch: most orders in one request, its body limit, starts in flight at once, time to start them. */
+  API_BATCH_MAX_ORDERS: positiveInt.max(5_000).default(500),
+  API_BATCH_BODY_LIMIT: z.string().default('1mb'),
+  API_BATCH_CONCURRENCY: positiveInt.max(256).default(16),
+  API_BATCH_TIMEOUT_MS: millis.default(60_000),
   API_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
   API_REQUEST_TIMEOUT_MS: millis.default(15_000),
   CATALOG_CACHE_TTL_MS: millis.default(60_000),

@@ -26,6 +26,7 @@ import {
   type ApiResponse,
   type TestApi,
 } from '../src/api/testing';
+import { canonicalJson } from '../src/api/orders';
 import { OrderRef, OrderRequest } from '../src/orders/schemas';
 import { orderWorkflowId } from '../workflows/contract';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
@@ -59,7 +60,7 @@ const validOrder = (ref: string) =>
       type: fc.constant('internet_topup'),
       ref: fc.constant(ref),
       lineType: fc.constantFrom('ADSL', '4G'),
-      number: fc.stringMatching(/^0\d{9}$/),
+      number: fc.stringMatching(/^0\d{8,9}$/),
       value: fc.integer({ min: 1, max: 100_000 }),
     }),
     fc.record({
@@ -508,13 +509,20 @@ describe('intake API under generated hostile input', () => {
 
   it('hostile refs in paths answer 400 naming ref or 404, never a 5xx, and start nothing', async () => {
     const decision = JSON.stringify({ decision: 'FULFILLED', operator: 'fuzz', note: 'generated' });
+    const routes = {
+      view: ['GET', (ref: string) => `/v1/orders/${ref}`],
+      review: ['POST', (ref: string) => `/v1/orders/${ref}/review`],
+      webhooks: ['GET', (ref: string) => `/v1/orders/${ref}/webhooks`],
+      redeliver: ['POST', (ref: string) => `/v1/orders/${ref}/webhooks/evt_fuzz/redeliver`],
+    } as const;
     await fc.assert(
-      fc.asyncProperty(hostileRefSegment, fc.constantFrom('GET', 'POST'), async (segment, method) => {
-        const path = method === 'GET' ? `/v1/orders/${segment}` : `/v1/orders/${segment}/review`;
+      fc.asyncProperty(hostileRefSegment, fc.constantFrom(...Object.keys(routes)), async (segment, route) => {
+        const [method, pathOf] = routes[route as keyof typeof routes];
+        const path = pathOf(segment);
         const res = await api.request(
           method,
           path,
-          method === 'POST' ? { body: decision, headers: { 'content-type': 'application/json' } } : {},
+          route === 'review' ? { body: decision, headers: { 'content-type': 'application/json' } } : {},
         );
         const context = `${method} ${path}`;
         const problem = assertAnswerContract(res, context);
@@ -587,6 +595,82 @@ describe('intake API under generated hostile input', () => {
         },
       ),
       fcParams,
+    );
+  });
+
+  it('batches of generated items: never a 5xx; one answer per item, in order, each what single submissions one after the other would get', async () => {
+    // Items name one of three refs by placeholder; each run swaps in fresh refs (shrinking replays runs).
+    const placeholders = ['REF-A', 'REF-B', 'REF-C'];
+    const item = fc.oneof(
+      {
+        weight: 4,
+        arbitrary: fc
+          .tuple(validOrder('X'), fc.constantFrom(...placeholders))
+          .map(([o, ref]) => ({ ...o, ref }) as unknown),
+      },
+      {
+        weight: 3,
+        arbitrary: fc
+          .tuple(nearValidOrder, fc.constantFrom(...placeholders))
+          .map(
+            ([{ order, mutation }, ref]) => JSON.parse(mutatedJson({ ...order, ref }, mutation)) as unknown,
+          ),
+      },
+      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
+    );
+    const batchOf = fc
+      .tuple(fc.array(item, { minLength: 1, maxLength: 8 }), fc.nat())
+      // Now and then an exact repeat of an item of the same batch.
+      .map(([items, pick]) => (pick % 4 === 0 ? [...items, items[pick % items.length]] : items));
+    await fc.assert(
+      fc.asyncProperty(batchOf, async (generated) => {
+        const fresh = new Map(placeholders.map((p) => [p, freshRef()]));
+        const items = generated.map((i) => {
+          const ref = (i as { ref?: unknown } | null)?.ref;
+          return typeof ref === 'string' && fresh.has(ref) ? { ...(i as object), ref: fresh.get(ref) } : i;
+        });
+        const text = `{"orders":[${items.map((i) => JSON.stringify(i) ?? 'null').join(',')}]}`;
+        const res = await api.request<{ results: { status: number; body: unknown; location?: string }[] }>(
+          'POST',
+          '/v1/orders/batch',
+          { body: text, headers: { 'content-type': 'application/json' } },
+        );
+        const context = `batch ${text.slice(0, 300)}`;
+        assertAnswerContract(res, context);
+        assert.equal(res.status, 200, `${context}: HTTP ${res.status} ${res.text.slice(0, 200)}`);
+        assert.equal(res.body.results.length, items.length, context);
+        const first = new Map<string, string>();
+        const existedBefore = new Set([...created]);
+        const refused: [unknown, string][] = [];
+        for (const [index, result] of res.body.results.entries()) {
+          const parsed = OrderRequest.safeParse(items[index]);
+          const where = `${context} item ${index}`;
+          assert.ok(result.status < 500, `${where}: ${result.status}`);
+          if (!parsed.success) {
+            assert.equal(result.status, 400, where);
+            assert.ok(((result.body as Problem).errors ?? []).length > 0, `${where}: names its fields`);
+            refused.push([(items[index] as { ref?: unknown } | null)?.ref, where]);
+            continue;
+          }
+          const body = canonicalJson(parsed.data);
+          const seen = first.get(parsed.data.ref);
+          if (seen === undefined) first.set(parsed.data.ref, body);
+          if (seen === undefined && existedBefore.has(parsed.data.ref)) {
+            // A mutation picked a valid ref an earlier run already used: that order's body is not known here.
+            assert.ok([200, 409].includes(result.status), `${where}: ${result.status}`);
+            continue;
+          }
+          const expected = seen === undefined ? 201 : seen === body ? 200 : 409;
+          assert.equal(result.status, expected, where);
+          if (result.status === 201) {
+            assert.equal(result.location, `/v1/orders/${parsed.data.ref}`, where);
+            noteCreated({ status: 201 } as ApiResponse, parsed.data.ref, where);
+          }
+        }
+        // After the whole batch: a valid item may have created the ref an invalid one also named.
+        for (const [ref, where] of refused) await assertNoWorkflow(ref, where);
+      }),
+      { ...fcParams, numRuns: Math.min(NUM_RUNS, 60) },
     );
   });
 

@@ -135,7 +135,11 @@ describe('the OpenAPI document', () => {
   it('states the one scope each /v1 operation needs, in its security requirement and its description, and documents the 403', () => {
     const expected: Record<string, string> = {
       'post /v1/orders': 'orders:write',
+      'post /v1/orders/batch': 'orders:write',
       'get /v1/orders': 'orders:read',
+      'get /v1/webhooks': 'webhooks:read',
+      'get /v1/orders/{ref}/webhooks': 'webhooks:read',
+      'post /v1/orders/{ref}/webhooks/{eventId}/redeliver': 'webhooks:write',
       'get /v1/orders/{ref}': 'orders:read',
       'post /v1/orders/{ref}/review': 'reviews:write',
       'get /v1/gift-cards/catalog': 'orders:write',

@@ -161,6 +161,21 @@ describe('intake API: requests at the edge', () => {
       },
       { name: 'a short msisdn', body: (r) => ({ ...mobile(r), msisdn: '05512345' }), fields: ['msisdn'] },
       {
+        name: 'a 9-digit msisdn (mobile numbers have 10)',
+        body: (r) => ({ ...mobile(r), msisdn: '055123456' }),
+        fields: ['msisdn'],
+      },
+      {
+        name: 'an 8-digit line number',
+        body: (r) => ({ ...internet(r), number: '02112345' }),
+        fields: ['number'],
+      },
+      {
+        name: 'an 11-digit line number',
+        body: (r) => ({ ...internet(r), number: '02112345678' }),
+        fields: ['number'],
+      },
+      {
         name: 'a line number with letters',
         body: (r) => ({ ...internet(r), number: '02312345ab' }),
         fields: ['number'],

@@ -123,6 +123,17 @@ describe('intake API end to end', () => {
       assert.ok(view.result?.transactionNumber);
     });
 
+    it('an ADSL top-up to a fixed line’s 9-digit number (021123456) is accepted and FULFILLED against the sandbox', async () => {
+      const request = { ...internetRequest(newRef('adsl9')), lineType: 'ADSL', number: '021123456' } as const;
+      const res = await api.request<OrderView>('POST', '/v1/orders', { body: request });
+      assert.equal(res.status, 201, res.text);
+      const view = await pollUntil(request.ref, 'FULFILLED');
+      assert.deepEqual(view.request, request);
+      assert.ok(view.result?.cardCode);
+      const sends = await sandbox.sendsOf(providerRefFor('shop', request.ref));
+      assert.equal(sends.accepted, 1, 'the sandbox took the 9-digit line number');
+    });
+
     it('a gift-card order: POST → 201, then FULFILLED with one card per unit', async () => {
       const request = giftCardRequest(newRef('gift'), 2);
       assert.equal((await api.request('POST', '/v1/orders', { body: request })).status, 201);

@@ -117,7 +117,15 @@ describe('npm run bench', () => {
     const code = await new Promise<number | null>((done) => child.once('exit', done));
     assert.equal(code, 0, `bench exited ${code}:\n${output.slice(-4_000)}`);
 
-    for (const heading of ['INTAKE', 'END TO END', 'PER ORDER', 'RESOURCES', 'TARGETS']) {
+    for (const heading of [
+      'INTAKE',
+      'INTAKE THROUGH BATCHES',
+      'END TO END',
+      'PER ORDER',
+      'WEBHOOKS',
+      'RESOURCES',
+      'TARGETS',
+    ]) {
       assert.match(output, new RegExp(`^${heading}`, 'm'), `table ${heading} printed`);
     }
     const files = readdirSync(outDir).filter((f) => f.endsWith('.json'));
@@ -128,9 +136,21 @@ describe('npm run bench', () => {
     };
     const { report } = saved;
     assert.equal(report.kind, 'normal');
-    for (const phase of [report.phases.rawStart, report.phases.api, report.phases.minimal]) {
+    const { rawStart, api, batch, minimal, webhooks } = report.phases;
+    for (const phase of [rawStart, api, batch!, minimal, webhooks!]) {
       assert.equal(phase.load.ok, orders);
       assert.ok(phase.load.perSecond > 0 && phase.load.latencyMs.p99 > 0);
+    }
+    // Every order of the webhook phase had its final event delivered, each verified by the receiver.
+    const deliveries = report.webhookDeliveries!;
+    assert.equal(deliveries.ordersWithFinalEvent, orders);
+    assert.ok(deliveries.events >= 2 * orders, `${deliveries.events} events`);
+    assert.equal(deliveries.unverified, 0);
+    assert.ok(deliveries.latencyMs.count === deliveries.events && deliveries.latencyMs.p50 > 0);
+    // An endpoint adds the patch (a marker and a search-attribute upsert) and a marker per status change.
+    for (const type of report.perTypeWithWebhooks!) {
+      assert.ok(type.events.max <= 45, `${type.type} with an endpoint: ${type.events.max} history events`);
+      assert.equal(type.sends.max, 1);
     }
     // Figures that do not depend on the machine: a normal order's shape and never sending twice.
     assert.equal(report.perType.length, 3);

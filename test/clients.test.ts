@@ -12,7 +12,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
+import { randomBytes } from 'node:crypto';
 import { generateApiKey, hashApiKey, keyDigest } from '../src/clients/keys';
+import { endpointSecret } from '../src/webhooks/secrets';
 import { ClientsFileError, parseClientsFile, type ClientsFile } from '../src/clients/model';
 import {
   ClientRegistry,
@@ -149,6 +151,60 @@ describe('the clients file', () => {
       /scope/,
     ],
     ['an unknown role', (f) => (f.clients[1]!.role = 'admin' as 'operator'), ['clients[1].role']],
+    [
+      'a webhook URL with a password in it',
+      (f) => (f.clients[0]!.webhooks = [{ id: 'erp', url: 'https://user:pass@erp.example.com/hooks' }]),
+      ['clients[0].webhooks[0].url'],
+      /no user or password/,
+    ],
+    [
+      'a webhook URL that is not http(s)',
+      (f) => (f.clients[0]!.webhooks = [{ id: 'erp', url: 'ftp://erp.example.com/hooks' }]),
+      ['clients[0].webhooks[0].url'],
+    ],
+    [
+      'a webhook URL with a fragment',
+      (f) => (f.clients[0]!.webhooks = [{ id: 'erp', url: 'https://erp.example.com/hooks#x' }]),
+      ['clients[0].webhooks[0].url'],
+    ],
+    [
+      'a relative webhook URL',
+      (f) => (f.clients[0]!.webhooks = [{ id: 'erp', url: '/hooks' }]),
+      ['clients[0].webhooks[0].url'],
+    ],
+    [
+      'two endpoints with one id',
+      (f) =>
+        (f.clients[0]!.webhooks = [
+          { id: 'erp', url: 'https://a.example.com/' },
+          { id: 'erp', url: 'https://b.example.com/' },
+        ]),
+      ['clients[0].webhooks[1].id'],
+    ],
+    [
+      'an unknown event type',
+      (f) =>
+        (f.clients[0]!.webhooks = [
+          { id: 'erp', url: 'https://a.example.com/', events: ['order.shipped' as 'order.fulfilled'] },
+        ]),
+      ['clients[0].webhooks[0].events[0]'],
+    ],
+    [
+      'a previous secret version that is not below the current one',
+      (f) =>
+        (f.clients[0]!.webhooks = [
+          { id: 'erp', url: 'https://a.example.com/', secretVersion: 2, previousSecretVersion: 2 },
+        ]),
+      ['clients[0].webhooks[0].previousSecretVersion'],
+    ],
+    [
+      'a secret in the endpoint (there is no such field: secrets are derived)',
+      (f) =>
+        (f.clients[0]!.webhooks = [
+          Object.assign({ id: 'erp', url: 'https://a.example.com/' }, { secret: 'whsec_x' }),
+        ]),
+      ['clients[0].webhooks[0]'],
+    ],
   ];
   for (const [name, change, places, detail] of bad) {
     it(`refuses ${name}, naming ${places.join(', ')}`, () => {
@@ -215,7 +271,10 @@ describe('the client registry', () => {
     const legacy = new ClientRegistry(legacyClientsFile(['one', 'two', 'one']));
     const caller = legacy.identify('two')!;
     assert.equal(caller.id, 'default');
-    assert.deepEqual([...caller.scopes], ['orders:write', 'orders:read', 'reviews:write', 'audit:read']);
+    assert.deepEqual(
+      [...caller.scopes],
+      ['orders:write', 'orders:read', 'reviews:write', 'audit:read', 'webhooks:read', 'webhooks:write'],
+    );
     assert.equal(legacy.identify('one')?.id, 'default');
     assert.equal(legacy.defaultClientId, 'default');
   });
@@ -238,10 +297,17 @@ describe('the client registry', () => {
 
 /** `npm run clients -- …`, as a user runs it (through tsx, as npm would). */
 function clients(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  return clientsWith({}, ...args);
+}
+
+function clientsWith(
+  env: Record<string, string>,
+  ...args: string[]
+): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/clients.ts', ...args], {
     cwd: root,
     encoding: 'utf8',
-    env: { ...process.env, API_CLIENTS_FILE: '' },
+    env: { ...process.env, API_CLIENTS_FILE: '', WEBHOOK_SIGNING_KEY: '', ...env },
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
@@ -310,6 +376,68 @@ describe('npm run clients', () => {
     assert.equal(registry.identify(first), undefined, 'the old key is refused');
     assert.equal(registry.identify(newKey)?.id, 'shop', 'the new key works');
     assert.match(readFileSync(file, 'utf8'), /# kept by hand/);
+  });
+
+  it('add-webhook prints the endpoint’s secret alone on stdout; the file holds none; rotation signs with both until it ends', () => {
+    const file = join(dir, 'webhooks.yaml');
+    const signingKey = randomBytes(32);
+    const env = { WEBHOOK_SIGNING_KEY: signingKey.toString('base64') };
+    assert.equal(
+      clients('add-client', 'acme', '--name', 'Acme', '--scopes', 'webhooks:read', '--file', file).status,
+      0,
+    );
+    const added = clientsWith(
+      env,
+      'add-webhook',
+      'acme',
+      'erp',
+      '--url',
+      'https://erp.example.com/hooks',
+      '--events',
+      'order.fulfilled,order.failed',
+      '--card-codes',
+      '--file',
+      file,
+    );
+    assert.equal(added.status, 0, added.stderr);
+    assert.equal(added.stdout, `${endpointSecret(signingKey, 'acme', 'erp', 1)}\n`, 'the secret, alone');
+    const text = readFileSync(file, 'utf8');
+    assert.doesNotMatch(text, /whsec_/, 'no secret in the file');
+    assert.deepEqual(readClientsFile(file).clients[0]!.webhooks, [
+      {
+        id: 'erp',
+        url: 'https://erp.example.com/hooks',
+        events: ['order.fulfilled', 'order.failed'],
+        cardCodes: true,
+      },
+    ]);
+    assert.equal(clientsWith(env, 'webhook-secret', 'acme', 'erp', '--file', file).stdout, added.stdout);
+
+    const rotated = clientsWith(env, 'rotate-webhook-secret', 'acme', 'erp', '--file', file);
+    assert.equal(rotated.status, 0, rotated.stderr);
+    assert.equal(rotated.stdout, `${endpointSecret(signingKey, 'acme', 'erp', 2)}\n`);
+    const endpoint = readClientsFile(file).clients[0]!.webhooks![0]!;
+    assert.deepEqual([endpoint.secretVersion, endpoint.previousSecretVersion], [2, 1]);
+    assert.match(clients('list', '--file', file).stdout, /webhook erp .* secret v2 {2}also v1 \(rotating\)/);
+    assert.equal(clients('end-webhook-rotation', 'acme', 'erp', '--file', file).status, 0);
+    assert.equal(readClientsFile(file).clients[0]!.webhooks![0]!.previousSecretVersion, undefined);
+
+    const withoutKey = clients('webhook-secret', 'acme', 'erp', '--file', file);
+    assert.equal(withoutKey.stdout, '', 'no WEBHOOK_SIGNING_KEY, no secret');
+    assert.match(withoutKey.stderr, /WEBHOOK_SIGNING_KEY is not set/);
+    const refused = clients(
+      'add-webhook',
+      'acme',
+      'crm',
+      '--url',
+      'https://u:p@crm.example.com/',
+      '--file',
+      file,
+    );
+    assert.equal(refused.status, 2);
+    assert.match(refused.stderr, /no user or password/);
+    assert.equal(clients('remove-webhook', 'acme', 'erp', '--file', file).status, 0);
+    assert.deepEqual(readClientsFile(file).clients[0]!.webhooks, []);
   });
 
   it('a JSON clients file stays JSON', () => {

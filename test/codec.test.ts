@@ -270,6 +270,18 @@ describe('codec server with bearer tokens', () => {
     assert.deepEqual(JSON.parse(decoded.text), { payloads: [original] });
   });
 
+  it('when a payload with no data is encrypted (undefined, as a void activity returns), it decodes over HTTP', async () => {
+    const nothing = defaultPayloadConverter.toPayload(undefined);
+    assert.equal(nothing.data?.length ?? 0, 0, 'binary/null carries no data');
+    const [encrypted] = await codec.encode([nothing]);
+    const decoded = await call(base, '/decode', {
+      headers: auth,
+      body: { payloads: [toJsonPayload(encrypted!)] },
+    });
+    assert.equal(decoded.status, 200, decoded.text);
+    assert.deepEqual(JSON.parse(decoded.text), { payloads: [toJsonPayload(nothing)] });
+  });
+
   it('when an empty list of payloads is sent, an empty list comes back', async () => {
     const answer = await call(base, '/decode', { headers: auth, body: { payloads: [] } });
     assert.equal(answer.status, 200);

@@ -52,11 +52,13 @@ async function stackEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise
     CODEC_PORT: String(await freePort()),
     SANDBOX_PORT: String(await freePort()),
     PORT: String(await freePort()),
-    // Fast sandbox and polling, so an order finishes in about a second.
-    SANDBOX_TIME_SCALE: '0.05',
-    POLL_FIRST_CHECK_MS: '250',
-    POLL_HANDLING_CHECK_MS: '750',
-    POLL_MAX_INTERVAL_MS: '1000',
+    WEBHOOK_RECEIVER_PORT: String(await freePort()),
+    // A fast sandbox and polling to match, so an order finishes in about 5 s: slow enough that the
+    // first check (the dev server fires timers on a ~1 s tick) finds it HANDLING, so it is PROCESSING.
+    SANDBOX_TIME_SCALE: '0.25',
+    POLL_FIRST_CHECK_MS: '1250',
+    POLL_HANDLING_CHECK_MS: '3750',
+    POLL_MAX_INTERVAL_MS: '5000',
     LOG_LEVEL: 'warn',
     ...extra,
   };
@@ -172,6 +174,19 @@ describe('the dev stack (npm start)', { timeout: 600_000 }, () => {
       assert.equal(submitted.status, 201);
       await waitForStatus(stack, 'dev-stack-1', ['FULFILLED']);
 
+      // The back office's endpoint is the dev receiver: it verified and printed each event.
+      for (const [sequence, type, status] of [
+        [1, 'order.submitted', 'SUBMITTED'],
+        [2, 'order.processing', 'PROCESSING'],
+        [3, 'order.fulfilled', 'FULFILLED'],
+      ] as const) {
+        const line = `[webhook-receiver] ✔ ${type} #${sequence} order dev-stack-1 (backoffice) ${status} — signature verified`;
+        for (let deadline = Date.now() + 30_000; !stack.output().includes(line) && Date.now() < deadline;)
+          await new Promise((r) => setTimeout(r, 250));
+        assert.ok(stack.output().includes(line), `the receiver printed: ${line}\n${stack.output()}`);
+      }
+      assert.doesNotMatch(stack.output(), /\[webhook-receiver\] ✘/, 'every signature verified');
+
       // The printed operator key reads the review queue of every client but submits nothing.
       const queue = await api(stack, '/v1/orders?status=NEEDS_REVIEW', undefined, stack.operatorKey);
       assert.equal(queue.status, 200);
@@ -211,7 +226,7 @@ describe('the dev stack (npm start)', { timeout: 600_000 }, () => {
           headers: { 'content-type': 'application/json', 'x-namespace': 'default' },
           body: JSON.stringify({ payloads: raw.payloads.map(toJsonPayload) }),
         });
-        assert.equal(decoded.status, 200);
+        assert.equal(decoded.status, 200, await decoded.clone().text());
         const plain = ((await decoded.json()) as { payloads: { data: string }[] }).payloads
           .map((p) => Buffer.from(p.data, 'base64').toString())
           .join('\n');

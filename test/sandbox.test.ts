@@ -104,7 +104,12 @@ const mobileBody = (ref: string, MSSIDN = '0555123456') => ({
   amount: 500,
   ref,
 });
-const internetBody = (ref: string, type = 'ADSL') => ({ type, number: '0231234567', value: 1000, ref });
+const internetBody = (ref: string, type = 'ADSL', number = '021123456') => ({
+  type,
+  number,
+  value: 1000,
+  ref,
+});
 const giftCardBody = (quantity = 1) => ({ productId: 'GOOGLE_PLAY', typeId: 'GOOGLE_PLAY_1000', quantity });
 
 const sendMobile = (ref: string, MSSIDN?: string) =>
@@ -407,6 +412,29 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       });
     }
 
+    it('takes a fixed line’s 9-digit number (021123456) and a 10-digit one, for ADSL and 4G alike', async () => {
+      for (const [type, number] of [
+        ['ADSL', '021123456'],
+        ['4G', '029123456'],
+        ['ADSL', '0211234567'],
+        ['4G', '0661234567'],
+      ] as const) {
+        const answer = await call('POST', '/v3/internet/send', {
+          json: internetBody(newRef(), type, number),
+        });
+        assert.equal(answer.status, 200, `${type} ${number}: ${JSON.stringify(answer.body)}`);
+      }
+    });
+
+    it('refuses a line number that is not 0 and 8 or 9 digits, naming number', async () => {
+      for (const number of ['02112345', '02112345678', '21123456', '+21321123456', '02112345a']) {
+        const answer = await call('POST', '/v3/internet/send', {
+          json: internetBody(newRef(), 'ADSL', number),
+        });
+        assertFailure(answer, 400, 'VALIDATION_ERROR', 'number');
+      }
+    });
+
     it('an unknown line type is 400 naming type', async () => {
       assertFailure(
         await call('POST', '/v3/internet/send', { json: internetBody(newRef(), 'DSL') }),
@@ -507,6 +535,15 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       const answer = await send({ json: mobileBody(newRef(), '+213555123456') });
       assertFailure(answer, 400, 'VALIDATION_ERROR', 'MSSIDN');
       assert.match(answer.body.error?.message ?? '', /MSSIDN: expected a local number/);
+    });
+
+    it('a mobile number keeps its 10 digits: a 9-digit MSSIDN is 400', async () => {
+      assertFailure(
+        await send({ json: mobileBody(newRef(), '055512345') }),
+        400,
+        'VALIDATION_ERROR',
+        'MSSIDN',
+      );
     });
 
     it('an extra field is 400 naming it', async () => {

@@ -137,6 +137,11 @@ export interface OrderInput {
   providerRef?: string;
   timings?: Partial<OrderTimings>;
   /**
+   * The client had webhook endpoints when it submitted the order: the workflow announces each
+   * status change (README "Webhooks"). Unset, the workflow's history is exactly as without webhooks.
+   */
+  webhooks?: boolean;
+  /**
    * Set only by the workflow itself when it continues as new to keep its history short: the state
    * it carries over. Starters leave it unset.
    */
@@ -152,6 +157,8 @@ export interface OrderContinuation {
   deadlineAt: number;
   /** Polling: the wait before the next check. */
   nextCheckMs: number;
+  /** The sequence number of the last webhook event announced (so the next run goes on from it). */
+  eventSequence?: number;
   /** The watch after an operator's decision, when one is running. */
   watch?: DecisionWatch;
 }

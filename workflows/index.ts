@@ -6,6 +6,8 @@ import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '
 import type { GiftCardOrderCheck, InternetCheck, MobileCheck } from '../src/provider/wire';
 import { defineOrderWorkflow } from './order-lifecycle';
 
+export { webhookDeliveryWorkflow } from './webhook-delivery';
+
 export const mobileTopupWorkflow = defineOrderWorkflow<MobileTopupRequest, MobileCheck>('mobile_topup', {
   submitRetry: 'lookup',
   submit: (activities, { request, providerRef }, how) =>

@@ -21,6 +21,7 @@ import {
   makeContinueAsNewFunc,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   sleep,
   TimeoutFailure,
@@ -38,6 +39,8 @@ import {
 } from '../activities/outcomes.types';
 import { checkReviewDecision, decidedByWhom, type ReviewDecisionCheck } from '../src/orders/review-decision';
 import type { ReviewDecision } from '../src/orders/schemas';
+import { REVIEW_DECISION_EVENT, statusEventType } from '../src/webhooks/event-types';
+import { WEBHOOK_EVENTS_PATCH, type OrderEvent } from './webhook-contract';
 import {
   AcceptedAtAttribute,
   decideReviewUpdate,
@@ -151,6 +154,14 @@ const MAX_EVIDENCE_STEPS = 8;
  * watched after they apply. Histories recorded before take the old path: applied as given.
  */
 const DECISIONS_CHECKED_PATCH = 'review-decisions-checked';
+/**
+ * Announcing an event is one signal-with-start from the worker: a local activity, so it costs the
+ * order one marker event and no task. Retried until Temporal takes it: a lost event is a missed webhook.
+ */
+const announcer = proxyLocalActivities<Pick<OrderActivities, 'announceOrderEvent'>>({
+  startToCloseTimeout: 10_000,
+  retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000 },
+});
 
 type Interpretation =
   | { kind: 'open'; status: 'SUBMITTED' | 'PROCESSING' }
@@ -185,6 +196,9 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private readonly settles: boolean;
   /** Set while an operator's decision is watched. */
   private watch: DecisionWatch | undefined;
+  /** Webhook events: the last sequence number announced, and the announcements in flight, in order. */
+  private eventSequence: number;
+  private announcing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly orderType: OrderType,
@@ -215,6 +229,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     // Asked once, before any other command: histories recorded before the patch replay the old path.
     this.settles = patched(SETTLE_PATCH);
     this.watch = carried?.watch;
+    this.eventSequence = carried?.eventSequence ?? 0;
     setHandler(statusQuery, () => this.view);
     setHandler(resolveReviewSignal, (decision) => this.onSignal(decision), {
       description: 'An operator decision (as decideReview, without an answer: see the timeline).',
@@ -238,6 +253,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       else if (this.takesDecisions()) await this.reviewStep();
       else await this.pollStep();
     }
+    await this.announcing;
     // Decisions still queued were answered when the order left review; let their handlers return.
     await condition(allHandlersFinished);
     return this.view;
@@ -536,7 +552,11 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       return this.recheck();
     }
     const queued = this.decisions.shift();
-    if (queued) await this.decide(queued); // else the loop continues as new first
+    if (!queued) return; // the loop continues as new first
+    await this.decide(queued);
+    // Refused decisions change nothing, so receivers hear only of those the workflow acted on.
+    if (queued.outcome?.outcome !== 'refused')
+      this.announce(REVIEW_DECISION_EVENT, { ...queued.decision, outcome: this.view.status });
   }
 
   /** In review only a final FULFILLED or REFUNDED settles the order; anything else waits for an operator. */
@@ -639,7 +659,8 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private checkSignalled(payload: unknown): ReviewDecisionCheck {
     const checked = checkReviewDecision(payload);
     if (!checked.ok) return checked;
-    const newer = (['force', 'orderId', 'decidedBy'] as const).filter(
+    // decidedBy is older than the patch: the API has sent it since clients had names.
+    const newer = (['force', 'orderId'] as const).filter(
       (f) => checked.decision[f] !== undefined,
     );
     if (newer.length > 0 && !patched(DECISIONS_CHECKED_PATCH)) return { ok: false, fields: [...newer] };
@@ -995,6 +1016,31 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     log.info('order status changed', { status, event });
     // Decisions that arrived while the order was settled (or went back to polling): recorded, not acted on.
     if (!this.takesDecisions()) this.refuseQueued();
+    if (status !== 'ACCEPTED') this.announce(statusEventType(status));
+  }
+
+  /**
+   * Hands the event to the order's webhook delivery (README "Webhooks") without waiting for it:
+   * announcements run one after another, in order, and run() waits for the last before it ends.
+   * Only for a client that had endpoints: any other order's history is as it was, not one event more.
+   */
+  private announce(type: OrderEvent['type'], decision?: OrderEvent['decision']): void {
+    if (!this.input.webhooks || !this.input.clientId || !patched(WEBHOOK_EVENTS_PATCH)) return;
+    const event: OrderEvent = {
+      sequence: ++this.eventSequence,
+      type,
+      timestamp: new Date().toISOString(),
+      client: this.input.clientId,
+      ...(this.input.providerRef ? { providerRef: this.input.providerRef } : {}),
+      // A copy: the view changes on while the announcement waits its turn.
+      view: JSON.parse(JSON.stringify(this.view)) as OrderView,
+      ...(decision ? { decision } : {}),
+    };
+    this.announcing = this.announcing.then(() =>
+      announcer.announceOrderEvent(event).catch((err: unknown) => {
+        log.error('webhook event not announced', { type, sequence: event.sequence, error: String(err) });
+      }),
+    );
   }
 
   /** A timeline entry; `event` never holds a phone number or card code. */
@@ -1037,6 +1083,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     await condition(() => allHandlersFinished() || this.decisions.length > 0);
     if (this.decisions.length > 0) return;
     log.info('continuing as new to keep the history short', { historyLength: workflowInfo().historyLength });
+    await this.announcing;
     // The starter's memo (the API keeps the request's fingerprint there) goes along explicitly.
     await makeContinueAsNewFunc<OrderWorkflow>({ memo: workflowInfo().memo })({
       ...this.input,
@@ -1045,6 +1092,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
         deadlineAt: this.deadlineAt,
         nextCheckMs: this.nextCheckMs,
         ...(this.watch && { watch: this.watch }),
+        ...(this.eventSequence > 0 ? { eventSequence: this.eventSequence } : {}),
       },
     });
   }

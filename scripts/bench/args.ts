@@ -35,6 +35,9 @@ export interface BenchOptions {
   isolateIntake: boolean;
   /** Leave out the diagnostic phase that submits through OrderService in-process. */
   skipDirect: boolean;
+  /** The batch phase: orders per POST /v1/orders/batch, and batches in flight at once. */
+  batchSize: number;
+  batchConcurrency: number;
   /** Let the workers bundle their workflows at start instead of running pre-built bundles. */
   bundleAtStart: boolean;
   /** Encrypt payloads (PAYLOAD_ENCRYPTION_KEYS with a random key) in the parts we start. */
@@ -74,6 +77,9 @@ export const usage = `npm run bench -- [flags]
   --bundle-at-start        workers bundle their workflows at start (default: pre-built, as in production)
   --isolate-intake         freeze the workers we started while each phase submits (intake alone)
   --skip-direct            leave out the phase that submits through OrderService in-process (no HTTP)
+  --batch-size N           the batch phase: orders per POST /v1/orders/batch (default 100)
+  --batch-concurrency N    the batch phase: batches in flight at once (default 1; the API runs
+                           API_BATCH_CONCURRENCY starts of each at once, 16 = the baseline's concurrency)
   --log-level L            LOG_LEVEL of the parts we start (default info)
   --out DIR                where the JSON goes (default bench-results)
   --label TEXT             stored in the JSON (e.g. the tuning being tried)
@@ -135,6 +141,8 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       encrypt: { type: 'boolean' },
       'bundle-at-start': { type: 'boolean' },
       'skip-direct': { type: 'boolean' },
+      'batch-size': { type: 'string' },
+      'batch-concurrency': { type: 'string' },
       'isolate-intake': { type: 'boolean' },
       'log-level': { type: 'string' },
       out: { type: 'string' },
@@ -198,6 +206,8 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     encrypt: values.encrypt ?? false,
     bundleAtStart: values['bundle-at-start'] ?? false,
     skipDirect: values['skip-direct'] ?? false,
+    batchSize: positive('batch-size', values['batch-size'], 100),
+    batchConcurrency: positive('batch-concurrency', values['batch-concurrency'], 1),
     isolateIntake: values['isolate-intake'] ?? false,
     logLevel: values['log-level'] ?? 'info',
     outDir: values.out ?? 'bench-results',

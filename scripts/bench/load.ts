@@ -85,11 +85,16 @@ export function apiSubmitter(apiUrl: string, apiKey: string, connections: number
 
 /**
  * The API's own start path (OrderService.submit) without HTTP: where the API's time goes. The
- * service is configured as the API the bench started is (task queue, timings, its one API_KEYS client).
+ * service is configured as the API the bench started is (task queue, timings, its clients).
  */
-export function directSubmitter(client: Client, stack: Pick<Stack, 'taskQueue' | 'partEnv' | 'apiKey'>) {
+export function directSubmitter(
+  client: Client,
+  stack: Pick<Stack, 'taskQueue' | 'partEnv' | 'apiKey' | 'clientsFile'>,
+) {
   const partConfig = loadConfig({ ...process.env, ...stack.partEnv });
-  const clients = new ClientRegistry(legacyClientsFile([stack.apiKey]), { legacy: true });
+  const clients = stack.clientsFile
+    ? new ClientRegistry(stack.clientsFile)
+    : new ClientRegistry(legacyClientsFile([stack.apiKey]), { legacy: true });
   const caller = clients.identify(stack.apiKey)!;
   const service = new OrderService({
     client,
@@ -103,6 +108,78 @@ export function directSubmitter(client: Client, stack: Pick<Stack, 'taskQueue' |
   return async (order: OrderRequest): Promise<string> => {
     const { created } = await service.submit(caller, order);
     return created ? 'ok' : 'already existed';
+  };
+}
+
+/**
+ * POST /v1/orders/batch: each call sends `orders` in one request. Every order gets a Call of its
+ * own, timed as its batch was, so a phase of batches is read like a phase of single requests
+ * (orders/s, and each order's submit-to-final latency).
+ */
+export function batchSubmitter(apiUrl: string, apiKey: string, connections: number) {
+  const pool = new Pool(apiUrl, {
+    connections,
+    pipelining: 1,
+    headersTimeout: 300_000,
+    bodyTimeout: 300_000,
+  });
+  const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+  return {
+    async submit(orders: OrderRequest[]): Promise<string[]> {
+      const response = await pool.request({
+        method: 'POST',
+        path: '/v1/orders/batch',
+        headers,
+        body: JSON.stringify({ orders }),
+      });
+      if (response.statusCode !== 200) {
+        await response.body.dump();
+        return orders.map(() => `HTTP ${response.statusCode}`);
+      }
+      const { results } = (await response.body.json()) as { results: { status: number }[] };
+      return results.map((r) => (r.status === 201 ? 'ok' : `item ${r.status}`));
+    },
+    close: () => pool.close(),
+  };
+}
+
+/** `n` orders in batches of `size`, `concurrency` batches at once; one Call per order. */
+export async function batchLoop(
+  n: number,
+  size: number,
+  concurrency: number,
+  submit: (indices: number[]) => Promise<string[]>,
+): Promise<LoadResult> {
+  const t0 = nowMs();
+  const batches = Array.from({ length: Math.ceil(n / size) }, (_, b) =>
+    Array.from({ length: Math.min(size, n - b * size) }, (_, i) => b * size + i),
+  );
+  const perBatch = await mapBounded(batches.length, concurrency, async (b): Promise<Call[]> => {
+    const indices = batches[b]!;
+    const startMs = nowMs();
+    let outcomes: string[];
+    try {
+      outcomes = await submit(indices);
+    } catch (err) {
+      const outcome = err instanceof Error ? `${err.name}: ${err.message.slice(0, 80)}` : String(err);
+      outcomes = indices.map(() => outcome);
+    }
+    const endMs = nowMs();
+    return indices.map((index, i) => ({ index, startMs, endMs, outcome: outcomes[i] ?? 'no answer' }));
+  });
+  const calls = perBatch.flat();
+  const durationS = (nowMs() - t0) / 1000;
+  const good = calls.filter((c) => c.outcome === 'ok');
+  const failures: Record<string, number> = {};
+  for (const c of calls) if (c.outcome !== 'ok') failures[c.outcome] = (failures[c.outcome] ?? 0) + 1;
+  return {
+    calls,
+    ok: good.length,
+    failures,
+    durationS,
+    perSecond: good.length / durationS,
+    // Per order, the latency of the request that carried it.
+    latencyMs: summarize(good.map((c) => c.endMs - c.startMs)),
   };
 }
 

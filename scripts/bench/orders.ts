@@ -10,8 +10,9 @@ export function refPrefix(runId: string, phase: string): string {
   return `bench-${runId}-${phase}-`;
 }
 
-export function workflowIdPrefix(runId: string, phase: string): string {
-  return orderWorkflowId(refPrefix(runId, phase));
+/** `owner`: the API client that submitted the phase's orders, when not the default client. */
+export function workflowIdPrefix(runId: string, phase: string, owner?: string): string {
+  return orderWorkflowId(refPrefix(runId, phase), owner);
 }
 
 const digits8 = (i: number) => String(i % 100_000_000).padStart(8, '0');

@@ -134,6 +134,35 @@ export function formatNormal(report: NormalReport, header: string[]): string {
   );
   lines.push('');
 
+  const { batch } = report.phases;
+  if (batch) {
+    lines.push(
+      `INTAKE THROUGH BATCHES  (POST /v1/orders/batch, ${report.batchSize} orders each, ${report.batchConcurrency} at once; the same orders)`,
+    );
+    lines.push(
+      table([
+        ['', 'ours: batches', 'baseline (a): raw start', 'ratio', 'ours: single requests'],
+        [
+          'orders/s',
+          fmt(batch.load.perSecond),
+          fmt(rawStart.load.perSecond),
+          fmt(ratio(batch.load.perSecond, rawStart.load.perSecond), 2),
+          fmt(api.load.perSecond),
+        ],
+        [
+          'batch latency p50 / p99 ms',
+          `${fmt(batch.load.latencyMs.p50, 0)} / ${fmt(batch.load.latencyMs.p99, 0)}`,
+          '',
+          '',
+          '',
+        ],
+        ['orders not created', failures(batch), failures(rawStart), '', failures(api)],
+        ['orders completed/s', fmt(batch.e2e.perSecond), '', '', fmt(api.e2e.perSecond)],
+      ]),
+    );
+    lines.push('');
+  }
+
   lines.push(
     `END TO END  (submit → final; minimal workflow: send, ${report.baselineTimersMs[0]} ms timer, check, ${report.baselineTimersMs[1]} ms timer, check)`,
   );
@@ -198,6 +227,57 @@ export function formatNormal(report: NormalReport, header: string[]): string {
   );
   lines.push('');
 
+  const hooks = report.phases.webhooks;
+  const deliveries = report.webhookDeliveries;
+  if (hooks && deliveries) {
+    lines.push('WEBHOOKS  (the same orders by a client with one endpoint: a receiver in the bench process)');
+    const withHooks = (type: string) => report.perTypeWithWebhooks?.find((x) => x.type === type);
+    lines.push(
+      table([
+        ['', 'ours with webhooks', 'ours: API (no endpoint)', 'ratio'],
+        [
+          'orders completed/s',
+          fmt(hooks.e2e.perSecond),
+          fmt(api.e2e.perSecond),
+          fmt(ratio(hooks.e2e.perSecond, api.e2e.perSecond), 2),
+        ],
+        [
+          'submit → final p50 / p99 ms',
+          `${fmt(hooks.e2e.latencyMs.p50, 0)} / ${fmt(hooks.e2e.latencyMs.p99, 0)}`,
+          `${fmt(api.e2e.latencyMs.p50, 0)} / ${fmt(api.e2e.latencyMs.p99, 0)}`,
+          '',
+        ],
+      ]),
+    );
+    lines.push(
+      table([
+        ['status change → delivered, ms', 'p50', 'p95', 'p99', 'max'],
+        [
+          `${deliveries.events} events`,
+          fmt(deliveries.latencyMs.p50, 0),
+          fmt(deliveries.latencyMs.p95, 0),
+          fmt(deliveries.latencyMs.p99, 0),
+          fmt(deliveries.latencyMs.max, 0),
+        ],
+      ]),
+    );
+    lines.push(
+      `  orders whose final event arrived: ${deliveries.ordersWithFinalEvent}/${deliveries.orders}; ` +
+        `deliveries ${deliveries.deliveries} for ${deliveries.events} events; unverified ${deliveries.unverified}`,
+    );
+    lines.push(
+      table([
+        ['history events per normal order (probe)', ...types.map((x) => x.type)],
+        ['without an endpoint', ...types.map((x) => meanMax(x.events))],
+        [
+          'with an endpoint',
+          ...types.map((x) => (withHooks(x.type) ? meanMax(withHooks(x.type)!.events) : 'n/a')),
+        ],
+      ]),
+    );
+    lines.push('');
+  }
+
   lines.push('WHERE AN ORDER’S TIME GOES  (ms per order, mean / p99; from the histories)');
   lines.push(
     table([
@@ -212,13 +292,28 @@ export function formatNormal(report: NormalReport, header: string[]): string {
   );
   lines.push('');
 
-  const phases = [rawStart, api, ...(direct ? [direct] : []), minimal];
+  const phases = [
+    rawStart,
+    api,
+    ...(batch ? [batch] : []),
+    ...(direct ? [direct] : []),
+    minimal,
+    ...(hooks ? [hooks] : []),
+  ];
   lines.push(
     'RESOURCES  (each phase: submissions until every workflow closed; CPU s, ms per workflow, peak RSS MB)',
   );
   const names = ['worker', 'api', 'temporal', 'baseline-worker', 'sandbox', 'bench', 'others'];
   const rows: (string | number)[][] = [
-    ['', 'raw start', 'ours: API', ...(direct ? ['ours w/o HTTP'] : []), 'minimal wf'],
+    [
+      '',
+      'raw start',
+      'ours: API',
+      ...(batch ? ['ours: batches'] : []),
+      ...(direct ? ['ours w/o HTTP'] : []),
+      'minimal wf',
+      ...(hooks ? ['ours with webhooks'] : []),
+    ],
     ['phase duration s', ...phases.map((p) => fmt(p.load.durationS + p.wait.waitedS, 1))],
   ];
   for (const name of names) {
@@ -362,6 +457,18 @@ export function formatComparison(runs: SavedRun[]): string {
       (r) => fmt(ratio(r.phases.api.load.latencyMs.p99, r.phases.rawStart.load.latencyMs.p99), 2),
     ],
     ['intake req/s: w/o HTTP', (r) => fmt(r.phases.direct?.load.perSecond)],
+    ['batch orders/s', (r) => fmt(r.phases.batch?.load.perSecond)],
+    [
+      'batch ratio to raw start',
+      (r) => fmt(ratio(r.phases.batch?.load.perSecond ?? NaN, r.phases.rawStart.load.perSecond), 2),
+    ],
+    [
+      'webhook change→delivery p50 / p99 ms',
+      (r) =>
+        r.webhookDeliveries
+          ? `${fmt(r.webhookDeliveries.latencyMs.p50, 0)} / ${fmt(r.webhookDeliveries.latencyMs.p99, 0)}`
+          : 'n/a',
+    ],
     ['completed/s: ours', (r) => fmt(r.phases.api.e2e.perSecond)],
     ['completed/s: minimal', (r) => fmt(r.phases.minimal.e2e.perSecond)],
     ['e2e ratio (≥ 0.7)', (r) => fmt(ratio(r.phases.api.e2e.perSecond, r.phases.minimal.e2e.perSecond), 2)],

@@ -7,7 +7,6 @@
  */
 import type { Client } from '@temporalio/client';
 import type { OrderType } from '../../src/orders/schemas';
-import { LEGACY_CLIENT_ID } from '../../src/clients/model';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { orderWorkflowId, workflowTypeByOrderType } from '../../workflows/contract';
 import type { BenchOptions } from './args';
@@ -21,8 +20,17 @@ import {
   type WaitResult,
 } from './histories';
 import { sandboxSends, type SendReport } from './sandbox-admin';
-import { apiSubmitter, closedLoop, directSubmitter, rawStarter, type Call, type LoadResult } from './load';
-import { orderAt, workflowIdPrefix } from './orders';
+import {
+  apiSubmitter,
+  batchLoop,
+  batchSubmitter,
+  closedLoop,
+  directSubmitter,
+  rawStarter,
+  type Call,
+  type LoadResult,
+} from './load';
+import { orderAt, refPrefix, workflowIdPrefix } from './orders';
 import type { PhaseUsage, ProcMonitor } from './proc';
 import type { Stack } from './stack';
 import { summarize, type Summary } from './stats';
@@ -65,8 +73,27 @@ export interface PerTypeReport {
 export interface NormalPhases {
   rawStart: PhaseReport;
   api: PhaseReport;
+  /** The same orders through POST /v1/orders/batch. */
+  batch?: PhaseReport;
   direct?: PhaseReport;
   minimal: PhaseReport;
+  /** The same orders through POST /v1/orders by a client with a webhook endpoint. */
+  webhooks?: PhaseReport;
+}
+
+/** What the bench's receiver got from the webhook phase's orders (first round). */
+export interface WebhookDeliveryReport {
+  orders: number;
+  /** Orders whose final status event (fulfilled, refunded, failed) arrived. */
+  ordersWithFinalEvent: number;
+  /** Distinct events (webhook ids) received, and every delivery (a retry is a second one). */
+  events: number;
+  deliveries: number;
+  unverified: number;
+  /** From the status change (the event's timestamp) to the receiver, first delivery of each event, ms. */
+  latencyMs: Summary;
+  /** After the phase's orders had settled, how long until the last final event had arrived. */
+  waitedS: number;
 }
 
 export interface NormalReport {
@@ -80,8 +107,13 @@ export interface NormalReport {
   phases: NormalPhases;
   /** Each round on its own (only with --rounds > 1). */
   perRound?: NormalPhases[];
+  batchSize: number;
+  batchConcurrency: number;
   /** A normal order of each type: a few submitted on an idle stack (the probe). */
   perType: PerTypeReport[];
+  /** The same, submitted by the client with a webhook endpoint. */
+  perTypeWithWebhooks?: PerTypeReport[];
+  webhookDeliveries?: WebhookDeliveryReport;
   /** The same figures for the orders of the loaded API phase (timers fire late under load). */
   perTypeUnderLoad: PerTypeReport[];
   /** Where a normal order's time went (probe), a minimal workflow's (probe), an order's under load; ms. */
@@ -225,7 +257,7 @@ async function phase(
   ctx: RunContext,
   name: string,
   prefix: string,
-  submit: (index: number) => Promise<string>,
+  submit: ((index: number) => Promise<string>) | { load: () => Promise<LoadResult> },
   idOf: (index: number) => string,
 ): Promise<PhaseRun> {
   const { options, client, monitor, stack, log } = ctx;
@@ -235,7 +267,9 @@ async function phase(
   if (options.isolateIntake) stack.freezeWorkers(true);
   let result;
   try {
-    result = await closedLoop(options.orders, options.concurrency, submit);
+    result = await ('load' in submit
+      ? submit.load()
+      : closedLoop(options.orders, options.concurrency, submit));
   } finally {
     if (options.isolateIntake) stack.freezeWorkers(false);
   }
@@ -314,21 +348,22 @@ async function analyseOrders(
   count: number,
   sendsBefore: SendReport | undefined,
   sendsAfter: SendReport | undefined,
+  owner?: string,
 ): Promise<{ perType: PerTypeReport[]; time: Record<string, Summary> }> {
-  const { client, runId, options } = ctx;
+  const { client, runId, options, stack } = ctx;
   const ids: string[] = [];
   const typeOf = new Map<string, OrderType>();
   const refOf = new Map<string, string>();
   for (let i = 0; i < count; i++) {
     const order = orderAt(runId, phaseName, options.mix, i);
-    const id = orderWorkflowId(order.ref);
+    const id = orderWorkflowId(order.ref, owner);
     ids.push(id);
     typeOf.set(id, order.type);
-    // The provider counts sends by the ref derived from (client, ref); the bench's API is one API_KEYS client.
-    refOf.set(id, providerRefFor(LEGACY_CLIENT_ID, order.ref));
+    // The provider counts sends by the ref derived from (client, ref).
+    refOf.set(id, providerRefFor(owner ?? stack.clientId, order.ref));
   }
   const closed = new Set(
-    (await listWorkflows(client, workflowIdPrefix(runId, phaseName)))
+    (await listWorkflows(client, workflowIdPrefix(runId, phaseName, owner)))
       .filter((w) => w.status !== 'RUNNING')
       .map((w) => w.workflowId),
   );
@@ -352,6 +387,7 @@ async function probe(
   baselineTimersMs: [number, number],
 ): Promise<{
   perType: PerTypeReport[];
+  perTypeWithWebhooks?: PerTypeReport[];
   time: Record<string, Summary>;
   minimalTime: Record<string, Summary>;
 }> {
@@ -359,7 +395,27 @@ async function probe(
   const count = PROBE_PER_TYPE * options.mix.length;
   log(`probe: ${count} orders, then ${count} minimal workflows, on the idle stack…`);
   const api = apiSubmitter(stack.apiUrl, stack.apiKey, count);
+  const hooks = stack.webhooks;
+  let perTypeWithWebhooks: PerTypeReport[] | undefined;
   try {
+    if (hooks) {
+      // The same orders by the client with an endpoint: what webhooks add to an order's history.
+      const hooksApi = apiSubmitter(stack.apiUrl, hooks.apiKey, count);
+      try {
+        const load = await closedLoop(count, count, (i) =>
+          hooksApi.submit(orderAt(runId, 'probehooks', options.mix, i)),
+        );
+        await waitClosed(client, workflowIdPrefix(runId, 'probehooks', hooks.clientId), load.ok, {
+          timeoutS: options.waitTimeoutS,
+          assertAlive: () => stack.assertAlive(),
+        });
+        perTypeWithWebhooks = (
+          await analyseOrders(ctx, 'probehooks', count, undefined, undefined, hooks.clientId)
+        ).perType;
+      } finally {
+        await hooksApi.close();
+      }
+    }
     const before = await sandboxSends(stack.sandbox);
     const load = await closedLoop(count, count, (i) => api.submit(orderAt(runId, 'probe', options.mix, i)));
     await waitClosed(client, workflowIdPrefix(runId, 'probe'), load.ok, {
@@ -377,7 +433,7 @@ async function probe(
       assertAlive: () => stack.assertAlive(),
     });
     const minimal = await fetchHistories(client, ids, options.historyConcurrency);
-    return { ...orders, minimalTime: timeBreakdown(minimal) };
+    return { ...orders, perTypeWithWebhooks, minimalTime: timeBreakdown(minimal) };
   } finally {
     await api.close();
   }
@@ -391,6 +447,9 @@ export async function runNormal(ctx: RunContext): Promise<NormalReport> {
   const baselineTimersMs: [number, number] = [Math.round(5_000 * timeScale), Math.round(15_000 * timeScale)];
   const start = rawStarter(client, stack.baselineTaskQueue);
   const api = apiSubmitter(stack.apiUrl, stack.apiKey, concurrency);
+  const batches = batchSubmitter(stack.apiUrl, stack.apiKey, options.batchConcurrency);
+  const hooks = stack.webhooks;
+  const hooksApi = hooks ? apiSubmitter(stack.apiUrl, hooks.apiKey, concurrency) : undefined;
   const direct = directSubmitter(client, stack);
   const baselineId = (phaseName: string) => (i: number) => `bench-${runId}-${phaseName}-${i}`;
   const orderId = (phaseName: string) => (i: number) =>
@@ -416,9 +475,17 @@ export async function runNormal(ctx: RunContext): Promise<NormalReport> {
 
     const normalOrders = await probe(ctx, baselineTimersMs);
 
-    type Kind = 'rawStart' | 'api' | 'direct' | 'minimal';
-    const runs: Record<Kind, PhaseRun[]> = { rawStart: [], api: [], direct: [], minimal: [] };
+    type Kind = 'rawStart' | 'api' | 'batch' | 'direct' | 'minimal' | 'webhooks';
+    const runs: Record<Kind, PhaseRun[]> = {
+      rawStart: [],
+      api: [],
+      batch: [],
+      direct: [],
+      minimal: [],
+      webhooks: [],
+    };
     let sends: { before?: SendReport; after?: SendReport } = {};
+    let webhookDeliveries: WebhookDeliveryReport | undefined;
     const runPhase = async (kind: Kind, round: number): Promise<void> => {
       const tag = (base: string) => (round === 0 ? base : `${base}${round + 1}`);
       switch (kind) {
@@ -447,6 +514,39 @@ export async function runNormal(ctx: RunContext): Promise<NormalReport> {
           if (round === 0) sends = { before, after: await sandboxSends(stack.sandbox) };
           return;
         }
+        case 'batch': {
+          const phaseName = tag('batch');
+          runs.batch.push(
+            await phase(
+              ctx,
+              `ours: POST /v1/orders/batch (${options.batchSize} per batch, ${options.batchConcurrency} at once)`,
+              workflowIdPrefix(runId, phaseName),
+              {
+                load: () =>
+                  batchLoop(options.orders, options.batchSize, options.batchConcurrency, (indices) =>
+                    batches.submit(indices.map((i) => orderAt(runId, phaseName, mix, i))),
+                  ),
+              },
+              orderId(phaseName),
+            ),
+          );
+          return;
+        }
+        case 'webhooks': {
+          if (!hooks || !hooksApi) return;
+          const phaseName = tag('hooks');
+          runs.webhooks.push(
+            await phase(
+              ctx,
+              'ours with webhooks: POST /v1/orders by a client with an endpoint',
+              workflowIdPrefix(runId, phaseName, hooks.clientId),
+              (i) => hooksApi.submit(orderAt(runId, phaseName, mix, i)),
+              (i) => orderWorkflowId(orderAt(runId, phaseName, mix, i).ref, hooks.clientId),
+            ),
+          );
+          if (round === 0) webhookDeliveries = await deliveriesOf(ctx, phaseName, runs.webhooks[0]!.report);
+          return;
+        }
         case 'direct':
           if (options.skipDirect) return;
           runs.direct.push(
@@ -473,7 +573,7 @@ export async function runNormal(ctx: RunContext): Promise<NormalReport> {
       }
     };
     // ABBA: every other round in reverse, so a drift in the machine's load hits every phase alike.
-    const order: Kind[] = ['rawStart', 'api', 'direct', 'minimal'];
+    const order: Kind[] = ['rawStart', 'api', 'batch', 'direct', 'minimal', 'webhooks'];
     for (let round = 0; round < options.rounds; round++) {
       if (options.rounds > 1) log(`round ${round + 1} of ${options.rounds}`);
       for (const kind of round % 2 === 0 ? order : [...order].reverse()) await runPhase(kind, round);
@@ -488,26 +588,81 @@ export async function runNormal(ctx: RunContext): Promise<NormalReport> {
       timeScale,
       rounds: options.rounds,
       baselineTimersMs,
+      batchSize: options.batchSize,
+      batchConcurrency: options.batchConcurrency,
       phases: {
         rawStart: pool(runs.rawStart),
         api: pool(runs.api),
+        batch: pool(runs.batch),
         direct: runs.direct.length ? pool(runs.direct) : undefined,
         minimal: pool(runs.minimal),
+        webhooks: runs.webhooks.length ? pool(runs.webhooks) : undefined,
       },
+      webhookDeliveries,
       perRound:
         options.rounds > 1
           ? Array.from({ length: options.rounds }, (_, r) => ({
               rawStart: runs.rawStart[r]!.report,
               api: runs.api[r]!.report,
+              batch: runs.batch[r]?.report,
               direct: runs.direct[r]?.report,
               minimal: runs.minimal[r]!.report,
+              webhooks: runs.webhooks[r]?.report,
             }))
           : undefined,
       perType: normalOrders.perType,
+      perTypeWithWebhooks: normalOrders.perTypeWithWebhooks,
       perTypeUnderLoad: underLoad.perType,
       time: { normal: normalOrders.time, minimal: normalOrders.minimalTime, underLoad: underLoad.time },
     };
   } finally {
-    await api.close();
+    await Promise.all([api.close(), batches.close(), hooksApi?.close()]);
   }
+}
+
+const FINAL_EVENTS = new Set(['order.fulfilled', 'order.refunded', 'order.failed']);
+
+/**
+ * What the receiver got for a webhook phase's orders: waits (bounded) until every order that
+ * settled has had its final event delivered, then reads latency from the status change (the
+ * event's timestamp, the workflow's clock) to arrival (the receiver's clock; one machine).
+ */
+async function deliveriesOf(
+  ctx: RunContext,
+  phaseName: string,
+  report: PhaseReport,
+): Promise<WebhookDeliveryReport> {
+  const { stack, runId, log } = ctx;
+  const receiver = stack.webhooks!.receiver;
+  const prefix = refPrefix(runId, phaseName);
+  const mine = () => receiver.deliveries.filter((d) => d.message?.data.ref.startsWith(prefix));
+  const settled = report.wait.closed;
+  const withFinal = () =>
+    new Set(
+      mine()
+        .filter((d) => FINAL_EVENTS.has(d.message!.type))
+        .map((d) => d.message!.data.ref),
+    ).size;
+  const t0 = Date.now();
+  while (withFinal() < settled && Date.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 250));
+  const waitedS = (Date.now() - t0) / 1000;
+  const first = new Map<string, number>();
+  for (const d of mine()) {
+    if (!first.has(d.id)) first.set(d.id, d.receivedAt - Date.parse(d.message!.timestamp));
+  }
+  const result: WebhookDeliveryReport = {
+    orders: report.load.ok,
+    ordersWithFinalEvent: withFinal(),
+    events: first.size,
+    deliveries: mine().length,
+    // Over the whole run: a delivery that does not verify has no order to attribute it to.
+    unverified: receiver.deliveries.filter((d) => !d.verified).length,
+    latencyMs: summarize([...first.values()]),
+    waitedS,
+  };
+  log(
+    `  webhooks: ${result.events} events to ${result.ordersWithFinalEvent}/${settled} orders' final status, ` +
+      `p50 ${result.latencyMs.p50} ms after the change`,
+  );
+  return result;
 }

@@ -2,17 +2,26 @@
  * The stack the bench measures: its own (Temporal dev server headless, sandbox, worker, API, each
  * on a free loopback port, wired through the environment as scripts/dev-stack.ts does) or the
  * parts of a running one named by flags. Plus the baselines' worker, always ours.
+ *
+ * Our own stack has two API clients: `default` (the default client, as the API_KEYS client was, so
+ * workflow IDs and provider refs are as before) without webhooks, and `hooks`, whose one endpoint
+ * is a receiver in the bench's own process: the webhook phase submits as `hooks`.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { DataConverter } from '@temporalio/common';
+import { stringify } from 'yaml';
+import { hashApiKey } from '../../src/clients/keys';
+import { LEGACY_CLIENT_ID, type ClientsFile } from '../../src/clients/model';
 import { dataConverterFromConfig } from '../../src/codec/data-converter';
 import { loadConfig } from '../../src/config';
+import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
+import { endpointSecret } from '../../src/webhooks/secrets';
 import { temporalConnectionOptions } from '../../src/temporal/connection';
 import { freePort, startDevServer } from '../../src/temporal/dev-server';
 import { projectRoot, startNodeScript, startPart, waitForHttp, type ManagedProcess } from '../lib/processes';
@@ -22,6 +31,12 @@ import { onCleanup, trackChild, wasInterrupted } from './cleanup';
 export interface Stack {
   apiUrl: string;
   apiKey: string;
+  /** The client `apiKey` is (`default`: a given stack is assumed to run API_KEYS). */
+  clientId: string;
+  /** Our own stack's clients file (the API's and the worker's). */
+  clientsFile?: ClientsFile;
+  /** Our own stack: the client with a webhook endpoint, and the receiver it points at. */
+  webhooks?: { apiKey: string; clientId: string; receiver: RunningReceiver };
   temporalAddress: string;
   namespace: string;
   /** For the bench's own client: TLS / API key from TEMPORAL_* when the server was given. */
@@ -267,6 +282,8 @@ export async function startStack(
   let taskQueue: string | undefined;
   let sandbox: Stack['sandbox'];
   let partEnv: Record<string, string> = {};
+  let clientsFile: ClientsFile | undefined;
+  let webhooks: Stack['webhooks'];
   // A given stack's keys come from our environment, like its parts'.
   let encryptionKeys = options.apiUrl ? process.env.PAYLOAD_ENCRYPTION_KEYS : undefined;
   if (!apiUrl) {
@@ -293,10 +310,49 @@ export async function startStack(
     taskQueue = `bench-orders-${runId}`;
     apiKey = `bench-${randomBytes(12).toString('hex')}`;
     const apiPort = await freePort();
+
+    const signingKey = randomBytes(32);
+    const hooks = { apiKey: `bench-hooks-${randomBytes(12).toString('hex')}`, clientId: 'hooks' };
+    const receiver = await startReceiver({
+      secrets: [endpointSecret(signingKey, hooks.clientId, 'bench', 1)],
+    });
+    onCleanup('webhook receiver', () => receiver.close());
+    webhooks = { ...hooks, receiver };
+    clientsFile = {
+      defaultClient: LEGACY_CLIENT_ID,
+      clients: [
+        {
+          id: LEGACY_CLIENT_ID,
+          name: 'Bench',
+          scopes: ['orders:write', 'orders:read'],
+          keys: [{ id: 'k1', hash: hashApiKey(apiKey) }],
+        },
+        {
+          id: hooks.clientId,
+          name: 'Bench, with a webhook endpoint',
+          scopes: ['orders:write', 'orders:read'],
+          keys: [{ id: 'k1', hash: hashApiKey(hooks.apiKey) }],
+          webhooks: [{ id: 'bench', url: `${receiver.url}/webhooks` }],
+        },
+      ],
+    };
+    const clientsDir = mkdtempSync(join(tmpdir(), `topup-bench-clients-${runId}-`));
+    onCleanup('clients file', async () => rmSync(clientsDir, { recursive: true, force: true }));
+    const clientsPath = join(clientsDir, 'clients.yaml');
+    writeFileSync(clientsPath, stringify(clientsFile));
+
     partEnv = {
       TEMPORAL_TASK_QUEUE: taskQueue,
       PROVIDER_BASE_URL: sandboxUrl,
       ...timingEnv,
+      API_CLIENTS_FILE: clientsPath,
+      WEBHOOK_TASK_QUEUE: `bench-webhooks-${runId}`,
+      // The receiver is in the bench, on loopback; a delivery workflow closes 2 s after its order's last event.
+      WEBHOOK_ALLOWED_NETWORKS: '127.0.0.1/32',
+      WEBHOOK_IDLE_CLOSE_MS: '2000',
+      // A batch of --batch-size orders in one request: its body may be larger than the default's.
+      API_BATCH_MAX_ORDERS: String(Math.max(options.batchSize, 500)),
+      API_BATCH_BODY_LIMIT: '10mb',
       // The bench is one client sending as fast as it can: the per-client limit would only measure itself.
       API_RATE_LIMIT_PER_MINUTE: String(1_000_000_000),
       ...(bundles.orders ? { WORKER_WORKFLOW_BUNDLE_PATH: bundles.orders } : {}),
@@ -304,7 +360,7 @@ export async function startStack(
     };
     const secrets: NodeJS.ProcessEnv = {
       PROVIDER_API_KEY: defaults.SANDBOX_KEY,
-      API_KEYS: apiKey,
+      WEBHOOK_SIGNING_KEY: signingKey.toString('base64'),
       ...(options.encrypt ? { PAYLOAD_ENCRYPTION_KEYS: `bench:${randomBytes(32).toString('base64')}` } : {}),
     };
     const appEnv = { ...common, ...partEnv, ...secrets };
@@ -343,6 +399,9 @@ export async function startStack(
   return {
     apiUrl,
     apiKey: apiKey!,
+    clientId: LEGACY_CLIENT_ID,
+    clientsFile,
+    webhooks,
     connectionOptions,
     dataConverter: dataConverterFromConfig({ PAYLOAD_ENCRYPTION_KEYS: encryptionKeys || undefined }),
     freezeWorkers,

@@ -2,7 +2,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { orderWorkflowId } from '../../workflows/contract';
+import { orderWorkflowId, workflowTypeByOrderType } from '../../workflows/contract';
+
+const orderTypes = Object.values(workflowTypeByOrderType)
+  .map((type) => `'${type}'`)
+  .join(', ');
 
 const { EventType } = temporal.api.enums.v1;
 
@@ -32,7 +36,10 @@ export class TemporalProbe {
   async countOrders(expected: number, withinMs = 15_000): Promise<number> {
     const deadline = Date.now() + withinMs;
     for (;;) {
-      const { count } = await this.client.workflow.count(`ExecutionStatus != 'ContinuedAsNew'`);
+      const { count } = await this.client.workflow.count(
+        // Order workflows only: an order's webhook delivery workflow is not an order.
+        `WorkflowType IN (${orderTypes}) AND ExecutionStatus != 'ContinuedAsNew'`,
+      );
       if (count === expected || Date.now() >= deadline) return count;
       await sleep(500);
     }

@@ -13,6 +13,7 @@ export const partScripts = {
   worker: 'src/worker/main.ts',
   api: 'src/api/main.ts',
   codec: 'src/codec/main.ts',
+  'webhook-receiver': 'src/webhooks/receiver-main.ts',
 } as const;
 export type PartName = keyof typeof partScripts;
 

@@ -7,7 +7,7 @@
  * without a valid key; each route then checks its scope *before* a body is parsed; the central
  * error handler comes last.
  */
-import express, { type Express, type RequestHandler } from 'express';
+import express, { type Express, type Request, type RequestHandler } from 'express';
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
@@ -32,6 +32,8 @@ import { OrderService } from './orders';
 import { giftCardsRouter } from './routes/catalog';
 import { ordersRouter } from './routes/orders';
 import { publicRouter } from './routes/public';
+import { webhooksRouter } from './routes/webhooks';
+import { WebhookService } from './webhooks';
 
 export interface AppDeps {
   client: Client;
@@ -58,14 +60,15 @@ const baseHeaders: RequestHandler = (_req, res, next) => {
 /**
  * API_REQUEST_TIMEOUT_MS bounds the whole request, handling included: each Temporal call has its
  * own deadline, but a review makes several. Past it the client gets a 503 it may retry (every
- * route is idempotent or read-only), instead of waiting on a stuck dependency.
+ * route is idempotent or read-only), instead of waiting on a stuck dependency. A batch has its own
+ * (`msFor`): it stops starting orders after API_BATCH_TIMEOUT_MS and answers item by item.
  */
-function requestDeadline(ms: number): RequestHandler {
+function requestDeadline(msFor: (req: Request) => number): RequestHandler {
   return (req, res, next) => {
     const timer = setTimeout(() => {
       if (!res.headersSent)
         sendProblem(req, res, temporarilyUnavailable('The request took too long; retry it.'));
-    }, ms);
+    }, msFor(req));
     res.once('close', () => clearTimeout(timer));
     next();
   };
@@ -85,6 +88,14 @@ export function createApp(deps: AppDeps): Express {
     decisionTimeoutMs: Math.min(config.API_DECISION_TIMEOUT_MS, config.API_REQUEST_TIMEOUT_MS - 1_000),
     clock,
     timingsFor: deps.timingsFor ?? ((type) => timingsFromConfig(config, type)),
+    logger,
+  });
+  const webhooks = new WebhookService({
+    client: deps.client,
+    clients,
+    orders,
+    taskQueue: config.WEBHOOK_TASK_QUEUE,
+    timeoutMs: config.API_TEMPORAL_TIMEOUT_MS,
     logger,
   });
   const catalog = cachedCatalog(
@@ -108,7 +119,15 @@ export function createApp(deps: AppDeps): Express {
 
   app.use(requestLogger(logger));
   app.use(baseHeaders);
-  app.use(requestDeadline(config.API_REQUEST_TIMEOUT_MS));
+  // A batch item in flight when the batch's time is up still makes up to three Temporal calls.
+  const batchDeadlineMs = config.API_BATCH_TIMEOUT_MS + 3 * config.API_TEMPORAL_TIMEOUT_MS + 1_000;
+  app.use(
+    requestDeadline((req) =>
+      req.method === 'POST' && req.path === '/v1/orders/batch'
+        ? batchDeadlineMs
+        : config.API_REQUEST_TIMEOUT_MS,
+    ),
+  );
   app.use(publicRouter({ readiness, shuttingDown: deps.shuttingDown ?? (() => false), openApiDocument }));
 
   // Everything under /v1 needs a key, checked before a body is even read.
@@ -123,7 +142,22 @@ export function createApp(deps: AppDeps): Express {
     // strict: only objects and arrays at the top level; past the limit the body is refused (413), not buffered.
     express.json({ limit: config.API_BODY_LIMIT, strict: true, type: 'application/json' }),
   ];
-  app.use(ordersRouter(orders, jsonBody));
+  const batchJsonBody = [
+    requireJsonBody,
+    express.json({ limit: config.API_BATCH_BODY_LIMIT, strict: true, type: 'application/json' }),
+  ];
+  app.use(
+    ordersRouter(orders, webhooks, {
+      jsonBody,
+      batchJsonBody,
+      batch: {
+        maxOrders: config.API_BATCH_MAX_ORDERS,
+        concurrency: config.API_BATCH_CONCURRENCY,
+        timeoutMs: config.API_BATCH_TIMEOUT_MS,
+      },
+    }),
+  );
+  app.use(webhooksRouter(webhooks));
   app.use(giftCardsRouter(catalog));
 
   app.use(methodNotAllowedHandler(openApiDocument()));

@@ -28,6 +28,7 @@ export const problemKinds = {
   'method-not-allowed': { status: 405, title: 'The method is not allowed on this resource' },
   'order-not-found': { status: 404, title: 'No order with this ref' },
   'client-not-found': { status: 404, title: 'No client whose orders you can list' },
+  'webhook-event-not-found': { status: 404, title: 'No such webhook event for this order' },
   'ref-conflict': { status: 409, title: 'This ref was already used for a different order' },
   'order-not-in-review': { status: 409, title: 'The order is not waiting for a review' },
   'decision-refused': { status: 409, title: 'The provider contradicts the decision or cannot confirm it' },

@@ -12,22 +12,29 @@ import {
   type ResponseConfig,
   type RouteConfig,
 } from '@asteasolutions/zod-to-openapi';
-import { type z } from 'zod';
+import { z } from 'zod';
 import type { Scope } from '../clients/model';
 import { OrderRequest, ReviewRequest } from '../orders/schemas';
 import { Catalog } from '../provider/wire';
 import { problemKinds, type ProblemKey } from './errors';
 import { PROBLEM_CONTENT_TYPE } from './error-handler';
 import { REQUEST_ID_HEADER } from './logging';
+import { loadConfig } from '../config';
 import {
   Health,
   ListOrdersQuery,
   OrderAddressQuery,
   OrderList,
   OrderView,
+  OrderViewWithDeliveries,
+  OrderWebhookDeliveries,
   ProblemSchema,
   Readiness,
+  RedeliverParams,
+  RedeliverQuery,
+  RedeliveryAccepted,
   RefParams,
+  WebhookEndpointList,
 } from './schemas';
 
 /** wire.ts is the provider's; the document names its catalog schema here, on a copy. */
@@ -119,6 +126,44 @@ function jsonBody(schema: z.ZodType, description: string) {
   return { body: { required: true, description, content: { 'application/json': { schema } } } };
 }
 
+/** The batch limit the document states: the default (API_BATCH_MAX_ORDERS may set another). */
+const BATCH_MAX_ORDERS = loadConfig({}).API_BATCH_MAX_ORDERS;
+
+const OrderBatchRequest = z
+  .object({
+    orders: z
+      .array(OrderRequest)
+      .min(1)
+      .max(BATCH_MAX_ORDERS)
+      .meta({
+        description:
+          `1 to ${BATCH_MAX_ORDERS} orders (API_BATCH_MAX_ORDERS). Each is validated on its own: an invalid ` +
+          'one is answered 400 in its place, and the others go on.',
+      }),
+  })
+  .meta({ id: 'OrderBatchRequest' });
+
+const BatchItemResult = z
+  .union([
+    z.object({
+      status: z.literal(201),
+      location: z.string().meta({ description: 'The new order’s URL (the single route’s Location header).' }),
+      body: OrderView,
+    }),
+    z.object({ status: z.literal(200), body: OrderView }),
+    z.object({ status: z.number().int().min(400).max(599), body: ProblemSchema }),
+  ])
+  .meta({
+    id: 'BatchItemResult',
+    description:
+      'What POST /v1/orders would have answered for this order alone: 201 (new, with `location`), 200 ' +
+      '(the same order again), or a problem — 400 naming its fields, 409, 503 (not submitted in time: submit it again).',
+  });
+
+const OrderBatchResults = z
+  .object({ results: z.array(BatchItemResult).meta({ description: 'One per order, in the order sent.' }) })
+  .meta({ id: 'OrderBatchResults' });
+
 function buildRegistry(): OpenAPIRegistry {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', BEARER, {
@@ -147,6 +192,26 @@ function buildRegistry(): OpenAPIRegistry {
       }),
       200: ok('This order was already submitted with the same body; its current view.', OrderView),
       ...problems(...bodyProblems, 'ref-conflict', ...commonProblems),
+    },
+  });
+
+  registry.registerPath({
+    method: 'post',
+    path: '/v1/orders/batch',
+    operationId: 'submitOrderBatch',
+    tags: ['orders'],
+    summary: 'Submit many orders at once, answered one by one',
+    ...needs(
+      'orders:write',
+      'Each order is answered exactly as `POST /v1/orders` would have answered it, in the order sent; one ' +
+        'bad order never blocks the others. Orders with the same `ref` are submitted one after the other, ' +
+        'as two single requests would be (the second answers 200 or 409). The batch itself answers 200; a ' +
+        '400 for the whole batch means its envelope is wrong (no `orders`, too many).',
+    ),
+    request: jsonBody(OrderBatchRequest, 'The orders.'),
+    responses: {
+      200: ok('One result per order, in order.', OrderBatchResults),
+      ...problems(...bodyProblems, ...commonProblems),
     },
   });
 
@@ -181,7 +246,7 @@ function buildRegistry(): OpenAPIRegistry {
     ),
     request: { params: RefParams, query: OrderAddressQuery },
     responses: {
-      200: ok('The order.', OrderView),
+      200: ok('The order.', OrderViewWithDeliveries),
       ...problems('validation-error', 'order-not-found', ...commonProblems),
     },
   });
@@ -217,6 +282,56 @@ function buildRegistry(): OpenAPIRegistry {
         'decision-invalid',
         ...commonProblems,
       ),
+    },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/webhooks',
+    operationId: 'listWebhookEndpoints',
+    tags: ['webhooks'],
+    summary: 'Your webhook endpoints (never their secrets)',
+    ...needs(
+      'webhooks:read',
+      'The endpoints your client receives order events at, as the clients file lists them: URL, event ' +
+        'types, whether card codes are included, the secret’s version.',
+    ),
+    responses: { 200: ok('Your endpoints.', WebhookEndpointList), ...problems(...commonProblems) },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/orders/{ref}/webhooks',
+    operationId: 'getOrderWebhooks',
+    tags: ['webhooks'],
+    summary: 'Every event of your order and its delivery at each endpoint',
+    ...needs(
+      'webhooks:read',
+      'Your own order only (another client’s is a 404). Each event with its id, sequence and type, and per ' +
+        'endpoint: state, attempts, last error, next attempt.',
+    ),
+    request: { params: RefParams },
+    responses: {
+      200: ok('The order’s events.', OrderWebhookDeliveries),
+      ...problems('validation-error', 'order-not-found', ...commonProblems),
+    },
+  });
+
+  registry.registerPath({
+    method: 'post',
+    path: '/v1/orders/{ref}/webhooks/{eventId}/redeliver',
+    operationId: 'redeliverWebhook',
+    tags: ['webhooks'],
+    summary: 'Send one event of your order again',
+    ...needs(
+      'webhooks:write',
+      'To every endpoint the event was for, or to `endpoint`: the same id and body, a new signature; its ' +
+        'attempts and retry window start again.',
+    ),
+    request: { params: RedeliverParams, query: RedeliverQuery },
+    responses: {
+      202: ok('The redelivery is queued.', RedeliveryAccepted),
+      ...problems('validation-error', 'order-not-found', 'webhook-event-not-found', ...commonProblems),
     },
   });
 
@@ -278,7 +393,7 @@ export function openApiDocument(): object {
         'Back-office intake for mobile top-ups, internet top-ups and gift-card orders. Errors are ' +
         'application/problem+json (RFC 9457); validation problems list every bad field in `errors`.',
     },
-    tags: [{ name: 'orders' }, { name: 'gift cards' }, { name: 'operations' }],
+    tags: [{ name: 'orders' }, { name: 'webhooks' }, { name: 'gift cards' }, { name: 'operations' }],
   });
   return document;
 }

@@ -66,6 +66,11 @@ export interface OrderServiceOptions {
   logger: Logger;
 }
 
+/** The order's URL for its owner (another client, even one that reaches it, adds `?client=`). */
+export function orderLocation(ref: string): string {
+  return `/v1/orders/${encodeURIComponent(ref)}`;
+}
+
 /** An order as a client names it: its owner and its ref. */
 export interface OrderAddress {
   client: string;
@@ -200,6 +205,8 @@ export class OrderService {
       clientId: caller.id,
       ...(providerRef ? { providerRef } : {}),
       timings: this.#o.timingsFor(request.type),
+      // The workflow announces its status changes only for a client with endpoints (README "Webhooks").
+      ...(this.#o.clients.webhooksOf(caller.id).length > 0 ? { webhooks: true } : {}),
     };
     try {
       await this.#timed(() =>
@@ -328,6 +335,22 @@ export class OrderService {
       'The order exists but its status cannot be read right now; retry later.',
       queryError,
     );
+  }
+
+  /**
+   * The workflow ID of the caller's own order, after the workflow itself confirmed the owner
+   * (404 otherwise, as for any order the caller does not reach): for routes about an order that
+   * only its owner may use, such as its webhook deliveries.
+   */
+  async ownOrder(caller: Caller, ref: string): Promise<string> {
+    const address = { client: caller.id, ref };
+    try {
+      const description = await this.#timed(() => this.#handle(address).describe());
+      if (this.#ownerOf(description) !== caller.id) throw orderNotFound(ref);
+    } catch (err) {
+      throw err instanceof WorkflowNotFoundError ? orderNotFound(ref) : err;
+    }
+    return this.workflowIdOf(address);
   }
 
   /** Newest accepted first, from Temporal visibility, only the orders the caller reaches: see order-list.ts. */

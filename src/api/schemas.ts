@@ -7,7 +7,7 @@
  * the compiler fail if the two drift apart.
  */
 import { z } from 'zod';
-import { ClientId } from '../clients/model';
+import { allWebhookEventTypes, ClientId, WEBHOOK_ENDPOINT_ID_PATTERN } from '../clients/model';
 import { OrderRef, OrderRequest, OrderStatus, OrderType, ReviewDecisionPayload } from '../orders/schemas';
 import { ProviderStatus } from '../provider/wire';
 import type { OrderView as ServiceView } from './orders';
@@ -16,6 +16,25 @@ import type { OrderView as ServiceView } from './orders';
 
 export const RefParams = z.strictObject({
   ref: OrderRef,
+});
+
+export const WebhookEventId = z
+  .string()
+  .regex(/^evt_[A-Za-z0-9_-]{1,64}$/, 'expected an event id (evt_…)')
+  .meta({
+    description: 'An event’s id, as in its `webhook-id` header and its body.',
+    example: 'evt_3q2l0f1bX8yNw9kQ0pZr7tAa',
+  });
+export const WebhookEndpointId = z
+  .string()
+  .regex(WEBHOOK_ENDPOINT_ID_PATTERN, 'an endpoint id: lowercase letters, digits, "_" and "-"')
+  .meta({ description: 'An endpoint’s id, as GET /v1/webhooks lists it.', example: 'erp' });
+
+export const RedeliverParams = z.strictObject({ ref: OrderRef, eventId: WebhookEventId });
+export const RedeliverQuery = z.strictObject({
+  endpoint: WebhookEndpointId.optional().meta({
+    description: 'Only this endpoint; default: every endpoint the event was for.',
+  }),
 });
 
 /** Whose order: only callers with audit:read or the operator role may name another client. */
@@ -151,6 +170,113 @@ export const OrderView = z
     timeline: z.array(TimelineEntry),
   })
   .meta({ id: 'OrderView', description: 'An order as the workflow sees it now.' });
+
+export const WebhookEventType = z.enum(allWebhookEventTypes).meta({ id: 'WebhookEventType' });
+
+const deliveryStates = ['pending', 'delivered', 'failed', 'skipped'] as const;
+
+export const EndpointDelivery = z
+  .object({
+    endpoint: z.string(),
+    state: z.enum(deliveryStates).meta({
+      description:
+        'pending: not delivered yet (retrying); delivered: the endpoint answered 2xx; failed: given up ' +
+        'after the retry window (a redelivery sends it again); skipped: the endpoint was removed.',
+    }),
+    attempts: z
+      .number()
+      .int()
+      .meta({ description: 'Attempts since the event (or its last redelivery) became due.' }),
+    dueSince: IsoTime,
+    nextAttemptAt: IsoTime.optional(),
+    lastAttemptAt: IsoTime.optional(),
+    lastError: z.string().optional().meta({ description: 'Why the last attempt failed (never a body).' }),
+    lastStatus: z
+      .number()
+      .int()
+      .optional()
+      .meta({ description: 'Your endpoint’s HTTP status on the last attempt.' }),
+    deliveredAt: IsoTime.optional(),
+    redeliveries: z.number().int().optional(),
+  })
+  .meta({ id: 'EndpointDelivery', description: 'One event at one endpoint.' });
+
+export const EndpointDeliverySummary = z
+  .object({
+    endpoint: z.string(),
+    events: z.number().int(),
+    delivered: z.number().int(),
+    pending: z.number().int(),
+    failed: z.number().int(),
+    skipped: z.number().int(),
+    attempts: z.number().int(),
+    lastAttemptAt: IsoTime.optional(),
+    lastDeliveredAt: IsoTime.optional(),
+    lastError: z.string().optional(),
+    nextAttemptAt: IsoTime.optional(),
+  })
+  .meta({ id: 'EndpointDeliverySummary', description: 'How this order’s events fared at one endpoint.' });
+
+export const WebhookEndpointView = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    events: z
+      .array(WebhookEventType)
+      .optional()
+      .meta({ description: 'The event types sent; absent: every type, including any added later.' }),
+    cardCodes: z.boolean().meta({ description: 'Card codes in clear in the events (otherwise "[masked]").' }),
+    secretVersion: z.number().int(),
+    previousSecretVersion: z
+      .number()
+      .int()
+      .optional()
+      .meta({ description: 'A rotation is under way: events are signed with this version’s secret too.' }),
+  })
+  .meta({ id: 'WebhookEndpoint', description: 'An endpoint of yours (its secret is never shown here).' });
+
+export const WebhookEndpointList = z
+  .object({ endpoints: z.array(WebhookEndpointView) })
+  .meta({ id: 'WebhookEndpointList' });
+
+export const OrderWebhookDeliveries = z
+  .object({
+    ref: z.string(),
+    events: z.array(
+      z.object({
+        id: z.string(),
+        sequence: z.number().int(),
+        type: WebhookEventType,
+        timestamp: IsoTime,
+        deliveries: z.array(EndpointDelivery),
+      }),
+    ),
+  })
+  .meta({
+    id: 'OrderWebhookDeliveries',
+    description: 'Every event of the order, and its delivery at each endpoint.',
+  });
+
+export const RedeliveryAccepted = z
+  .object({
+    eventId: z.string(),
+    sequence: z.number().int(),
+    type: WebhookEventType,
+    endpoints: z.array(z.string()),
+  })
+  .meta({ id: 'RedeliveryAccepted' });
+
+/** GET /v1/orders/{ref}: the view, and for the owner of a client with webhook endpoints, their deliveries. */
+export const OrderViewWithDeliveries = OrderView.extend({
+  webhooks: z
+    .array(EndpointDeliverySummary)
+    .optional()
+    .meta({
+      description:
+        'Your own order, when your client has webhook endpoints: per endpoint, how this order’s events fared ' +
+        '(details: GET /v1/orders/{ref}/webhooks).',
+    }),
+}).meta({ id: 'OrderViewWithDeliveries' });
 
 export const workflowStatuses = [
   'RUNNING',

@@ -27,9 +27,15 @@ export const OTHER_TEST_API_KEY = 'test-api-key-2';
  */
 export const testClients = {
   /** The default client (keeps `order-<ref>` workflow IDs): a back office that also decides its reviews. */
-  shop: { key: TEST_API_KEY, scopes: ['orders:write', 'orders:read', 'reviews:write'] },
+  shop: {
+    key: TEST_API_KEY,
+    scopes: ['orders:write', 'orders:read', 'reviews:write', 'webhooks:read', 'webhooks:write'],
+  },
   /** Another back office with the same rights: its orders are none of shop's business, and back. */
-  acme: { key: 'test-key-acme', scopes: ['orders:write', 'orders:read', 'reviews:write'] },
+  acme: {
+    key: 'test-key-acme',
+    scopes: ['orders:write', 'orders:read', 'reviews:write', 'webhooks:read', 'webhooks:write'],
+  },
   writer: { key: 'test-key-writer', scopes: ['orders:write'] },
   reader: { key: 'test-key-reader', scopes: ['orders:read'] },
   operator: { key: 'test-key-operator', scopes: ['orders:read', 'reviews:write'], operator: true },

@@ -7,12 +7,20 @@
 import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { Document, isMap, isSeq, parseDocument } from 'yaml';
 import { generateApiKey, hashApiKey, newKeyId } from './keys';
-import { ClientsFileError, parseClientsFile, type ClientEntry, type ClientsFile, type Scope } from './model';
+import {
+  ClientsFileError,
+  parseClientsFile,
+  type ClientEntry,
+  type ClientsFile,
+  type Scope,
+  type WebhookEndpoint,
+} from './model';
 
 const HEADER = [
   ' Clients of the intake API (API_CLIENTS_FILE). Keys are stored as SHA-256 hashes, never as keys.',
-  ' Edit with `npm run clients -- add-client | add-key | revoke-key | list`; the API reads it at',
-  ' start and again on SIGHUP.',
+  ' Edit with `npm run clients -- add-client | add-key | revoke-key | add-webhook | list`; the API',
+  ' and the workers read it at start and again on SIGHUP. Webhook secrets are not here: they are',
+  ' derived from WEBHOOK_SIGNING_KEY.',
 ].join('\n');
 
 export interface NewKey {
@@ -111,6 +119,78 @@ export class EditableClientsFile {
       throw new ClientsFileError(`Client "${clientId}" has no key "${keyId}" (its keys: ${known}).`);
     }
     this.#doc.deleteIn(['clients', index, 'keys', keyIndex]);
+    this.#check();
+  }
+
+  /** Adds scopes the client does not have yet (the dev stack's clients gain webhooks:read/write). */
+  addScopes(clientId: string, scopes: Scope[]): void {
+    const index = this.#indexOf(clientId);
+    const have = this.clients.clients[index]!.scopes;
+    for (const scope of scopes)
+      if (!have.includes(scope)) this.#doc.addIn(['clients', index, 'scopes'], scope);
+    this.#check();
+  }
+
+  #webhookIndex(clientId: string, endpointId: string): { index: number; at: number } {
+    const index = this.#indexOf(clientId);
+    const endpoints = this.clients.clients[index]!.webhooks ?? [];
+    const at = endpoints.findIndex((e) => e.id === endpointId);
+    if (at < 0) {
+      const known = endpoints.map((e) => e.id).join(', ') || 'none';
+      throw new ClientsFileError(
+        `Client "${clientId}" has no webhook endpoint "${endpointId}" (its endpoints: ${known}).`,
+      );
+    }
+    return { index, at };
+  }
+
+  webhook(clientId: string, endpointId: string): WebhookEndpoint {
+    const { index, at } = this.#webhookIndex(clientId, endpointId);
+    return this.clients.clients[index]!.webhooks![at]!;
+  }
+
+  /** A new endpoint, or (`replace`) the endpoint of that id changed in place, keeping its secret version. */
+  setWebhook(clientId: string, endpoint: WebhookEndpoint, { replace = false } = {}): void {
+    const index = this.#indexOf(clientId);
+    const endpoints = this.clients.clients[index]!.webhooks ?? [];
+    const at = endpoints.findIndex((e) => e.id === endpoint.id);
+    if (at >= 0 && !replace)
+      throw new ClientsFileError(`Client "${clientId}" already has a webhook endpoint "${endpoint.id}".`);
+    const merged =
+      at >= 0
+        ? { ...endpoint, secretVersion: endpoints[at]!.secretVersion ?? endpoint.secretVersion }
+        : endpoint;
+    const node = this.#doc.createNode(
+      Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined)),
+    );
+    if (at >= 0) this.#doc.setIn(['clients', index, 'webhooks', at], node);
+    else if (endpoints.length > 0) this.#doc.addIn(['clients', index, 'webhooks'], node);
+    else this.#doc.setIn(['clients', index, 'webhooks'], this.#doc.createNode([node]));
+    this.#check();
+  }
+
+  removeWebhook(clientId: string, endpointId: string): void {
+    const { index, at } = this.#webhookIndex(clientId, endpointId);
+    this.#doc.deleteIn(['clients', index, 'webhooks', at]);
+    this.#check();
+  }
+
+  /**
+   * A new secret for the endpoint (its version + 1). Until `endWebhookRotation`, events carry a
+   * signature with the previous secret too, so the receiver can switch secrets at its own pace.
+   */
+  rotateWebhookSecret(clientId: string, endpointId: string): number {
+    const { index, at } = this.#webhookIndex(clientId, endpointId);
+    const current = this.webhook(clientId, endpointId).secretVersion ?? 1;
+    this.#doc.setIn(['clients', index, 'webhooks', at, 'secretVersion'], current + 1);
+    this.#doc.setIn(['clients', index, 'webhooks', at, 'previousSecretVersion'], current);
+    this.#check();
+    return current + 1;
+  }
+
+  endWebhookRotation(clientId: string, endpointId: string): void {
+    const { index, at } = this.#webhookIndex(clientId, endpointId);
+    this.#doc.deleteIn(['clients', index, 'webhooks', at, 'previousSecretVersion']);
     this.#check();
   }
 

@@ -11,8 +11,17 @@
 import { parse, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from '../config';
+import { orderStatuses } from '../orders/schemas';
+import { webhookEventTypes, type WebhookEventType } from '../webhooks/event-types';
 
-export const scopes = ['orders:write', 'orders:read', 'reviews:write', 'audit:read'] as const;
+export const scopes = [
+  'orders:write',
+  'orders:read',
+  'reviews:write',
+  'audit:read',
+  'webhooks:read',
+  'webhooks:write',
+] as const;
 export type Scope = (typeof scopes)[number];
 
 /**
@@ -42,6 +51,52 @@ const KeyEntry = z.strictObject({
   label: z.string().max(100).optional(),
 });
 
+export const WEBHOOK_ENDPOINT_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+export const allWebhookEventTypes = webhookEventTypes(orderStatuses) as [
+  WebhookEventType,
+  ...WebhookEventType[],
+];
+
+/**
+ * An http(s) URL without credentials in it (they would end up in logs and in the clients file,
+ * which is not a secret) and without a fragment (never sent). Whether its address may be reached
+ * is checked at every delivery, on the address actually connected to (src/webhooks/address-guard.ts).
+ */
+const WebhookUrl = z
+  .string()
+  .max(2_048)
+  .refine((value) => URL.canParse(value), 'expected an absolute http(s) URL')
+  .refine(
+    (value) => !URL.canParse(value) || /^https?:$/.test(new URL(value).protocol),
+    'expected http or https',
+  )
+  .refine(
+    (value) => !URL.canParse(value) || (new URL(value).username === '' && new URL(value).password === ''),
+    'no user or password in the URL: it is not a secret here',
+  )
+  .refine((value) => !value.includes('#'), 'no #fragment: it is never sent');
+
+/**
+ * Where a client receives its orders' events (README "Webhooks"). The signing secret is not stored
+ * here: it is derived from WEBHOOK_SIGNING_KEY, the client id, the endpoint id and
+ * `secretVersion` (src/webhooks/secrets.ts), so this file stays free of secrets.
+ */
+export const WebhookEndpoint = z.strictObject({
+  id: z
+    .string()
+    .regex(WEBHOOK_ENDPOINT_ID_PATTERN, 'lowercase letters, digits, "_" and "-", at most 32 characters'),
+  url: WebhookUrl,
+  /** Absent: every event type, including any added later. */
+  events: z.array(z.enum(allWebhookEventTypes)).min(1).optional(),
+  /** Card codes in clear in the events; otherwise they read "[masked]". */
+  cardCodes: z.boolean().optional(),
+  /** Bumped by `npm run clients -- rotate-webhook-secret`: a new secret. */
+  secretVersion: z.number().int().positive().max(1_000_000).optional(),
+  /** While a rotation is under way, events are signed with this version's secret too. */
+  previousSecretVersion: z.number().int().positive().optional(),
+});
+export type WebhookEndpoint = z.infer<typeof WebhookEndpoint>;
+
 const ClientEntry = z.strictObject({
   id: ClientId,
   name: z.string().trim().min(1, 'must not be blank').max(100),
@@ -49,6 +104,7 @@ const ClientEntry = z.strictObject({
   role: z.enum(['operator']).optional(),
   scopes: z.array(z.enum(scopes)),
   keys: z.array(KeyEntry),
+  webhooks: z.array(WebhookEndpoint).optional(),
 });
 export type ClientEntry = z.infer<typeof ClientEntry>;
 
@@ -86,6 +142,19 @@ export const ClientsFile = z
         const other = seenHashes.get(key.hash);
         if (other) issue(['clients', i, 'keys', k, 'hash'], `the same key hash is also at ${other}`);
         else seenHashes.set(key.hash, where);
+      });
+      const endpointIds = new Set<string>();
+      client.webhooks?.forEach((endpoint, w) => {
+        const at = ['clients', i, 'webhooks', w];
+        if (endpointIds.has(endpoint.id)) issue([...at, 'id'], `endpoint id "${endpoint.id}" is used twice`);
+        endpointIds.add(endpoint.id);
+        if (new Set(endpoint.events).size !== (endpoint.events?.length ?? 0))
+          issue([...at, 'events'], 'lists an event type twice');
+        if (
+          endpoint.previousSecretVersion !== undefined &&
+          endpoint.previousSecretVersion >= (endpoint.secretVersion ?? 1)
+        )
+          issue([...at, 'previousSecretVersion'], 'must be below secretVersion');
       });
     });
     if (file.defaultClient !== undefined && !seenIds.has(file.defaultClient))

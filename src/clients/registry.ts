@@ -12,6 +12,7 @@ import {
   scopes,
   type ClientsFile,
   type Scope,
+  type WebhookEndpoint,
 } from './model';
 
 export interface Client {
@@ -21,6 +22,8 @@ export interface Client {
   scopes: ReadonlySet<Scope>;
   /** Sees and decides the review queue of every client (within its scopes). */
   operator: boolean;
+  /** Where its orders' events go (README "Webhooks"); empty for most clients. */
+  webhooks: readonly WebhookEndpoint[];
 }
 
 /** An authenticated caller: the client, and which of its keys it used (an id, never the key). */
@@ -59,6 +62,7 @@ export class ClientRegistry {
         name: entry.name,
         scopes: new Set(entry.scopes),
         operator: entry.role === 'operator',
+        webhooks: entry.webhooks ?? [],
       };
       clients.set(client.id, client);
       for (const key of entry.keys) {
@@ -86,6 +90,11 @@ export class ClientRegistry {
 
   client(id: string): Client | undefined {
     return this.#clients.get(id);
+  }
+
+  /** The client's webhook endpoints as the file lists them now (none for an unknown client). */
+  webhooksOf(clientId: string): readonly WebhookEndpoint[] {
+    return this.#clients.get(clientId)?.webhooks ?? [];
   }
 
   /** The client that keeps the pre-clients workflow IDs (`order-<ref>`), if one is configured. */

@@ -151,11 +151,16 @@ export class EncryptionCodec implements PayloadCodec {
           'it was altered or truncated, or that key id now names a different key',
       );
     }
+    let decoded: temporal.api.common.v1.Payload;
     try {
-      return temporal.api.common.v1.Payload.decode(plaintext);
+      decoded = temporal.api.common.v1.Payload.decode(plaintext);
     } catch {
       throw new PayloadDecryptionError('decrypted payload is not a valid Temporal Payload');
     }
+    // protobufjs leaves an absent bytes field as its default, a plain [] (a payload of `undefined`,
+    // binary/null, has no data): hand on a Uint8Array like every other payload's.
+    const data = decoded.data instanceof Uint8Array ? decoded.data : Uint8Array.from(decoded.data ?? []);
+    return { metadata: decoded.metadata, data };
   }
 }
 

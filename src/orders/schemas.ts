@@ -3,7 +3,7 @@
  * validation, the TypeScript types the workflows use (`import type`) and the OpenAPI document.
  */
 import { z } from 'zod';
-import { InternetLineType, LocalNumber, limits, PlanCode } from '../provider/wire';
+import { InternetLineType, LineNumber, LocalNumber, limits, PlanCode } from '../provider/wire';
 import { providerOrderIdPattern, reviewDecisions, reviewTextMaxLength } from './review-decision';
 
 export const orderTypes = ['mobile_topup', 'internet_topup', 'gift_card'] as const;
@@ -73,14 +73,14 @@ export const InternetTopupRequest = z
     type: z.literal('internet_topup'),
     ref: OrderRef,
     lineType: InternetLineType,
-    number: LocalNumber,
+    number: LineNumber,
     value: Dinars,
   })
   .meta({
     id: 'InternetTopupRequest',
     description: 'An internet-line top-up (ADSL or 4G) of `value` dinars on line `number`.',
     examples: [
-      { type: 'internet_topup', ref: 'ORD-2025-000124', lineType: 'ADSL', number: '0231234567', value: 1000 },
+      { type: 'internet_topup', ref: 'ORD-2025-000124', lineType: 'ADSL', number: '021123456', value: 1000 },
     ],
   });
 export type InternetTopupRequest = z.infer<typeof InternetTopupRequest>;

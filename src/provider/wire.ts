@@ -34,7 +34,17 @@ export const Ref = z
   .min(1)
   .max(limits.refMaxLength)
   .regex(/^[A-Za-z0-9._-]+$/, 'ref may contain only letters, digits, ".", "_" and "-"');
+/** A mobile number (MSSIDN): local format, `0` and 9 digits (`05xx xx xx xx`). */
 export const LocalNumber = z.string().regex(/^0\d{9}$/, 'expected a local number: 0 followed by 9 digits');
+/**
+ * Decision (the spec gives no format for an internet line's `number`): a local line number, `0`
+ * and 8 or 9 digits. Fixed lines (ADSL, fixed 4G) have 9 digits with the leading 0
+ * (`0yy xx xx xx`, e.g. 021123456); lines on mobile-style numbers have 10. A real provider takes
+ * both, so the sandbox must too.
+ */
+export const LineNumber = z
+  .string()
+  .regex(/^0\d{8,9}$/, 'expected a local line number: 0 followed by 8 or 9 digits');
 export const PlanCode = z.string().regex(/^PREPAID_[A-Z0-9]+$/, 'expected PREPAID_<OPERATOR>');
 const Amount = z.number().positive().max(limits.maxAmount);
 
@@ -108,7 +118,7 @@ export type MobileCheck = z.infer<typeof MobileCheck>;
 
 export const InternetSendBody = z.strictObject({
   type: InternetLineType,
-  number: LocalNumber,
+  number: LineNumber,
   value: Amount,
   ref: Ref,
 });

@@ -1,17 +1,33 @@
 /**
- * `npm run worker`: runs the order worker from the environment (README "Configuration") until
- * SIGTERM or SIGINT, then drains: in-flight tasks finish, then the provider pool and the Temporal
- * connection close.
+ * `npm run worker`: runs the order worker and the webhook worker from the environment (README
+ * "Configuration") until SIGTERM or SIGINT, then drains: in-flight tasks finish, then the provider
+ * pool, the webhook sender and the Temporal connection close.
+ *
+ * Webhook endpoints come from the clients file (API_CLIENTS_FILE, the API's own), read at start
+ * and again on SIGHUP; endpoint secrets are derived from WEBHOOK_SIGNING_KEY.
  */
+import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createActivities } from '../../activities';
+import { createDeliveryActivities } from '../../activities/webhooks';
+import type { ClientsFile } from '../clients/model';
+import { ClientRegistry, readClientsFile } from '../clients/registry';
+import { AddressPolicy } from '../webhooks/address-guard';
+import { signingKeyFrom } from '../webhooks/secrets';
+import { WebhookSender } from '../webhooks/sender';
 import { nativeConnectionOptions } from '../temporal/connection';
 import { ensureTemporalSetup, TemporalSetupError } from '../temporal/setup';
 import { dataConverterFromConfig } from '../codec/data-converter';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createProviderClientFromConfig, isProviderError, type ProviderClient } from '../provider';
 import { createWorkerLogger } from './logger';
-import { createOrderWorker, tuningFromConfig, workflowCodeFromConfig } from './worker';
+import {
+  createOrderWorker,
+  createWebhookWorker,
+  tuningFromConfig,
+  webhookPolicyFromConfig,
+  workflowCodeFromConfig,
+} from './worker';
 import type { Logger } from '@temporalio/common';
 
 async function main(): Promise<void> {
@@ -21,6 +37,11 @@ async function main(): Promise<void> {
   Runtime.install({ logger, shutdownSignals: [] });
 
   const provider = createProviderClientFromConfig(config);
+  const endpoints = webhookEndpoints(config, logger);
+  const sender = new WebhookSender({
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    policy: new AddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
+  });
   let connection: NativeConnection | undefined;
   try {
     await checkProviderKey(provider.client, config, logger);
@@ -33,32 +54,98 @@ async function main(): Promise<void> {
       timeoutMs: config.TEMPORAL_SETUP_TIMEOUT_MS,
       log: (message) => logger.info(message),
     });
-    const worker = await createOrderWorker({
+    // The API's client encrypts what it starts; the worker must read and write the same way.
+    const dataConverter = dataConverterFromConfig(config);
+    const workflowCode = workflowCodeFromConfig(config);
+    const namespace = config.TEMPORAL_NAMESPACE;
+    const orderWorker = await createOrderWorker({
       connection,
-      namespace: config.TEMPORAL_NAMESPACE,
+      namespace,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
-      activities: createActivities({ provider: provider.client }),
-      // The API's client encrypts what it starts; the worker must read and write the same way.
-      dataConverter: dataConverterFromConfig(config),
-      workflowCode: workflowCodeFromConfig(config),
+      activities: createActivities({
+        provider: provider.client,
+        webhooks: {
+          // Events carry order views (phone numbers, card codes): encrypted like every payload.
+          temporal: new Client({ connection, namespace, dataConverter }),
+          taskQueue: config.WEBHOOK_TASK_QUEUE,
+          endpoints,
+          policy: webhookPolicyFromConfig(config),
+        },
+      }),
+      dataConverter,
+      workflowCode,
       tuning: tuningFromConfig(config),
     });
+    const webhookWorker = await createWebhookWorker({
+      connection,
+      namespace,
+      taskQueue: config.WEBHOOK_TASK_QUEUE,
+      activities: createDeliveryActivities({
+        endpoints,
+        signingKey: config.WEBHOOK_SIGNING_KEY ? signingKeyFrom(config.WEBHOOK_SIGNING_KEY) : undefined,
+        sender,
+      }),
+      dataConverter,
+      workflowCode,
+      maxConcurrentDeliveries: config.WEBHOOK_MAX_CONCURRENT_DELIVERIES,
+    });
+    const workers = [orderWorker, webhookWorker];
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       process.once(signal, () => {
         logger.info('shutting down: finishing the tasks in flight', { signal });
-        if (worker.getState() === 'RUNNING') worker.shutdown();
+        for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
       });
     }
     logger.info('worker started', {
       taskQueue: config.TEMPORAL_TASK_QUEUE,
-      namespace: config.TEMPORAL_NAMESPACE,
+      webhookTaskQueue: config.WEBHOOK_TASK_QUEUE,
+      namespace,
     });
-    await worker.run();
+    // Either one failing stops the other too: the process restarts as a whole.
+    await Promise.all(
+      workers.map((worker) =>
+        worker.run().catch((err: unknown) => {
+          for (const other of workers) if (other.getState() === 'RUNNING') other.shutdown();
+          throw err;
+        }),
+      ),
+    );
     logger.info('worker stopped');
   } finally {
-    await provider.close();
+    await Promise.allSettled([provider.close(), sender.close()]);
     await connection?.close();
   }
+}
+
+/**
+ * The webhook endpoints as the clients file lists them, kept current on SIGHUP (a file that no
+ * longer validates is not taken). Without a clients file (API_KEYS mode) there are none.
+ */
+function webhookEndpoints(config: Config, logger: Logger): ClientRegistry {
+  const path = config.API_CLIENTS_FILE;
+  const load = (): ClientsFile => (path ? readClientsFile(path) : { clients: [] });
+  const summary = (file: ClientsFile) => ({
+    endpoints: file.clients.reduce((n, client) => n + (client.webhooks?.length ?? 0), 0),
+    signingKey: config.WEBHOOK_SIGNING_KEY ? 'set' : 'NOT SET: nothing can be signed',
+  });
+  const file = load();
+  const registry = new ClientRegistry(file);
+  logger.info('webhook endpoints', summary(file));
+  if (path) {
+    process.on('SIGHUP', () => {
+      try {
+        const next = load();
+        registry.replace(next);
+        logger.info('clients file reloaded: webhook endpoints', summary(next));
+      } catch (err) {
+        // The message names the file and the bad places in it, never a key or a hash.
+        logger.error('clients file NOT reloaded', {
+          problem: err instanceof Error ? err.message : String(err),
+        });
+      }
+    });
+  }
+  return registry;
 }
 
 /**

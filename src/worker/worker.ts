@@ -5,6 +5,8 @@
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { OrderActivities } from '../../activities';
+import type { DeliveryActivities } from '../../activities/webhooks';
+import type { WebhookDeliveryPolicy } from '../../workflows/webhook-contract';
 import type { Config } from '../config';
 
 /** The Temporal worker's concurrency settings (WORKER_* configuration). */
@@ -70,3 +72,54 @@ export function workflowCodeFromConfig(config: Config): WorkflowCode {
   const codePath = config.WORKER_WORKFLOW_BUNDLE_PATH;
   return codePath ? { workflowBundle: { codePath } } : { workflowsPath: defaultWorkflowsPath };
 }
+
+/**
+ * The webhook worker: the delivery workflows and their `deliverWebhook` activity on the webhook
+ * task queue (WEBHOOK_TASK_QUEUE), in the same process as the order worker but apart from it, so a
+ * slow receiver holds delivery slots only, never a provider call, and the provider rate limit
+ * (WORKER_PROVIDER_CALLS_PER_SECOND, per task queue) counts provider calls only.
+ */
+export function createWebhookWorker(options: {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  activities: DeliveryActivities;
+  workflowCode: WorkflowCode;
+  maxConcurrentDeliveries: number;
+  dataConverter?: DataConverter;
+}): Promise<Worker> {
+  const { connection, namespace, taskQueue, activities, workflowCode, dataConverter } = options;
+  return Worker.create({
+    connection,
+    namespace,
+    taskQueue,
+    activities,
+    dataConverter,
+    ...workflowCode,
+    maxConcurrentActivityTaskExecutions: options.maxConcurrentDeliveries,
+  });
+}
+
+/** The delivery workflows' timings (WEBHOOK_*), put in each delivery workflow's input when it starts. */
+export function webhookPolicyFromConfig(
+  config: Pick<
+    Config,
+    | 'WEBHOOK_TIMEOUT_MS'
+    | 'WEBHOOK_RETRY_INITIAL_MS'
+    | 'WEBHOOK_RETRY_MAX_INTERVAL_MS'
+    | 'WEBHOOK_RETRY_FOR_MS'
+    | 'WEBHOOK_IDLE_CLOSE_MS'
+  >,
+): WebhookDeliveryPolicy {
+  return {
+    // The activity outlives the HTTP attempt's own deadline: the sender reports a timeout itself.
+    attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS + WEBHOOK_ACTIVITY_MARGIN_MS,
+    retryInitialMs: config.WEBHOOK_RETRY_INITIAL_MS,
+    retryMaxIntervalMs: config.WEBHOOK_RETRY_MAX_INTERVAL_MS,
+    retryForMs: config.WEBHOOK_RETRY_FOR_MS,
+    idleCloseMs: config.WEBHOOK_IDLE_CLOSE_MS,
+  };
+}
+
+/** Signing and the activity's own bookkeeping, on top of the HTTP timeout. */
+const WEBHOOK_ACTIVITY_MARGIN_MS = 5_000;

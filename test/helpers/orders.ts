@@ -151,7 +151,7 @@ export function mobileRequest(ref: string, msisdn = NORMAL_NUMBER): MobileTopupR
 }
 
 export function internetRequest(ref: string): InternetTopupRequest {
-  return { type: 'internet_topup', ref, lineType: 'ADSL', number: '0211234567', value: 1000 };
+  return { type: 'internet_topup', ref, lineType: 'ADSL', number: '021123456', value: 1000 };
 }
 
 export function giftCardRequest(ref: string, quantity = 2): GiftCardRequest {

@@ -6,26 +6,46 @@
 import { Router, type Request, type RequestHandler } from 'express';
 import { OrderRequest, ReviewRequest } from '../../orders/schemas';
 import { callerOf, requireScope } from '../auth';
-import type { OrderService } from '../orders';
+import { batchEnvelope, submitBatch } from '../batch';
+import { orderLocation, type OrderService } from '../orders';
 import { ListOrdersQuery, OrderAddressQuery, RefParams } from '../schemas';
 import { validateRequest } from '../validation';
-
-/** The order's URL for its owner (another client, even one that reaches it, adds `?client=`). */
-export function orderLocation(ref: string): string {
-  return `/v1/orders/${encodeURIComponent(ref)}`;
-}
+import type { WebhookService } from '../webhooks';
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 
-/** `jsonBody`: content-type check and JSON parser, run after the scope check. */
-export function ordersRouter(orders: OrderService, jsonBody: RequestHandler[]): Router {
+export interface OrdersRouterOptions {
+  /** Content-type check and JSON parser, run after the scope check (batchJsonBody: with the batch's body limit). */
+  jsonBody: RequestHandler[];
+  batchJsonBody: RequestHandler[];
+  batch: { maxOrders: number; concurrency: number; timeoutMs: number };
+}
+
+export function ordersRouter(
+  orders: OrderService,
+  webhooks: WebhookService,
+  options: OrdersRouterOptions,
+): Router {
   const router = Router();
+  const { jsonBody, batchJsonBody } = options;
+  const BatchRequest = batchEnvelope(options.batch.maxOrders);
 
   router.post('/v1/orders', requireScope('orders:write'), ...jsonBody, async (req, res) => {
     const { body } = validateRequest({ body: OrderRequest }, parts(req));
     const { created, view } = await orders.submit(callerOf(res), body, req.log);
     if (created) res.status(201).location(orderLocation(view.ref));
     res.json(view);
+  });
+
+  router.post('/v1/orders/batch', requireScope('orders:write'), ...batchJsonBody, async (req, res) => {
+    const { body } = validateRequest({ body: BatchRequest }, parts(req));
+    const results = await submitBatch(orders, callerOf(res), body.orders, {
+      concurrency: options.batch.concurrency,
+      timeoutMs: options.batch.timeoutMs,
+      requestId: typeof req.id === 'string' ? req.id : undefined,
+      log: req.log,
+    });
+    res.json({ results });
   });
 
   router.get('/v1/orders', requireScope('orders:read'), async (req, res) => {
@@ -36,9 +56,21 @@ export function ordersRouter(orders: OrderService, jsonBody: RequestHandler[]): 
   router.get('/v1/orders/:ref', requireScope('orders:read'), async (req, res) => {
     const { path, query } = validateRequest({ path: RefParams, query: OrderAddressQuery }, parts(req));
     const caller = callerOf(res);
-    res.json(
-      await orders.view(caller, { client: query.client ?? caller.id, ref: path.ref }, 'read', req.log),
-    );
+    const address = { client: query.client ?? caller.id, ref: path.ref };
+    if (!webhooks.showsDeliveries(caller, address.client)) {
+      res.json(await orders.view(caller, address, 'read', req.log));
+      return;
+    }
+    // Both at once; the deliveries are shown only with the view (a 404 stays a 404), and their
+    // absence (no webhook worker answering, say) never keeps the order from its owner.
+    const [view, deliveries] = await Promise.all([
+      orders.view(caller, address, 'read', req.log),
+      webhooks.summary(orders.workflowIdOf(address)).catch((err: unknown) => {
+        req.log.warn({ err }, 'order view: webhook deliveries not read');
+        return undefined;
+      }),
+    ]);
+    res.json(deliveries ? { ...view, webhooks: deliveries } : view);
   });
 
   router.post('/v1/orders/:ref/review', requireScope('reviews:write'), ...jsonBody, async (req, res) => {

@@ -1,0 +1,37 @@
+/**
+ * Webhooks, for the client that owns them: its endpoints (no secrets), an order's deliveries and a
+ * redelivery. Scopes webhooks:read and webhooks:write, checked before anything is looked up.
+ */
+import { Router, type Request } from 'express';
+import { callerOf, requireScope } from '../auth';
+import { RedeliverParams, RedeliverQuery, RefParams } from '../schemas';
+import { validateRequest } from '../validation';
+import type { WebhookService } from '../webhooks';
+
+const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
+
+export function webhooksRouter(webhooks: WebhookService): Router {
+  const router = Router();
+
+  router.get('/v1/webhooks', requireScope('webhooks:read'), (_req, res) => {
+    res.json({ endpoints: webhooks.endpoints(callerOf(res)) });
+  });
+
+  router.get('/v1/orders/:ref/webhooks', requireScope('webhooks:read'), async (req, res) => {
+    const { path } = validateRequest({ path: RefParams }, parts(req));
+    res.json(await webhooks.deliveries(callerOf(res), path.ref));
+  });
+
+  router.post(
+    '/v1/orders/:ref/webhooks/:eventId/redeliver',
+    requireScope('webhooks:write'),
+    async (req, res) => {
+      const { path, query } = validateRequest({ path: RedeliverParams, query: RedeliverQuery }, parts(req));
+      res
+        .status(202)
+        .json(await webhooks.redeliver(callerOf(res), path.ref, path.eventId, query.endpoint, req.log));
+    },
+  );
+
+  return router;
+}

@@ -1,0 +1,200 @@
+/**
+ * A whole stack for webhook tests: a real Temporal server, the sandbox over HTTP, the order worker
+ * (with the announcing local activity) and the webhook worker (the delivery workflows, the real
+ * sender over HTTP) each on a task queue of their own, and the intake API — all sharing one client
+ * registry, as the API and the worker share one clients file. Receivers are real HTTP servers
+ * (src/webhooks/receiver.ts) that verify with the standardwebhooks library.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { createActivities } from '../../activities';
+import { createDeliveryActivities } from '../../activities/webhooks';
+import { apiTestConfig, startTestApi, testClientsFile, type TestApi } from '../../src/api/testing';
+import type { ClientsFile, WebhookEndpoint } from '../../src/clients/model';
+import { ClientRegistry } from '../../src/clients/registry';
+import { hashApiKey } from '../../src/clients/keys';
+import type { OrderType } from '../../src/orders/schemas';
+import { AddressPolicy, type LookupAll } from '../../src/webhooks/address-guard';
+import { endpointSecret } from '../../src/webhooks/secrets';
+import { WebhookSender } from '../../src/webhooks/sender';
+import { createOrderWorker, createWebhookWorker } from '../../src/worker/worker';
+import {
+  webhookDeliveriesQuery,
+  webhookDeliveryWorkflowId,
+  type WebhookDeliveryPolicy,
+  type WebhookDeliveryState,
+} from '../../workflows/webhook-contract';
+import {
+  installTestRuntime,
+  scaledTimings,
+  startTestSandbox,
+  testProvider,
+  type TestSandbox,
+} from './orders';
+import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal';
+
+/**
+ * Scaled down so a test sees several retries in seconds: 1 s per attempt, back-off 200 ms doubling
+ * to 1 s, given up after 8 s, closed 1.5 s after the last event once the order is final.
+ */
+export const TEST_WEBHOOK_POLICY: WebhookDeliveryPolicy = {
+  attemptTimeoutMs: 1_000 + 2_000,
+  retryInitialMs: 200,
+  retryMaxIntervalMs: 1_000,
+  retryForMs: 8_000,
+  idleCloseMs: 1_500,
+};
+export const TEST_WEBHOOK_TIMEOUT_MS = 1_000;
+
+export interface HookedClient {
+  key: string;
+  scopes?: ClientsFile['clients'][number]['scopes'];
+  webhooks?: WebhookEndpoint[];
+}
+
+export interface WebhookStack {
+  temporal: TestTemporal;
+  sandbox: TestSandbox;
+  client: Client;
+  api: TestApi;
+  registry: ClientRegistry;
+  signingKey: Buffer;
+  /** The current secret of a client's endpoint. */
+  secretOf(client: string, endpoint: string, version?: number): string;
+  /** The order's delivery workflow state (undefined while it has none). */
+  deliveryState(orderWorkflowId: string): Promise<WebhookDeliveryState | undefined>;
+  stop(): Promise<void>;
+}
+
+/** The test clients (src/api/testing.ts) plus `extra` clients, some with webhook endpoints. */
+export function clientsWith(extra: Record<string, HookedClient>): ClientsFile {
+  return {
+    ...testClientsFile,
+    clients: [
+      ...testClientsFile.clients,
+      ...Object.entries(extra).map(([id, c]) => ({
+        id,
+        name: `Test client ${id}`,
+        scopes: c.scopes ?? [
+          'orders:write',
+          'orders:read',
+          'reviews:write',
+          'webhooks:read',
+          'webhooks:write',
+        ],
+        keys: [{ id: 'k1', hash: hashApiKey(c.key) }],
+        ...(c.webhooks ? { webhooks: c.webhooks } : {}),
+      })),
+    ],
+  };
+}
+
+export async function startWebhookStack(options: {
+  clients: ClientsFile;
+  /** Networks the sender may reach although not public (default: 127.0.0.1 only). */
+  allowedNetworks?: string[];
+  lookup?: LookupAll;
+  /** WEBHOOK_SIGNING_KEY (default: a random one), so receivers can be given their secrets first. */
+  signingKey?: Buffer;
+  policy?: Partial<WebhookDeliveryPolicy>;
+  sandboxTimeScale?: number;
+  timingsFor?: (type: OrderType) => ReturnType<typeof scaledTimings>;
+}): Promise<WebhookStack> {
+  installTestRuntime();
+  const [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox(options.sandboxTimeScale)]);
+  const provider = testProvider(sandbox.url);
+  const registry = new ClientRegistry(options.clients);
+  const signingKey = options.signingKey ?? randomBytes(32);
+  const policy = { ...TEST_WEBHOOK_POLICY, ...options.policy };
+  const taskQueue = `webhooks-orders-${randomUUID()}`;
+  const webhookTaskQueue = `webhooks-deliveries-${randomUUID()}`;
+  const nativeConnection = await NativeConnection.connect({ address: temporal.address });
+  const workflowCode = workflowCodeOptions();
+  const sender = new WebhookSender({
+    timeoutMs: TEST_WEBHOOK_TIMEOUT_MS,
+    policy: new AddressPolicy(options.allowedNetworks ?? ['127.0.0.1/32']),
+    lookup: options.lookup,
+  });
+  const workers: Worker[] = [
+    await createOrderWorker({
+      connection: nativeConnection,
+      namespace: temporal.namespace,
+      taskQueue,
+      activities: createActivities({
+        provider: provider.client,
+        webhooks: {
+          temporal: new Client({ connection: nativeConnection, namespace: temporal.namespace }),
+          taskQueue: webhookTaskQueue,
+          endpoints: registry,
+          policy,
+        },
+      }),
+      workflowCode,
+    }),
+    await createWebhookWorker({
+      connection: nativeConnection,
+      namespace: temporal.namespace,
+      taskQueue: webhookTaskQueue,
+      activities: createDeliveryActivities({ endpoints: registry, signingKey, sender }),
+      workflowCode,
+      maxConcurrentDeliveries: 20,
+    }),
+  ];
+  const running = workers.map((w) => w.run());
+  const connection = await Connection.connect({ address: temporal.address });
+  const client = new Client({ connection, namespace: temporal.namespace });
+  const api = await startTestApi({
+    client,
+    taskQueue,
+    provider: provider.client,
+    clients: registry,
+    timingsFor: options.timingsFor ?? (() => scaledTimings()),
+    config: apiTestConfig({ WEBHOOK_TASK_QUEUE: webhookTaskQueue, API_RATE_LIMIT_PER_MINUTE: '100000' }),
+  });
+  return {
+    temporal,
+    sandbox,
+    client,
+    api,
+    registry,
+    signingKey,
+    secretOf: (clientId, endpoint, version = 1) => endpointSecret(signingKey, clientId, endpoint, version),
+    async deliveryState(orderWorkflowId) {
+      const handle: WorkflowHandle = client.workflow.getHandle(webhookDeliveryWorkflowId(orderWorkflowId));
+      try {
+        const { status } = await handle.describe();
+        if (status.name === 'COMPLETED') return (await handle.result()) as WebhookDeliveryState;
+        return await handle.query(webhookDeliveriesQuery);
+      } catch (err) {
+        if ((err as Error).name === 'WorkflowNotFoundError') return undefined;
+        throw err;
+      }
+    },
+    async stop() {
+      await api.close();
+      for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+      await Promise.all(running);
+      await Promise.all([connection.close(), nativeConnection.close(), provider.close(), sandbox.close()]);
+      await sender.close();
+      await temporal.stop();
+    },
+  };
+}
+
+/** Polls `read` until `done` holds for its value, or fails after `timeoutMs` naming what it last saw. */
+export async function eventually<T>(
+  read: () => Promise<T> | T,
+  done: (value: T) => boolean,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T | undefined;
+  while (Date.now() < deadline) {
+    last = await read();
+    if (done(last)) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms; last: ${JSON.stringify(last)?.slice(0, 2_000)}`);
+}

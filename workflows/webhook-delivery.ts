@@ -1,0 +1,221 @@
+/**
+ * One delivery workflow per order (ID `webhooks:<order workflow ID>`, on the webhook task queue):
+ * it receives the order's events (signal-with-start from the order workflow's local activity) and
+ * delivers each to each of its endpoints, durably, without ever holding the order.
+ *
+ * Per endpoint, events go out one at a time in sequence order: a later event waits while an
+ * earlier one is retried, so a receiver that comes back gets them in order. A failed attempt is
+ * retried after a back-off (doubling from WEBHOOK_RETRY_INITIAL_MS up to
+ * WEBHOOK_RETRY_MAX_INTERVAL_MS) until WEBHOOK_RETRY_FOR_MS after the event became due; then it is
+ * `failed`, and only a redelivery sends it again. The workflow drives the retries itself (each
+ * attempt is one activity with a single try), so its state — the `webhookDeliveries` query and
+ * its result — always says how many attempts were made and why the last one failed.
+ *
+ * It closes once the order is final, everything is settled and nothing new came for
+ * WEBHOOK_IDLE_CLOSE_MS; its result is its state. A redelivery after that starts a new run with
+ * that state (src/api/webhooks.ts). Deterministic workflow code: no I/O, Date.now() is workflow time.
+ */
+import {
+  ActivityFailure,
+  condition,
+  makeContinueAsNewFunc,
+  proxyActivities,
+  setHandler,
+  TimeoutFailure,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { DeliveryActivities } from '../activities/webhooks';
+import { finalStatuses } from './contract';
+import {
+  redeliverSignal,
+  webhookDeliveriesQuery,
+  webhookEventSignal,
+  type DeliveryOutcome,
+  type EndpointDelivery,
+  type EventDeliveries,
+  type RedeliverRequest,
+  type WebhookDeliveryInput,
+  type WebhookDeliveryState,
+  type WebhookEvent,
+} from './webhook-contract';
+
+/** Continue as new well before Temporal's 10,240-event warning (a dead endpoint retries for days). */
+const DEFAULT_HISTORY_EVENT_LIMIT = 2_000;
+
+export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryState> {
+  return new WebhookDelivery(input).run();
+}
+
+class WebhookDelivery {
+  private readonly state: WebhookDeliveryState;
+  /** Endpoints with an attempt in flight: one at a time per endpoint keeps each endpoint's events in order. */
+  private readonly inFlight = new Set<string>();
+  /** Something changed (an event, a redelivery, an attempt ended): look at the queues again. */
+  private woke = false;
+  private readonly deliver: DeliveryActivities['deliverWebhook'];
+
+  constructor(private readonly input: WebhookDeliveryInput) {
+    this.state = {
+      ...(input.carried ?? {
+        orderWorkflowId: input.orderWorkflowId,
+        client: input.client,
+        events: [],
+        orderFinal: false,
+        backoffMs: {},
+      }),
+      policy: input.policy,
+    };
+    this.deliver = proxyActivities<DeliveryActivities>({
+      startToCloseTimeout: input.policy.attemptTimeoutMs,
+      // One try per activity: the workflow retries, so that its state shows every attempt.
+      retry: { maximumAttempts: 1 },
+    }).deliverWebhook;
+    setHandler(webhookEventSignal, (event) => this.onEvent(event));
+    setHandler(redeliverSignal, (request) => this.onRedeliver(request));
+    setHandler(webhookDeliveriesQuery, () => this.state);
+  }
+
+  async run(): Promise<WebhookDeliveryState> {
+    for (;;) {
+      this.startDueAttempts();
+      const idle = this.inFlight.size === 0;
+      if (idle && this.historyIsLong()) {
+        await makeContinueAsNewFunc<typeof webhookDeliveryWorkflow>()({ ...this.input, carried: this.state });
+      }
+      const nextDue = this.nextDueInMs();
+      this.woke = false;
+      if (idle && nextDue === undefined && this.state.orderFinal) {
+        // Everything settled: close unless something comes (a decision's event right after the last status, say).
+        if (!(await condition(() => this.woke, this.input.policy.idleCloseMs))) return this.state;
+      } else if (nextDue === undefined) {
+        await condition(() => this.woke);
+      } else {
+        await condition(() => this.woke, nextDue);
+      }
+    }
+  }
+
+  private onEvent(event: WebhookEvent): void {
+    // The order's local activity may run twice (a retry after its signal went through): once is enough.
+    if (this.state.events.some((e) => e.event.sequence === event.sequence)) return;
+    const now = new Date().toISOString();
+    const record: EventDeliveries = {
+      event,
+      deliveries: event.targets.map((endpoint) => ({
+        endpoint,
+        state: 'pending',
+        attempts: 0,
+        dueSince: now,
+      })),
+    };
+    const at = this.state.events.findIndex((e) => e.event.sequence > event.sequence);
+    if (at < 0) this.state.events.push(record);
+    else this.state.events.splice(at, 0, record);
+    if (finalStatuses.includes(event.view.status)) this.state.orderFinal = true;
+    this.woke = true;
+  }
+
+  private onRedeliver({ eventId, endpoint }: RedeliverRequest): void {
+    const record = this.state.events.find((e) => e.event.id === eventId);
+    if (!record) return; // the API checks first; a stale request changes nothing
+    const now = new Date().toISOString();
+    for (const delivery of record.deliveries) {
+      if (endpoint !== undefined && delivery.endpoint !== endpoint) continue;
+      delivery.state = 'pending';
+      delivery.attempts = 0;
+      delivery.dueSince = now;
+      delete delivery.nextAttemptAt;
+      delivery.redeliveries = (delivery.redeliveries ?? 0) + 1;
+    }
+    this.woke = true;
+  }
+
+  /** Each endpoint's earliest pending event, if no attempt for that endpoint is in flight. */
+  private heads(): { record: EventDeliveries; delivery: EndpointDelivery }[] {
+    const heads = new Map<string, { record: EventDeliveries; delivery: EndpointDelivery }>();
+    for (const record of this.state.events) {
+      for (const delivery of record.deliveries) {
+        if (delivery.state !== 'pending' || this.inFlight.has(delivery.endpoint)) continue;
+        if (!heads.has(delivery.endpoint)) heads.set(delivery.endpoint, { record, delivery });
+      }
+    }
+    return [...heads.values()];
+  }
+
+  private startDueAttempts(): void {
+    const now = Date.now();
+    for (const { record, delivery } of this.heads()) {
+      if (dueAt(delivery) > now) continue;
+      this.inFlight.add(delivery.endpoint);
+      void this.attempt(record.event, delivery).finally(() => {
+        this.inFlight.delete(delivery.endpoint);
+        this.woke = true;
+      });
+    }
+  }
+
+  private nextDueInMs(): number | undefined {
+    const dues = this.heads().map(({ delivery }) => dueAt(delivery));
+    return dues.length === 0 ? undefined : Math.max(1, Math.min(...dues) - Date.now());
+  }
+
+  private async attempt(event: WebhookEvent, delivery: EndpointDelivery): Promise<void> {
+    delivery.attempts += 1;
+    delivery.lastAttemptAt = new Date().toISOString();
+    let result: DeliveryOutcome;
+    try {
+      result = await this.deliver({ event, endpoint: delivery.endpoint });
+    } catch (err) {
+      // The activity itself failed: a worker died mid-attempt, or the attempt outlived its timeout.
+      result = { outcome: 'failed', error: attemptFailure(err) };
+    }
+    const now = Date.now();
+    switch (result.outcome) {
+      case 'delivered':
+        delivery.state = 'delivered';
+        delivery.deliveredAt = new Date(now).toISOString();
+        delivery.lastStatus = result.status;
+        // lastError stays: it says why an earlier attempt of this event failed.
+        delete delivery.nextAttemptAt;
+        delete this.state.backoffMs[delivery.endpoint];
+        return;
+      case 'endpoint-removed':
+        delivery.state = 'skipped';
+        delivery.lastError = 'the endpoint is no longer configured';
+        delete delivery.nextAttemptAt;
+        return;
+      case 'failed': {
+        delivery.lastError = result.error;
+        if (result.status !== undefined) delivery.lastStatus = result.status;
+        else delete delivery.lastStatus;
+        const { retryInitialMs, retryMaxIntervalMs, retryForMs } = this.input.policy;
+        const previous = this.state.backoffMs[delivery.endpoint];
+        const backoff = previous === undefined ? retryInitialMs : Math.min(retryMaxIntervalMs, previous * 2);
+        this.state.backoffMs[delivery.endpoint] = backoff;
+        if (now - Date.parse(delivery.dueSince) >= retryForMs) {
+          delivery.state = 'failed';
+          delete delivery.nextAttemptAt;
+        } else {
+          delivery.nextAttemptAt = new Date(now + backoff).toISOString();
+        }
+      }
+    }
+  }
+
+  private historyIsLong(): boolean {
+    const { historyLength, continueAsNewSuggested } = workflowInfo();
+    return (
+      continueAsNewSuggested || historyLength >= (this.input.historyEventLimit ?? DEFAULT_HISTORY_EVENT_LIMIT)
+    );
+  }
+}
+
+function dueAt(delivery: EndpointDelivery): number {
+  return delivery.nextAttemptAt === undefined ? 0 : Date.parse(delivery.nextAttemptAt);
+}
+
+function attemptFailure(err: unknown): string {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof TimeoutFailure) return `the attempt did not finish in time (${cause.timeoutType})`;
+  return `the attempt failed (${cause instanceof Error ? cause.message : String(cause)})`;
+}
