@@ -65,6 +65,12 @@ describe('/readyz checks what a submission needs', () => {
       const res = await readyz(api);
       assert.equal(res.status, 503);
       assert.match(res.detail ?? '', new RegExp(`namespace ${namespace} does not exist`));
+      // A submission meanwhile (Temporal restarting, its namespace cache still empty) is a 503 to retry, not a 500.
+      const submitted = await api.request<Problem>('POST', '/v1/orders', {
+        body: mobileRequest('readyz-ns'),
+      });
+      assert.equal(submitted.status, 503, submitted.text);
+      assert.match(submitted.body?.detail ?? '', /namespace/);
     } finally {
       await api.close();
     }

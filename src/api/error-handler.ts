@@ -7,6 +7,7 @@
  * (with the request ID, through the request's logger) and answered 500 / 502 / 503.
  */
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import { NamespaceNotFoundError } from '@temporalio/common';
 import { grpcCode } from '../temporal/grpc';
 import { isProviderError } from '../provider/errors';
 import { ApiError } from './errors';
@@ -72,6 +73,14 @@ export function toApiError(err: unknown): ApiError {
   const code = grpcCode(err);
   if (code !== undefined && GRPC_UNAVAILABLE_CODES.has(code)) {
     return temporarilyUnavailable('The order store (Temporal) is unreachable; retry later.', err);
+  }
+  // Checked at start, so a namespace missing now is a Temporal that is (re)starting and has not
+  // loaded its namespaces yet: the submission is worth retrying.
+  if (err instanceof NamespaceNotFoundError) {
+    return temporarilyUnavailable(
+      `The order store (Temporal) does not know namespace ${err.namespace} right now; retry later.`,
+      err,
+    );
   }
   if (isProviderError(err)) {
     return new ApiError('provider-unavailable', 'The provider could not be reached or answered badly.', {
