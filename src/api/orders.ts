@@ -39,6 +39,9 @@ import { temporarilyUnavailable } from './error-handler';
 import { ApiError } from './errors';
 import { OrderListing, type OrderList } from './order-list';
 import type { ListOrdersQuery } from './schemas';
+import { metricCatalog } from '../observability/catalog';
+import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
+import { workflowUiUrl } from '../temporal/ui-links';
 
 export interface OrderServiceOptions {
   client: Client;
@@ -52,6 +55,10 @@ export interface OrderServiceOptions {
   timingsFor: (type: OrderType) => Partial<OrderTimings> | undefined;
   /** For calls made outside a request; routes pass the request's logger (with its request ID). */
   logger: Logger;
+  /** Orders accepted are counted here. */
+  metrics?: Metrics;
+  /** Temporal UI (TEMPORAL_UI_URL) and the namespace, for the view's link to the workflow. */
+  temporalUi?: { baseUrl: string; namespace: string };
 }
 
 /** An order as a client names it: its owner and its ref. */
@@ -67,6 +74,8 @@ export interface OrderIdentity {
   workflowId: string;
   /** Top-ups: the ref the provider knows the order by (its support asks for it). */
   providerRef?: string;
+  /** The workflow in Temporal UI, when TEMPORAL_UI_URL is configured. */
+  temporalUiUrl?: string;
 }
 
 export type OrderView = WorkflowOrderView & OrderIdentity;
@@ -126,9 +135,11 @@ function looksLikeView(value: unknown, ref: string): value is WorkflowOrderView 
 export class OrderService {
   readonly #o: OrderServiceOptions;
   readonly #listing: OrderListing;
+  readonly #accepted: Counter<'order_type' | 'client'>;
 
   constructor(options: OrderServiceOptions) {
     this.#o = options;
+    this.#accepted = (options.metrics ?? noMetrics).counter(metricCatalog.ordersAccepted);
     this.#listing = new OrderListing(options.client, options.clients, (fn) => this.#timed(fn));
   }
 
@@ -140,6 +151,17 @@ export class OrderService {
   /** The default client keeps `order-<ref>`; every other client's IDs name it (contract.ts). */
   workflowIdOf({ client, ref }: OrderAddress): string {
     return orderWorkflowId(ref, client === this.#o.clients.defaultClientId ? undefined : client);
+  }
+
+  /** Whose order, its workflow ID and its link in Temporal UI. */
+  #identity(address: OrderAddress): Pick<OrderIdentity, 'client' | 'workflowId' | 'temporalUiUrl'> {
+    const workflowId = this.workflowIdOf(address);
+    const ui = this.#o.temporalUi;
+    return {
+      client: address.client,
+      workflowId,
+      ...(ui ? { temporalUiUrl: workflowUiUrl(ui.baseUrl, ui.namespace, workflowId) } : {}),
+    };
   }
 
   #handle(address: OrderAddress): WorkflowHandle {
@@ -161,12 +183,7 @@ export class OrderService {
     // Every top-up started since clients exist has it; one from before sent its own ref (the
     // workflow still falls back to it the same way).
     const providerRef = typeof fromMemo === 'string' ? fromMemo : sendsRef(view.type) ? view.ref : undefined;
-    return {
-      ...view,
-      client: address.client,
-      workflowId: this.workflowIdOf(address),
-      ...(providerRef ? { providerRef } : {}),
-    };
+    return { ...view, ...this.#identity(address), ...(providerRef ? { providerRef } : {}) };
   }
 
   /**
@@ -208,14 +225,10 @@ export class OrderService {
           ],
         }),
       );
+      this.#accepted.add({ order_type: request.type, client: caller.id });
       return {
         created: true,
-        view: {
-          ...acceptedView(input),
-          client: caller.id,
-          workflowId: this.workflowIdOf(address),
-          ...(providerRef ? { providerRef } : {}),
-        },
+        view: { ...acceptedView(input), ...this.#identity(address), ...(providerRef ? { providerRef } : {}) },
       };
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;

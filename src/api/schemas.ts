@@ -94,6 +94,10 @@ export const OrderView = z
       .string()
       .optional()
       .meta({ description: 'Top-ups: the ref the provider knows the order by.' }),
+    temporalUiUrl: z.url().optional().meta({
+      description:
+        'The order’s workflow in Temporal UI (its latest run), when the API is configured with TEMPORAL_UI_URL.',
+    }),
     type: OrderType,
     status: OrderStatus,
     providerStatus: ProviderStatus.optional(),

@@ -1,7 +1,11 @@
 /**
  * `npm run worker`: runs the order worker from the environment (README "Configuration") until
  * SIGTERM or SIGINT, then drains: in-flight tasks finish, then the provider pool and the Temporal
- * connection close.
+ * connection close, then buffered spans are exported.
+ *
+ * Metrics: with WORKER_METRICS_ADDRESS, Temporal's Runtime serves Prometheus there — the SDK's
+ * worker metrics (temporal_*) and ours (topup_*, src/observability/catalog.ts). Traces: with an
+ * OTLP endpoint configured (src/observability/tracing.ts).
  */
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createActivities } from '../../activities';
@@ -12,15 +16,22 @@ import { ConfigError, loadConfig, type Config } from '../config';
 import { createProviderClientFromConfig, isProviderError, type ProviderClient } from '../provider';
 import { createWorkerLogger } from './logger';
 import { createOrderWorker, tuningFromConfig, workflowCodeFromConfig } from './worker';
+import { noMetrics } from '../observability/metrics';
+import { providerCallMetrics } from '../observability/provider-metrics';
+import { histogramBucketOverrides, temporalMetrics } from '../observability/temporal-meter';
+import { tracingFromConfig } from '../observability/tracing';
 import type { Logger } from '@temporalio/common';
+import type { TelemetryOptions } from '@temporalio/worker';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createWorkerLogger(config.LOG_LEVEL);
   // We stop the worker ourselves, so the pool and connection are closed after it has drained.
-  Runtime.install({ logger, shutdownSignals: [] });
+  Runtime.install({ logger, shutdownSignals: [], telemetryOptions: telemetryFromConfig(config) });
+  const metrics = config.WORKER_METRICS_ADDRESS ? temporalMetrics(Runtime.instance().metricMeter) : noMetrics;
+  const tracing = tracingFromConfig(config, 'topup-worker');
 
-  const provider = createProviderClientFromConfig(config);
+  const provider = createProviderClientFromConfig(config, { onCall: providerCallMetrics(metrics) });
   let connection: NativeConnection | undefined;
   try {
     await checkProviderKey(provider.client, config, logger);
@@ -42,6 +53,7 @@ async function main(): Promise<void> {
       dataConverter: dataConverterFromConfig(config),
       workflowCode: workflowCodeFromConfig(config),
       tuning: tuningFromConfig(config),
+      tracing,
     });
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       process.once(signal, () => {
@@ -52,13 +64,36 @@ async function main(): Promise<void> {
     logger.info('worker started', {
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       namespace: config.TEMPORAL_NAMESPACE,
+      ...(config.WORKER_METRICS_ADDRESS
+        ? { metrics: `http://${config.WORKER_METRICS_ADDRESS}/metrics` }
+        : {}),
+      tracing: tracing ? 'on' : 'off',
     });
     await worker.run();
     logger.info('worker stopped');
   } finally {
     await provider.close();
     await connection?.close();
+    await tracing?.shutdown();
   }
+}
+
+/**
+ * Temporal's Prometheus exporter, in Prometheus' own conventions: counters end in `_total`,
+ * durations are in seconds; our histograms get the catalog's buckets.
+ */
+function telemetryFromConfig(config: Config): TelemetryOptions | undefined {
+  if (!config.WORKER_METRICS_ADDRESS) return undefined;
+  return {
+    metrics: {
+      prometheus: {
+        bindAddress: config.WORKER_METRICS_ADDRESS,
+        countersTotalSuffix: true,
+        useSecondsForDurations: true,
+        histogramBucketOverrides: histogramBucketOverrides(),
+      },
+    },
+  };
 }
 
 /**
