@@ -42,6 +42,7 @@ import type { ListOrdersQuery } from './schemas';
 import { metricCatalog } from '../observability/catalog';
 import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
 import { workflowUiUrl } from '../temporal/ui-links';
+import { auditOrder, type OrderAudit } from '../audit/order-audit';
 
 export interface OrderServiceOptions {
   client: Client;
@@ -334,6 +335,30 @@ export class OrderService {
   /** Newest accepted first, from Temporal visibility, only the orders the caller reaches: see order-list.ts. */
   list(caller: Caller, query: ListOrdersQuery): Promise<OrderList> {
     return this.#listing.list(caller, query);
+  }
+
+  /**
+   * The order's story from its history, every run joined. Only for callers with audit:read (the
+   * route's scope), which reaches every client's orders; the order must still be `address.client`'s,
+   * as the workflow records it (404 otherwise). Secrets masked unless `reveal`.
+   */
+  async audit(address: OrderAddress, { reveal }: { reveal: boolean }): Promise<OrderAudit> {
+    const handle = this.#handle(address);
+    let description: WorkflowExecutionDescription;
+    try {
+      description = await this.#timed(() => handle.describe());
+    } catch (err) {
+      throw err instanceof WorkflowNotFoundError ? orderNotFound(address.ref) : err;
+    }
+    if (this.#ownerOf(description) !== address.client) throw orderNotFound(address.ref);
+    const { temporalUiUrl } = this.#identity(address);
+    return auditOrder(this.#o.client, description, {
+      ref: address.ref,
+      client: address.client,
+      reveal,
+      ...(temporalUiUrl ? { temporalUiUrl } : {}),
+      timed: (fn) => this.#timed(fn),
+    });
   }
 
   /**
