@@ -12,6 +12,7 @@ import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { createActivities } from '../../activities';
+import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { startTestApi, type TestApi } from '../../src/api/testing';
 import { startTracing, type Tracing } from '../../src/observability/tracing';
 import { createOrderWorker } from '../../src/worker/worker';
@@ -153,6 +154,31 @@ describe('traces', () => {
     ]);
     // The provider key travels in a header, never in a span.
     assert.doesNotMatch(JSON.stringify(spans.map((s) => s.attributes)), /sandbox-key/);
+  });
+
+  it('a decision is its own trace: the review request, its signal, and the workflow handling it', async () => {
+    const request = mobileRequest(newRef('traced-review'), sandboxSpecialNumbers.unknownError);
+    assert.equal((await api.request('POST', '/v1/orders', { body: request })).status, 201);
+    const deadline = Date.now() + 20_000;
+    while (
+      (await api.request<OrderView>('GET', `/v1/orders/${request.ref}`)).body.status !== 'NEEDS_REVIEW'
+    ) {
+      assert.ok(Date.now() < deadline, 'the order is in review');
+      await sleep(100);
+    }
+    const decided = await api.request('POST', `/v1/orders/${request.ref}/review`, {
+      body: { decision: 'REFUNDED', operator: 'amina', note: 'no credit' },
+    });
+    assert.equal(decided.status, 202, decided.text);
+    const spans = await traceOf(
+      (span) => span.name === 'POST /v1/orders/:ref/review',
+      (all) => all.some((s) => s.name === 'HandleSignal:resolveReview'),
+    );
+    const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
+    const handled = spans.find((s) => s.name === 'HandleSignal:resolveReview')!;
+    const parent = byId.get(handled.parentSpanId!);
+    assert.equal(parent?.name, 'SignalWorkflow:resolveReview');
+    assert.equal(byId.get(parent.parentSpanId!)?.name, 'POST /v1/orders/:ref/review');
   });
 
   it('an order started without a trace builds no spans inside its workflow', async () => {
