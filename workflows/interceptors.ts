@@ -20,12 +20,7 @@ import {
   type WorkflowInboundCallsInterceptor,
   type WorkflowInterceptors,
 } from '@temporalio/workflow';
-import {
-  OpenTelemetryInboundInterceptor,
-  OpenTelemetryInternalsInterceptor,
-  OpenTelemetryOutboundInterceptor,
-} from '@temporalio/interceptors-opentelemetry/lib/workflow';
-import { TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
+import type * as WorkflowTracingModule from '@temporalio/interceptors-opentelemetry/lib/workflow';
 import { metricCatalog } from '../src/observability/catalog';
 import { finalStatuses, resolveReviewSignal, workflowTypeByOrderType, type OrderView } from './contract';
 
@@ -117,22 +112,40 @@ class OrderMetricsInterceptor implements WorkflowInboundCallsInterceptor {
   }
 }
 
+/** The header Temporal's OpenTelemetry interceptors carry a trace in (their TRACE_HEADER). */
+export const TRACE_HEADER = '_tracer-data';
+
+type WorkflowTracing = typeof WorkflowTracingModule;
+
+/**
+ * OpenTelemetry for one workflow, loaded on first use. The bundle carries it, but every module of
+ * a workflow bundle is evaluated anew for each workflow in the worker's cache: imported at the
+ * top, OpenTelemetry's API and SDK (about 700 KB of code) would be evaluated and kept for every
+ * order, traced or not (measured: +300 MB of worker RSS with 1,000 orders cached). Required here,
+ * only traced orders pay for it.
+ */
+function workflowTracing(): WorkflowTracing {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- deliberately lazy, see above
+  return require('@temporalio/interceptors-opentelemetry/lib/workflow') as WorkflowTracing;
+}
+
 /**
  * OpenTelemetry's workflow interceptors, for orders whose start carried a trace (the API traces
- * when OTEL_EXPORTER_OTLP_ENDPOINT is set). Every other order runs without them: no spans are
- * built in the sandbox and nothing crosses to the worker's span sink, so tracing off costs nothing
- * here. Whether a run is traced is read from its start's headers, which are in its history, so a
- * replay decides the same.
+ * when OTEL_EXPORTER_OTLP_ENDPOINT is set). Every other order runs without them: OpenTelemetry is
+ * not even loaded, no spans are built in the sandbox and nothing crosses to the worker's span
+ * sink, so tracing off costs nothing here. Whether a run is traced is read from its start's
+ * headers, which are in its history, so a replay decides the same.
  */
 class TracingGate {
-  #inbound?: OpenTelemetryInboundInterceptor;
-  #outbound?: OpenTelemetryOutboundInterceptor;
+  #inbound?: WorkflowTracingModule.OpenTelemetryInboundInterceptor;
+  #outbound?: WorkflowTracingModule.OpenTelemetryOutboundInterceptor;
 
   readonly inbound: WorkflowInboundCallsInterceptor = {
     execute: (input, next) => {
       if (input.headers[TRACE_HEADER] === undefined) return next(input);
-      this.#inbound = new OpenTelemetryInboundInterceptor();
-      this.#outbound = new OpenTelemetryOutboundInterceptor();
+      const tracing = workflowTracing();
+      this.#inbound = new tracing.OpenTelemetryInboundInterceptor();
+      this.#outbound = new tracing.OpenTelemetryOutboundInterceptor();
       return this.#inbound.execute(input, next);
     },
     handleSignal: (input, next) => (this.#inbound ? this.#inbound.handleSignal(input, next) : next(input)),
@@ -162,7 +175,8 @@ class TracingGate {
     {
       dispose: (input, next) => {
         // OpenTelemetry's dispose runs synchronously up to `next`; it returns a promise only by its signature.
-        if (this.#inbound) void new OpenTelemetryInternalsInterceptor().dispose(input, next);
+        if (this.#inbound)
+          void new (workflowTracing().OpenTelemetryInternalsInterceptor)().dispose(input, next);
         else next(input);
       },
     },

@@ -48,7 +48,7 @@ async function main(): Promise<void> {
     });
   }
 
-  const tracing = tracingFromConfig(config, 'topup-api');
+  const tracing = await tracingFromConfig(config, 'topup-api');
   // Lazy: the first call connects, so the API is up (and says "not ready") while Temporal is not.
   const connection = Connection.lazy(temporalConnectionOptions(config));
   const client = new Client({

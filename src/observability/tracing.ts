@@ -10,17 +10,8 @@
  * load order).
  */
 import type { Tracer } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { registerInstrumentations } from '@opentelemetry/instrumentation';
-import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
-import { Resource } from '@opentelemetry/resources';
-import {
-  BatchSpanProcessor,
-  SimpleSpanProcessor,
-  type SpanExporter,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
-import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import type { Resource } from '@opentelemetry/resources';
+import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Config } from '../config';
 
 export interface Tracing {
@@ -41,11 +32,24 @@ export interface TracingOptions {
 
 /**
  * Registers the process-wide tracer provider (context manager, W3C trace-context propagation)
- * and the undici instrumentation. Once per process.
+ * and the undici instrumentation. Once per process. The SDK is loaded here, so a process with
+ * tracing off never loads it.
  */
-export function startTracing({ serviceName, exporter, batch = true }: TracingOptions): Tracing {
+export async function startTracing({
+  serviceName,
+  exporter,
+  batch = true,
+}: TracingOptions): Promise<Tracing> {
+  const [{ registerInstrumentations }, { UndiciInstrumentation }, { Resource }, sdk, { NodeTracerProvider }] =
+    await Promise.all([
+      import('@opentelemetry/instrumentation'),
+      import('@opentelemetry/instrumentation-undici'),
+      import('@opentelemetry/resources'),
+      import('@opentelemetry/sdk-trace-base'),
+      import('@opentelemetry/sdk-trace-node'),
+    ]);
   const resource = new Resource({ 'service.name': serviceName });
-  const spanProcessor = batch ? new BatchSpanProcessor(exporter) : new SimpleSpanProcessor(exporter);
+  const spanProcessor = batch ? new sdk.BatchSpanProcessor(exporter) : new sdk.SimpleSpanProcessor(exporter);
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
   provider.register();
   const unregister = registerInstrumentations({
@@ -78,9 +82,13 @@ export function tracesEndpoint(
 }
 
 /** Tracing exported over OTLP/HTTP when configured; undefined (off) otherwise. */
-export function tracingFromConfig(config: Config, defaultServiceName: string): Tracing | undefined {
+export async function tracingFromConfig(
+  config: Config,
+  defaultServiceName: string,
+): Promise<Tracing | undefined> {
   const url = tracesEndpoint(config);
   if (!url) return undefined;
+  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
   // Headers (OTEL_EXPORTER_OTLP_HEADERS), timeouts and compression come from the standard
   // variables, which the exporter reads itself.
   return startTracing({

@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   // We stop the worker ourselves, so the pool and connection are closed after it has drained.
   Runtime.install({ logger, shutdownSignals: [], telemetryOptions: telemetryFromConfig(config) });
   const metrics = config.WORKER_METRICS_ADDRESS ? temporalMetrics(Runtime.instance().metricMeter) : noMetrics;
-  const tracing = tracingFromConfig(config, 'topup-worker');
+  const tracing = await tracingFromConfig(config, 'topup-worker');
 
   const provider = createProviderClientFromConfig(config, { onCall: providerCallMetrics(metrics) });
   let connection: NativeConnection | undefined;

@@ -2,12 +2,14 @@
  * The order worker: the workflows (from a pre-built bundle or bundled at start) and the provider
  * activities on one task queue. Shared by `npm run worker` (main.ts), tests and scripts.
  */
+// The package's parts, not its index: the index loads the OpenTelemetry SDK, which only a worker
+// with tracing on needs (src/observability/tracing.ts loads it then).
 import {
   makeWorkflowExporter,
   OpenTelemetryActivityInboundInterceptor,
   OpenTelemetryActivityOutboundInterceptor,
-  type OpenTelemetrySinks,
-} from '@temporalio/interceptors-opentelemetry';
+} from '@temporalio/interceptors-opentelemetry/lib/worker';
+import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
 import { Worker, type InjectedSinks, type NativeConnection } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { OrderActivities } from '../../activities';

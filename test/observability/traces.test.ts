@@ -7,16 +7,22 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
+import { TRACE_HEADER as LIBRARY_TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
+import { TRACE_HEADER } from '../../workflows/interceptors';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { createActivities } from '../../activities';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { startTestApi, type TestApi } from '../../src/api/testing';
+import { startTestApi, testClients, testClientsFilePath, type TestApi } from '../../src/api/testing';
+import { freePort } from '../../src/temporal/dev-server';
+import { startPart, waitForHttp, type ManagedProcess } from '../../scripts/lib/processes';
 import { startTracing, type Tracing } from '../../src/observability/tracing';
 import { createOrderWorker } from '../../src/worker/worker';
-import type { OrderView } from '../../workflows/contract';
+import { defaultOrderTimings, orderWorkflowId, type OrderView } from '../../workflows/contract';
 import {
   installTestRuntime,
   mobileRequest,
@@ -25,6 +31,7 @@ import {
   startOrder,
   startTestSandbox,
   testProvider,
+  TIME_SCALE,
   waitForView,
   type TestSandbox,
 } from '../helpers/orders';
@@ -43,11 +50,12 @@ describe('traces', () => {
   let worker: Worker;
   let workerRun: Promise<void>;
   let api: TestApi;
+  let tracedClient: Client;
   const taskQueue = `traces-${randomUUID()}`;
 
   before(async () => {
     installTestRuntime();
-    tracing = startTracing({ serviceName: 'traces-test', exporter, batch: false });
+    tracing = await startTracing({ serviceName: 'traces-test', exporter, batch: false });
     [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox()]);
     provider = testProvider(sandbox.url);
     nativeConnection = await NativeConnection.connect({ address: temporal.address });
@@ -62,13 +70,13 @@ describe('traces', () => {
     workerRun = worker.run();
     connection = await Connection.connect({ address: temporal.address });
     // As src/api/main.ts builds it when tracing is on.
-    const client = new Client({
+    tracedClient = new Client({
       connection,
       namespace: temporal.namespace,
       interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor({ tracer: tracing.tracer })] },
     });
     api = await startTestApi({
-      client,
+      client: tracedClient,
       taskQueue,
       provider: provider.client,
       timingsFor: () => scaledTimings(),
@@ -154,6 +162,13 @@ describe('traces', () => {
     ]);
     // The provider key travels in a header, never in a span.
     assert.doesNotMatch(JSON.stringify(spans.map((s) => s.attributes)), /sandbox-key/);
+
+    // A traced order's history replays as deterministically as any other.
+    const history = await tracedClient.workflow.getHandle(orderWorkflowId(request.ref)).fetchHistory();
+    await Worker.runReplayHistory(
+      { ...workflowCodeOptions(), sinks: { exporter: { export: { fn: () => {} } } } },
+      history,
+    );
   });
 
   it('a decision is its own trace: the review request, its signal, and the workflow handling it', async () => {
@@ -181,6 +196,10 @@ describe('traces', () => {
     assert.equal(byId.get(parent.parentSpanId!)?.name, 'POST /v1/orders/:ref/review');
   });
 
+  it('the workflows look for the trace in the header the library writes it to', () => {
+    assert.equal(TRACE_HEADER, LIBRARY_TRACE_HEADER);
+  });
+
   it('an order started without a trace builds no spans inside its workflow', async () => {
     // A worker whose span sink counts what workflows hand it.
     let exported = 0;
@@ -193,11 +212,6 @@ describe('traces', () => {
       sinks: { exporter: { export: { fn: (_info, spans: unknown[]) => void (exported += spans.length) } } },
     });
     const untracedClient = new Client({ connection, namespace: temporal.namespace });
-    const tracedClient = new Client({
-      connection,
-      namespace: temporal.namespace,
-      interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor({ tracer: tracing.tracer })] },
-    });
     await countingWorker.runUntil(async () => {
       const untraced = await startOrder(
         untracedClient,
@@ -223,5 +237,113 @@ describe('traces', () => {
       await traced.result();
       assert.ok(exported > 0, 'the traced order exported its workflow spans');
     });
+  });
+});
+
+describe('traces exported over OTLP by the real services', () => {
+  /** An OTLP/HTTP collector that keeps what it receives (the JSON encoding the exporter sends). */
+  interface Received {
+    service: string;
+    traceId: string;
+    name: string;
+  }
+  const received: Received[] = [];
+  let collector: Server;
+  let temporal: TestTemporal;
+  let sandbox: TestSandbox;
+  const parts: ManagedProcess[] = [];
+
+  before(async () => {
+    collector = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        if (req.url === '/v1/traces') {
+          const { resourceSpans = [] } = JSON.parse(body) as {
+            resourceSpans?: {
+              resource: { attributes: { key: string; value: { stringValue?: string } }[] };
+              scopeSpans: { spans: { traceId: string; name: string }[] }[];
+            }[];
+          };
+          for (const { resource, scopeSpans } of resourceSpans) {
+            const service =
+              resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
+            for (const { spans } of scopeSpans)
+              for (const span of spans) received.push({ service, traceId: span.traceId, name: span.name });
+          }
+        }
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox()]);
+  });
+
+  after(async () => {
+    await Promise.all(parts.map((p) => p.stop()));
+    await sandbox?.close();
+    await temporal?.stop();
+    await new Promise((resolve) => collector?.close(resolve));
+  });
+
+  it('with OTEL_EXPORTER_OTLP_ENDPOINT set, the API and the worker export one order as one trace', async () => {
+    const port = await freePort();
+    const spec = defaultOrderTimings.mobile_topup;
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_NAMESPACE: temporal.namespace,
+      TEMPORAL_TASK_QUEUE: `otlp-${randomUUID()}`,
+      PROVIDER_BASE_URL: sandbox.url,
+      PROVIDER_API_KEY: 'sandbox-key',
+      ...(process.env.TEST_WORKFLOW_BUNDLE_PATH
+        ? { WORKER_WORKFLOW_BUNDLE_PATH: process.env.TEST_WORKFLOW_BUNDLE_PATH }
+        : {}),
+      PORT: String(port),
+      API_HOST: '127.0.0.1',
+      API_CLIENTS_FILE: testClientsFilePath(),
+      POLL_FIRST_CHECK_MS: String(spec.firstCheckMs * TIME_SCALE),
+      POLL_HANDLING_CHECK_MS: String(spec.handlingCheckMs * TIME_SCALE),
+      POLL_MAX_INTERVAL_MS: String(spec.maxIntervalMs * TIME_SCALE),
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`,
+      // The batch processor's standard delay, short for the test (the SDK reads it).
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      LOG_LEVEL: 'warn',
+    };
+    for (const name of ['API_KEYS', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_SERVICE_NAME'])
+      delete env[name];
+    parts.push(startPart('worker', { env }), startPart('api', { env }));
+    const apiUrl = `http://127.0.0.1:${port}`;
+    await waitForHttp(`${apiUrl}/healthz`, { timeoutMs: 120_000 });
+
+    const request = mobileRequest(newRef('otlp'));
+    const headers = { authorization: `Bearer ${testClients.shop.key}`, 'content-type': 'application/json' };
+    const submitted = await fetch(`${apiUrl}/v1/orders`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(request),
+    });
+    assert.equal(submitted.status, 201, await submitted.text());
+
+    const deadline = Date.now() + 120_000;
+    let trace: Received[] = [];
+    while (Date.now() < deadline) {
+      const root = received.find((s) => s.name === 'POST /v1/orders');
+      trace = root ? received.filter((s) => s.traceId === root.traceId) : [];
+      if (trace.some((s) => s.name === 'RunWorkflow:mobileTopupWorkflow')) break;
+      await sleep(200);
+    }
+    const names = (service: string) => new Set(trace.filter((s) => s.service === service).map((s) => s.name));
+    assert.deepEqual(
+      [...names('topup-api')].filter((n) => n.startsWith('POST /v1') || n.startsWith('Start')).sort(),
+      ['POST /v1/orders', 'StartWorkflow:mobileTopupWorkflow'],
+    );
+    for (const name of [
+      'RunWorkflow:mobileTopupWorkflow',
+      'StartActivity:sendMobileTopup',
+      'RunActivity:sendMobileTopup',
+      'POST',
+    ])
+      assert.ok(names('topup-worker').has(name), `the worker exported ${name}: ${JSON.stringify(trace)}`);
   });
 });
