@@ -1,29 +1,33 @@
 /**
- * `tsx scripts/record-histories.ts [--time-scale 1] [--only name,name]`: runs one order per
- * outcome against the sandbox (each with its own sandbox, provider client and worker, all at
+ * `tsx scripts/record-histories.ts [--time-scale 1] [--only a,b] [--overwrite]`: runs one order per
+ * scenario against the sandbox (each with its own sandbox, provider client and worker, all at
  * once), writes each workflow history to test/fixtures/histories/<scenario>.json for the replay
- * test, and prints how many history events and provider calls each outcome took.
+ * test, and prints how many history events and provider calls each took.
  *
- * `--only` records just the named scenarios: histories recorded by older workflow code stay as
- * they are, which is what makes them worth replaying (README "Changing a workflow safely").
+ * Only scenarios without a fixture are recorded, unless named with --only or --overwrite is given:
+ * a fixture recorded by older workflow code is what proves that orders it started still replay.
  *
  * The default time scale is 1, the spec's timings (PENDING 5 s, HANDLING until 20 s), so the
- * numbers are those of production polling; a run takes about half a minute.
+ * numbers are those of production polling; a run takes about a minute.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import type { WorkflowHandle } from '@temporalio/client';
+import { WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
 import type { OrderProvider } from '../activities';
 import type { ProviderClient } from '../src/provider';
 import type { FaultSpecInput } from '../src/sandbox/faults';
 import { sandboxSpecialNumbers } from '../src/provider/wire';
 import {
+  decideReviewUpdate,
   defaultOrderTimings,
   resolveReviewSignal,
+  type DecisionOutcome,
   type OrderRequest,
   type OrderTimings,
   type OrderView,
+  type ReviewDecision,
 } from '../workflows/contract';
 import {
   countingProvider,
@@ -37,6 +41,7 @@ import {
   startTestSandbox,
   testProvider,
   waitForView,
+  type TestSandbox,
 } from '../test/helpers/orders';
 import { historiesDir, historyToJson } from '../test/helpers/histories';
 
@@ -51,12 +56,42 @@ interface Scenario {
   provider?: (client: ProviderClient) => OrderProvider;
   /** Spec timings (× the time scale) overridden, before scaling. */
   timings?: Partial<OrderTimings>;
+  /** What the sandbox is told before the order starts (its `ref` is the one sent to the provider). */
+  arrange?: (sandbox: TestSandbox, ref: string) => Promise<void>;
   /** What an operator does once the order is in review. */
-  operator?: (handle: WorkflowHandle) => Promise<void>;
+  operator?: (handle: WorkflowHandle, sandbox: TestSandbox, ref: string) => Promise<void>;
+  /**
+   * The order continues as new once its history reaches the events it had in review plus this
+   * many (measured on a probe order first); the fixture is then the run that continued.
+   */
+  continueAsNewAfter?: number;
+  /** Checks the recorded history shows what the scenario is for. */
+  verify?: (history: History) => void;
 }
+
+type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
 
 const decide = (decision: 'FULFILLED' | 'REFUNDED' | 'RECHECK', note: string) => (handle: WorkflowHandle) =>
   handle.signal(resolveReviewSignal, { decision, operator: 'recorder', note });
+
+/** A decision through the update, as the API sends it; its outcome must be `expected`. */
+async function update(
+  handle: WorkflowHandle,
+  decision: ReviewDecision,
+  expected: DecisionOutcome['outcome'],
+): Promise<void> {
+  const outcome = await handle.executeUpdate(decideReviewUpdate, { args: [decision] });
+  if (outcome.outcome !== expected) throw new Error(`update: ${outcome.outcome}, expected ${expected}`);
+}
+
+/** A watch that outlasts nothing at the spec's timings: checked after 5 s, over within 20 s. */
+const shortWatch = { reviewWatchMs: 20_000, reviewWatchFirstCheckMs: 5_000 } satisfies Partial<OrderTimings>;
+/** No watch: the order is closed by the decision. */
+const noWatch = { reviewWatchMs: 0 } satisfies Partial<OrderTimings>;
+/** Stuck while the provider holds the top-up in HANDLING: the deadline falls at 10 s. */
+const stuck = { deadlineMs: 10_000, reviewRecheckMs: 15_000 } satisfies Partial<OrderTimings>;
+const holdInHandling = (sandbox: TestSandbox, ref: string) =>
+  sandbox.changeTopup(ref, { status: 'HANDLING' });
 
 const scenarios: Record<string, Scenario> = {
   'mobile-fulfilled': { request: (ref) => mobileRequest(ref), expected: 'FULFILLED' },
@@ -136,6 +171,116 @@ const scenarios: Record<string, Scenario> = {
     timings: { deadlineMs: 10_000, reviewRecheckMs: 15_000 },
     expected: 'FULFILLED',
   },
+
+  // ---- recorded after decisions were checked against the provider (patch review-decisions-checked) ----
+
+  'mobile-review-update-applied-watched': {
+    request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
+    timings: shortWatch,
+    operator: (handle) =>
+      update(handle, { decision: 'FULFILLED', operator: 'recorder', note: 'confirmed by phone' }, 'applied'),
+    expected: 'FULFILLED',
+  },
+  'mobile-review-invalid-decision': {
+    request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
+    timings: noWatch,
+    operator: async (handle) => {
+      await handle.signal(resolveReviewSignal, { decision: 'MAYBE', operator: '' } as never);
+      await handle
+        .executeUpdate(decideReviewUpdate, { args: [{ decision: 'MAYBE' } as never] })
+        .then(() => Promise.reject(new Error('the validator let an invalid update in')))
+        .catch((err: unknown) => {
+          if (!(err instanceof Error) || err.name !== 'WorkflowUpdateFailedError') throw err;
+        });
+      await waitForView(handle, (v) => v.timeline.some((e) => e.event.startsWith('Invalid review decision')));
+      await decide('REFUNDED', 'refunded by hand')(handle);
+    },
+    expected: 'REFUNDED',
+  },
+  'mobile-review-refused-decision': {
+    request: (ref) => mobileRequest(ref),
+    arrange: holdInHandling,
+    timings: { ...stuck, ...noWatch },
+    operator: async (handle, sandbox, ref) => {
+      const refunded = { decision: 'REFUNDED', operator: 'recorder', note: 'nothing arrived' } as const;
+      await update(handle, refunded, 'refused');
+      await handle.signal(resolveReviewSignal, refunded);
+      await waitForView(handle, (v) => v.timeline.filter((e) => e.event.includes('refused')).length === 2);
+      await sandbox.changeTopup(ref, { status: 'FULFILLED' });
+    },
+    expected: 'FULFILLED',
+  },
+  'mobile-review-forced-disputed-resolved': {
+    request: (ref) => mobileRequest(ref),
+    arrange: holdInHandling,
+    timings: { ...stuck, ...shortWatch },
+    operator: async (handle, sandbox, ref) => {
+      const note = 'provider support confirmed the reversal';
+      await update(handle, { decision: 'REFUNDED', operator: 'recorder', note, force: true }, 'applied');
+      await sandbox.changeTopup(ref, { status: 'FULFILLED' });
+      await waitForView(handle, (v) => v.status === 'DISPUTED', 60_000);
+      await update(
+        handle,
+        { decision: 'FULFILLED', operator: 'recorder', note: 'fulfilled after all' },
+        'applied',
+      );
+    },
+    expected: 'FULFILLED',
+  },
+  'gift-card-review-order-id-fulfilled': {
+    request: (ref) => giftCardRequest(ref),
+    faults: [{ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 }],
+    timings: noWatch,
+    operator: async (handle, sandbox) => {
+      const [placed] = await sandbox.giftCardOrders();
+      if (!placed) throw new Error('the sandbox placed no order');
+      await sandbox.changeGiftCardOrder(placed.orderId, { status: 'FULFILLED' });
+      const note = 'found in the provider portal';
+      await update(
+        handle,
+        { decision: 'FULFILLED', operator: 'recorder', note, orderId: placed.orderId },
+        'applied',
+      );
+    },
+    expected: 'FULFILLED',
+  },
+  'mobile-review-continued-as-new-with-queued-decision': {
+    request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
+    timings: noWatch,
+    // Every check is slow, so a second decision arrives while the first one's check runs.
+    faults: [{ kind: 'latency', latencyMs: 800, routes: ['mobile.check'] }],
+    // Long once the first decision is done, while the second one waits in the queue.
+    continueAsNewAfter: 6,
+    operator: async (handle) => {
+      const recheck = (note: string) =>
+        handle.startUpdate(decideReviewUpdate, {
+          args: [{ decision: 'RECHECK', operator: 'recorder', note }],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        });
+      const first = await recheck('first');
+      const second = await recheck('second, queued behind the first');
+      await Promise.all([first.result(), second.result()]);
+      await update(
+        handle,
+        { decision: 'FULFILLED', operator: 'recorder', note: 'after the new run' },
+        'applied',
+      );
+    },
+    verify: (history) => {
+      const events = history.events ?? [];
+      const accepted = events.flatMap((e, i) =>
+        e.workflowExecutionUpdateAcceptedEventAttributes ? [i] : [],
+      );
+      const continued = events.findIndex((e) => e.workflowExecutionContinuedAsNewEventAttributes);
+      const scheduledAfterSecond = events.some(
+        (e, i) => i > (accepted[1] ?? Infinity) && i < continued && e.activityTaskScheduledEventAttributes,
+      );
+      if (accepted.length !== 2 || continued < 0 || !scheduledAfterSecond) {
+        throw new Error('expected two updates, the second worked off before the run continued as new');
+      }
+    },
+    expected: 'FULFILLED',
+  },
 };
 
 /** A provider whose first call of `method` goes to a closed port: certainly never reached. */
@@ -171,19 +316,62 @@ function scaled(timeScale: number, overrides: Partial<OrderTimings> = {}): Order
     maxIntervalMs: scale(timings.maxIntervalMs),
     deadlineMs: scale(timings.deadlineMs),
     reviewRecheckMs: scale(timings.reviewRecheckMs),
+    reviewWatchMs: timings.reviewWatchMs && scale(timings.reviewWatchMs),
+    reviewWatchFirstCheckMs: scale(timings.reviewWatchFirstCheckMs),
     activityTimeoutMs: 10_000,
     settleMs: scale(timings.settleMs),
   };
 }
 
+/** Starts the scenario's order; one that continues as new gets its history limit from a probe order first. */
+async function startScenario(
+  env: Awaited<ReturnType<typeof startOrderTestWorkers>>,
+  taskQueue: string,
+  scenario: Scenario,
+  timings: OrderTimings,
+  { sandbox, provider }: { sandbox: TestSandbox; provider: ProviderClient },
+): Promise<{ handle: WorkflowHandle; ref: string }> {
+  const begin = async (label: string, historyEventLimit?: number) => {
+    const ref = newRef(label);
+    const request = scenario.request(ref);
+    await scenario.arrange?.(sandbox, ref);
+    await scenario.before?.(provider, request);
+    const handle = await startOrder(env.client, taskQueue, request, {
+      timings,
+      historyEventLimit,
+    });
+    return { handle, ref };
+  };
+  if (scenario.continueAsNewAfter === undefined) return begin('scenario');
+  const probe = await begin('probe');
+  await waitForView(probe.handle, (v) => v.status === 'NEEDS_REVIEW', 120_000);
+  // The query may answer before the task that put it in review is recorded: wait for a stable length.
+  let inReview = -1;
+  for (let length = 0; length !== inReview; await sleep(500)) {
+    inReview = length;
+    length = (await probe.handle.describe()).historyLength;
+  }
+  await probe.handle.terminate('probe done');
+  return begin('scenario', inReview + scenario.continueAsNewAfter);
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { 'time-scale': { type: 'string', default: '1' }, only: { type: 'string' } },
+    options: {
+      'time-scale': { type: 'string', default: '1' },
+      only: { type: 'string' },
+      overwrite: { type: 'boolean', default: false },
+    },
   });
   const timeScale = Number(values['time-scale']);
-  const names = values.only?.split(',') ?? Object.keys(scenarios);
-  const unknown = names.filter((name) => !(name in scenarios));
-  if (unknown.length > 0) throw new Error(`no scenario ${unknown.join(', ')}`);
+  const only = values.only?.split(',');
+  const names = Object.keys(scenarios).filter((name) =>
+    only ? only.includes(name) : values.overwrite || !existsSync(join(historiesDir, `${name}.json`)),
+  );
+  if (names.length === 0) {
+    console.log('every scenario has a fixture; name some with --only, or --overwrite them all');
+    return;
+  }
   const setups = await Promise.all(
     names.map(async (name) => {
       const scenario = scenarios[name]!;
@@ -201,20 +389,27 @@ async function main(): Promise<void> {
     mkdirSync(historiesDir, { recursive: true });
     // allSettled: one failed scenario must not close the connection under the others.
     const settled = await Promise.allSettled(
-      setups.map(async ({ name, scenario, counted, provider }) => {
-        const request = scenario.request(newRef(name));
-        await scenario.before?.(provider.client, request);
-        const handle = await startOrder(env.client, env.taskQueues[name]!, request, {
-          timings: scaled(timeScale, scenario.timings),
+      setups.map(async ({ name, scenario, counted, sandbox, provider }) => {
+        const timings = scaled(timeScale, scenario.timings);
+        const { handle, ref } = await startScenario(env, env.taskQueues[name]!, scenario, timings, {
+          sandbox,
+          provider: provider.client,
         });
+        const firstRunId = (await handle.describe()).runId;
         if (scenario.operator) {
           await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 120_000);
-          await scenario.operator(handle);
+          await scenario.operator(handle, sandbox, ref);
         }
         const view = await handle.result();
         if (view.status !== scenario.expected)
           throw new Error(`${name}: ${view.status}, expected ${scenario.expected}`);
-        const history = await handle.fetchHistory();
+        // A scenario that continues as new is recorded by its first run: the one that did.
+        const recorded =
+          scenario.continueAsNewAfter === undefined
+            ? handle
+            : env.client.workflow.getHandle(handle.workflowId, firstRunId);
+        const history = await recorded.fetchHistory();
+        scenario.verify?.(history);
         writeFileSync(join(historiesDir, `${name}.json`), historyToJson(history));
         return { name, status: view.status, events: history.events?.length ?? 0, calls: counted.total() };
       }),

@@ -123,6 +123,12 @@ const schema = z.object({
   CATALOG_CACHE_TTL_MS: millis.default(60_000),
   /** Deadline of each Temporal call the API makes (start, query, describe, list, signal). */
   API_TEMPORAL_TIMEOUT_MS: millis.default(5_000),
+  /**
+   * How long the review route waits for a decision's outcome (the workflow asks the provider
+   * first) before it answers 202 with the decision still being checked. Capped a second below
+   * API_REQUEST_TIMEOUT_MS, so the route answers before the request deadline does.
+   */
+  API_DECISION_TIMEOUT_MS: millis.default(10_000),
   /** /readyz gives up on Temporal or the provider after this long and answers 503. */
   API_READINESS_TIMEOUT_MS: millis.default(2_000),
   /** Node's headersTimeout (slow-loris guard); capped at API_REQUEST_TIMEOUT_MS. */
@@ -165,6 +171,18 @@ const schema = z.object({
    * them: 30 s is above the default whole call (10 s headers + 10 s body) with room to spare.
    */
   ORDER_ACTIVITY_TIMEOUT_MS: millis.default(30_000),
+  /**
+   * How long an order an operator resolved without the provider's confirmation keeps being checked
+   * against the provider (a later contradiction makes it DISPUTED). A day: providers reverse or
+   * complete stuck orders within hours, not weeks. 0 = no watch.
+   */
+  REVIEW_WATCH_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(24 * 60 * 60_000),
+  /** The watch's first check; then the interval doubles up to REVIEW_RECHECK_INTERVAL_MS. */
+  REVIEW_WATCH_FIRST_CHECK_MS: millis.default(5 * 60_000),
 
   // -- observability (README "Metrics and traces") --
   /**

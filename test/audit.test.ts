@@ -15,8 +15,10 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { apiTestConfig, capturingLogger, startTestApi, testClients, type TestApi } from '../src/api/testing';
 import type { OrderAudit } from '../src/audit/order-audit';
+import { renderAudit } from '../src/audit/render';
 import type { AuditEntry } from '../src/audit/story';
 import { dataConverterFromConfig } from '../src/codec/data-converter';
+import { providerRefFor } from '../src/orders/provider-ref';
 import { sandboxSpecialNumbers } from '../src/provider/wire';
 import { createOrderWorker } from '../src/worker/worker';
 import {
@@ -104,7 +106,8 @@ describe('audit export', () => {
       client,
       taskQueue,
       provider: provider.client,
-      timingsFor: () => scaledTimings(),
+      // Decisions the provider has not confirmed are watched (a minute), so a dispute can follow.
+      timingsFor: () => scaledTimings({ reviewWatchMs: 60_000 }),
       logger: logs.logger,
       config: apiTestConfig({ PAYLOAD_ENCRYPTION_KEYS: ENCRYPTION_KEYS, TEMPORAL_UI_URL: UI }),
     });
@@ -140,20 +143,31 @@ describe('audit export', () => {
   const ofKind = (audit: OrderAudit, kind: AuditEntry['kind']) =>
     audit.entries.filter((e) => e.kind === kind);
 
-  it('a reviewed order: every call and answer with timing, every status, the decision with its sender and the identity Temporal recorded', async () => {
+  it('a reviewed order: every call and answer with timing, every status, each decision with its sender, the identity Temporal recorded and its outcome — refused, applied and watched, disputed, settled', async () => {
     const request = mobileRequest(newRef('audited'), UNKNOWN);
     assert.equal((await api.request('POST', '/v1/orders', { body: request })).status, 201);
     await waitForStatus(request.ref, 'NEEDS_REVIEW');
-    const decided = await api.request('POST', `/v1/orders/${request.ref}/review?client=shop`, {
-      apiKey: testClients.operator.key,
-      body: {
-        decision: 'REFUNDED',
-        operator: 'amina',
-        note: 'customer 0551234567 says no credit, ticket 4412',
-      },
+    // The provider is still processing it: REFUNDED is refused, FULFILLED applied only when forced.
+    await sandbox.changeTopup(providerRefFor('shop', request.ref), { status: 'HANDLING' });
+    const decide = (body: Record<string, unknown>) =>
+      api.request('POST', `/v1/orders/${request.ref}/review?client=shop`, {
+        apiKey: testClients.operator.key,
+        body: { operator: 'amina', ...body },
+      });
+    const refused = await decide({
+      decision: 'REFUNDED',
+      note: 'customer 0551234567 says no credit, ticket 4412',
     });
-    assert.equal(decided.status, 202, decided.text);
+    assert.equal(refused.status, 409, refused.text);
+    const forced = await decide({ decision: 'FULFILLED', note: 'customer confirmed', force: true });
+    assert.equal(forced.status, 200, forced.text);
+    // The watch sees the provider refund it: DISPUTED, then settled REFUNDED, which the provider confirms.
+    await sandbox.changeTopup(providerRefFor('shop', request.ref), { status: 'REFUNDED' });
+    await waitForStatus(request.ref, 'DISPUTED');
+    const settled = await decide({ decision: 'REFUNDED', note: 'provider refunded' });
+    assert.equal(settled.status, 200, settled.text);
     await waitForStatus(request.ref, 'REFUNDED');
+    await client.workflow.getHandle(orderWorkflowId(request.ref)).result();
 
     const res = await auditOf(request.ref);
     assert.equal(res.status, 200, res.text);
@@ -175,11 +189,14 @@ describe('audit export', () => {
     assert.equal(audit.entries[0]!.kind, 'run_started');
     assert.equal(audit.entries[0]!.identity, client.options.identity, 'who started it: the API process');
 
-    // Every status the order had, from OrderStatus.
+    // Every status the order had, from OrderStatus; the dispute with what the provider reported.
+    const statuses = ofKind(audit, 'status');
     assert.deepEqual(
-      ofKind(audit, 'status').map((e) => e.status),
-      ['ACCEPTED', 'SUBMITTED', 'NEEDS_REVIEW', 'REFUNDED'],
+      statuses.map((e) => e.status),
+      ['ACCEPTED', 'SUBMITTED', 'NEEDS_REVIEW', 'FULFILLED', 'DISPUTED', 'REFUNDED'],
     );
+    const disputed = statuses.find((e) => e.status === 'DISPUTED')!;
+    assert.deepEqual([disputed.previous, disputed.providerStatus], ['FULFILLED', 'REFUNDED']);
 
     // The send and the answer that sent it to review, with timing and the worker that made them.
     const [send, ...more] = ofKind(audit, 'activity');
@@ -190,19 +207,48 @@ describe('audit export', () => {
     const check = more.find((e) => e.activityType === 'checkMobileTopup');
     assert.equal(check?.providerStatus, 'UNKNOWN_ERROR');
 
-    // The decision: what, by whom (the body's display name and the API client), and who sent it
-    // as Temporal recorded it (the API process).
-    const [signal] = ofKind(audit, 'signal');
-    assert.equal(signal!.name, 'resolveReview');
-    assert.deepEqual(signal!.decision, {
+    // Each decision: what, by whom (the body's display name and the API client, set from its key),
+    // who sent it as Temporal recorded it (the API process), and what the order answered.
+    const decisions = ofKind(audit, 'update');
+    assert.deepEqual(
+      decisions.map((u) => [u.name, u.outcome, u.decisionOutcome]),
+      [
+        ['decideReview', 'completed', 'refused'],
+        ['decideReview', 'completed', 'applied'],
+        ['decideReview', 'completed', 'applied'],
+      ],
+    );
+    for (const u of decisions) assert.equal(u.identity, client.options.identity);
+    assert.deepEqual(decisions[0]!.decision, {
       decision: 'REFUNDED',
       operator: 'amina',
       decidedBy: 'operator',
       note: 'customer [masked] says no credit, ticket 4412',
     });
-    assert.equal(signal!.identity, client.options.identity);
+    const refusal = decisions[0]!.refusal as {
+      kind: string;
+      forceable: boolean;
+      provider: { status: string };
+    };
+    assert.deepEqual([refusal.kind, refusal.provider.status], ['contradicted', 'HANDLING']);
+    assert.equal((decisions[1]!.decision as { force?: boolean }).force, true);
+    assert.ok(decisions[1]!.watchUntil, 'applied unconfirmed: watched');
+    assert.equal(decisions[2]!.watchUntil, undefined, 'confirmed by the provider: not watched');
+    assert.ok(!('view' in (decisions[0]!.result as object)), 'the answer without the view it carries');
+    assert.equal(ofKind(audit, 'signal').length, 0);
     const closed = audit.entries.at(-1)!;
     assert.deepEqual([closed.kind, closed.outcome, closed.status], ['closed', 'completed', 'REFUNDED']);
+    // As `npm run audit` prints it for a person.
+    const text = renderAudit(audit);
+    assert.match(
+      text,
+      /decideReview: REFUNDED by amina \(client operator\) “customer \[masked\] says no credit, ticket 4412” → refused, contradicted: .+\(provider status HANDLING\)/,
+    );
+    assert.match(
+      text,
+      /decideReview: FULFILLED \(forced\) by amina .+ → applied, watched until \S+ · sent by /,
+    );
+    assert.match(text, /FULFILLED → DISPUTED \(the provider now reports REFUNDED\)/);
 
     // Masked: no phone number anywhere, though the story shows the request.
     assert.ok(!res.text.includes(UNKNOWN) && !res.text.includes('0551234567'), 'no phone number');
@@ -361,11 +407,14 @@ describe('audit export', () => {
     const request = mobileRequest(newRef('cli'), UNKNOWN);
     assert.equal((await api.request('POST', '/v1/orders', { body: request })).status, 201);
     await waitForStatus(request.ref, 'NEEDS_REVIEW');
-    await api.request('POST', `/v1/orders/${request.ref}/review?client=shop`, {
+    // Confirmed by the provider, so not watched: the story is complete and stays the same.
+    await sandbox.changeTopup(providerRefFor('shop', request.ref), { status: 'REFUNDED' });
+    const decided = await api.request('POST', `/v1/orders/${request.ref}/review?client=shop`, {
       apiKey: testClients.operator.key,
       body: { decision: 'REFUNDED', operator: 'amina', note: 'no credit' },
     });
-    await waitForStatus(request.ref, 'REFUNDED');
+    assert.equal(decided.status, 200, decided.text);
+    await client.workflow.getHandle(orderWorkflowId(request.ref)).result();
     const run = (...args: string[]) =>
       spawnSync(
         process.execPath,
@@ -385,8 +434,12 @@ describe('audit export', () => {
     const text = run(request.ref, '--client', 'shop');
     assert.equal(text.status, 0, text.stderr);
     assert.match(text.stdout, new RegExp(`Order ${request.ref} · client shop · mobile_topup · now REFUNDED`));
-    assert.match(text.stdout, /resolveReview: REFUNDED by amina \(client operator\) “no credit” · sent by /);
+    assert.match(
+      text.stdout,
+      /decideReview: REFUNDED by amina \(client operator\) “no credit” → applied · sent by /,
+    );
     assert.match(text.stdout, /checkMobileTopup → UNKNOWN_ERROR/);
+    assert.match(text.stdout, /checkMobileTopup → REFUNDED/);
     assert.match(text.stdout, /NEEDS_REVIEW → REFUNDED/);
     assert.ok(!text.stdout.includes(UNKNOWN), 'masked by default');
 

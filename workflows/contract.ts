@@ -1,9 +1,10 @@
 /**
  * The order workflows' contract, shared by the workflows, the worker, the intake API and tests:
- * workflow names and IDs, the `status` query, the `resolveReview` signal, search attributes and
- * the types that cross the boundary. Safe to import from workflow code (no I/O).
+ * workflow names and IDs, the `status` query, the `resolveReview` signal, the `decideReview`
+ * update, search attributes and the types that cross the boundary. Safe to import from workflow
+ * code (no I/O).
  */
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { OrderRequest, OrderStatus, OrderType, ReviewDecision } from '../src/orders/schemas';
 import type { ProviderStatus } from '../src/provider/wire';
@@ -73,8 +74,18 @@ export interface OrderTimings {
   maxIntervalMs: number;
   /** After this long without a final status the order goes to NEEDS_REVIEW as stuck. */
   deadlineMs: number;
-  /** While in review, re-check the provider this often and resolve if a final status appears. */
+  /**
+   * While in review, re-check the provider this often and resolve if a final status appears; also
+   * the longest interval between checks while an operator's decision is watched.
+   */
   reviewRecheckMs: number;
+  /**
+   * After an operator's decision the provider did not confirm, keep checking it this long (0 = not
+   * at all), so a later contradicting answer reopens the order as DISPUTED.
+   */
+  reviewWatchMs: number;
+  /** The first check of that watch; then the interval doubles up to `reviewRecheckMs`. */
+  reviewWatchFirstCheckMs: number;
   /**
    * Start-to-close timeout of one provider activity attempt. Every provider call made in it ends
    * before it does (activities/attempt-deadline.ts), whatever the worker's HTTP timeouts say.
@@ -103,6 +114,8 @@ function defaults(deadlineMs: number): OrderTimings {
     maxIntervalMs: 60_000,
     deadlineMs,
     reviewRecheckMs: 30 * 60_000,
+    reviewWatchMs: 24 * 60 * 60_000,
+    reviewWatchFirstCheckMs: 5 * 60_000,
     activityTimeoutMs: 30_000,
     settleMs: 60_000,
   };
@@ -139,11 +152,36 @@ export interface OrderContinuation {
   deadlineAt: number;
   /** Polling: the wait before the next check. */
   nextCheckMs: number;
+  /** The watch after an operator's decision, when one is running. */
+  watch?: DecisionWatch;
+}
+
+/** What the workflow keeps of a watch after an operator's decision (the view shows `OrderView.watch`). */
+export interface DecisionWatch {
+  decision: 'FULFILLED' | 'REFUNDED';
+  /** What the provider said when the decision was applied: the same answer later is no news. */
+  baseline?: ProviderStatus;
+  /** Epoch ms when the watch ends. */
+  untilMs: number;
+  /** The wait before the next check. */
+  nextCheckMs: number;
+}
+
+/** What the provider said when a decision was checked. */
+export interface ProviderAnswer {
+  /** Its status, when it knew the order. */
+  status?: ProviderStatus;
+  /** In words: `provider status HANDLING`, `the provider does not know the order`, a failed check. */
+  answer: string;
 }
 
 export interface ReviewResolution extends ReviewDecision {
-  /** ISO time the workflow received the decision. */
+  /** ISO time the workflow applied the decision. */
   at: string;
+  /** What the provider said when the decision was checked (absent for decisions applied unchecked, before checks existed). */
+  provider?: ProviderAnswer;
+  /** Set when `force` applied a decision the check would have refused: why it would have. */
+  forcedPast?: string;
 }
 
 export interface TimelineEntry {
@@ -185,6 +223,23 @@ export interface OrderView {
     since: string;
     resolution?: ReviewResolution;
   };
+  /**
+   * After an operator's decision the provider had not confirmed: the provider is checked until
+   * `until`. The order's status is the decision meanwhile; the workflow stays open.
+   */
+  watch?: {
+    decision: 'FULFILLED' | 'REFUNDED';
+    until: string;
+    lastCheck?: { at: string } & ProviderAnswer;
+    /** How it ended: the provider confirmed the decision, the window passed quietly, or it disagreed. */
+    ended?: { at: string; outcome: 'confirmed' | 'quiet' | 'disputed' };
+  };
+  /** DISPUTED: the provider's later answer that contradicts the operator's decision. */
+  dispute?: {
+    decision: 'FULFILLED' | 'REFUNDED';
+    providerStatus: 'FULFILLED' | 'REFUNDED';
+    reportedAt: string;
+  };
   acceptedAt: string;
   updatedAt: string;
   completedAt?: string;
@@ -192,6 +247,51 @@ export interface OrderView {
 }
 
 export const statusQuery = defineQuery<OrderView>('status');
+/** For Temporal UI and the CLI: no answer, so a refused decision is recorded in the timeline and log. */
 export const resolveReviewSignal = defineSignal<[ReviewDecision]>('resolveReview');
 
+/** Why a decision was not applied. */
+export interface DecisionRefusal {
+  /**
+   * `contradicted`: the provider says otherwise. `unconfirmed`: the provider could not confirm it
+   * (still processing, unreachable). `invalid`: it cannot apply to this order (a wrong orderId).
+   * `not-in-review`: the order was settled first (by another decision or the provider).
+   */
+  kind: 'contradicted' | 'unconfirmed' | 'invalid' | 'not-in-review';
+  reason: string;
+  /** What the provider said, when it was asked. */
+  provider?: ProviderAnswer;
+  /** Would `force: true` apply it? */
+  forceable: boolean;
+}
+
+/** The `decideReview` update's answer. */
+export interface DecisionOutcome {
+  /**
+   * `applied`: FULFILLED / REFUNDED took effect. `rechecked`: RECHECK asked the provider (the view
+   * shows what came of it). `resumed`: a gift card took the provider's orderId and polls it again.
+   * `refused`: nothing changed, see `refusal`.
+   */
+  outcome: 'applied' | 'rechecked' | 'resumed' | 'refused';
+  refusal?: DecisionRefusal;
+  view: OrderView;
+}
+
+/**
+ * The API's way to decide: validated before it is accepted (a malformed payload or an order not in
+ * review is rejected and leaves no trace in the history), then checked against the provider and
+ * answered with the outcome.
+ */
+export const decideReviewUpdate = defineUpdate<DecisionOutcome, [ReviewDecision]>('decideReview');
+
+/** `ApplicationFailure.type` of the update validator's rejections. */
+export const DecisionRejection = {
+  /** The payload is not a decision; details: `{ errors: [{field, message}] }`. */
+  invalid: 'InvalidReviewDecision',
+  /** The order is not in NEEDS_REVIEW or DISPUTED; details: `{ status }`. */
+  notInReview: 'OrderNotInReview',
+} as const;
+
 export const finalStatuses: readonly OrderStatus[] = ['FULFILLED', 'REFUNDED', 'FAILED'];
+/** The statuses in which an order takes an operator's decision. */
+export const decisionStatuses: readonly OrderStatus[] = ['NEEDS_REVIEW', 'DISPUTED'];

@@ -22,13 +22,23 @@ import {
 } from '@temporalio/workflow';
 import type * as WorkflowTracingModule from '@temporalio/interceptors-opentelemetry/lib/workflow';
 import { metricCatalog } from '../src/observability/catalog';
-import { finalStatuses, resolveReviewSignal, workflowTypeByOrderType, type OrderView } from './contract';
+import {
+  decideReviewUpdate,
+  finalStatuses,
+  resolveReviewSignal,
+  workflowTypeByOrderType,
+  type OrderView,
+} from './contract';
 
 /**
- * Signals and updates that carry an operator decision (`{decision, operator, …}`). A new decision
- * handler is counted once its name is added here.
+ * Signals and updates that carry an operator decision (`{decision, operator, …}`), counted as they
+ * arrive (an update its validator rejected never does). What came of each is counted by the
+ * lifecycle (./decision-metrics.ts). A new decision handler is counted once its name is added here.
  */
-export const decisionHandlers: ReadonlySet<string> = new Set([resolveReviewSignal.name]);
+export const decisionHandlers: ReadonlySet<string> = new Set([
+  resolveReviewSignal.name,
+  decideReviewUpdate.name,
+]);
 
 const decisionValues = new Set(['FULFILLED', 'REFUNDED', 'RECHECK']);
 

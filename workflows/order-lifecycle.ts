@@ -4,10 +4,17 @@
  * for an operator (re-checking the provider now and then). A small per-type adapter says how to
  * submit, how to check and what a fulfilled order delivers; nothing else differs between types.
  *
+ * Operator decisions (signal `resolveReview` or update `decideReview`) wait in one queue that the
+ * main loop works through, so a decision never races a recheck or another decision. Each
+ * FULFILLED / REFUNDED decision is checked against the provider first (decision-rules.ts); one the
+ * provider has not confirmed is then watched, and a later contradiction reopens the order as
+ * DISPUTED.
+ *
  * Deterministic workflow code: no I/O, no Node built-ins; Date.now() is the SDK's replay-safe clock.
  */
 import {
   ActivityFailure,
+  allHandlersFinished,
   ApplicationFailure,
   condition,
   log,
@@ -29,16 +36,22 @@ import {
   type ProviderFailureDetails,
   type Submission,
 } from '../activities/outcomes.types';
-import { checkReviewDecision } from '../src/orders/review-decision';
+import { checkReviewDecision, decidedByWhom, type ReviewDecisionCheck } from '../src/orders/review-decision';
 import type { ReviewDecision } from '../src/orders/schemas';
 import {
   AcceptedAtAttribute,
+  decideReviewUpdate,
+  DecisionRejection,
+  decisionStatuses,
   defaultOrderTimings,
   finalStatuses,
   OrderStatusAttribute,
   OrderTypeAttribute,
   resolveReviewSignal,
   statusQuery,
+  type DecisionOutcome,
+  type DecisionRefusal,
+  type DecisionWatch,
   type OrderInput,
   type OrderRequest,
   type OrderResult,
@@ -46,8 +59,12 @@ import {
   type OrderTimings,
   type OrderType,
   type OrderView,
+  type ProviderAnswer,
+  type ReviewResolution,
   type ProviderStatus,
 } from './contract';
+import { contradictsLater, judgeDecision, type DecisionAnswer } from './decision-rules';
+import { countDecisionOutcome, countDispute } from './decision-metrics';
 
 /** The part of every provider check answer the lifecycle reads; the adapter reads the rest. */
 export interface ProviderCheck {
@@ -130,25 +147,45 @@ const PROVIDER_DOES_NOT_KNOW = 'the provider does not know the order';
 export const SETTLE_PATCH = 'send-settles-before-resend';
 /** How many steps of an unclear send's story the review evidence keeps (the first and the latest). */
 const MAX_EVIDENCE_STEPS = 8;
+/**
+ * Decisions are checked against the provider, may carry force / orderId / decidedBy, and are
+ * watched after they apply. Histories recorded before take the old path: applied as given.
+ */
+const DECISIONS_CHECKED_PATCH = 'review-decisions-checked';
 
 type Interpretation =
   | { kind: 'open'; status: 'SUBMITTED' | 'PROCESSING' }
   | { kind: 'final'; status: 'FULFILLED' | 'REFUNDED'; result: OrderResult }
   | { kind: 'review'; reason: string; evidence: string };
 
+/** What the provider said about the order, for a decision or the watch. */
+type Asked<C> =
+  | { kind: 'status'; check: C; meaning: Interpretation }
+  | { kind: 'not-found' }
+  | { kind: 'failed'; detail: string }
+  | { kind: 'no-reference' };
+
+/** A decision waiting for the main loop; an update's handler waits for `outcome`. */
+interface QueuedDecision {
+  decision: ReviewDecision;
+  outcome?: DecisionOutcome;
+}
+
 class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private readonly request: R;
   private readonly order: AdaptedOrder<R>;
   private readonly timings: OrderTimings;
   private readonly view: OrderView;
-  /** Epoch ms after which a still-open order goes to NEEDS_REVIEW as stuck. */
-  private readonly deadlineAt: number;
+  /** Epoch ms after which a still-open order goes to NEEDS_REVIEW as stuck (renewed when polling resumes). */
+  private deadlineAt: number;
   /** Polling: how long to wait before the next check. */
   private nextCheckMs: number;
   /** Valid operator decisions received in review, oldest first. */
-  private readonly decisions: ReviewDecision[] = [];
+  private readonly decisions: QueuedDecision[] = [];
   /** This run follows SETTLE_PATCH (decided once, at its first activation). */
   private readonly settles: boolean;
+  /** Set while an operator's decision is watched. */
+  private watch: DecisionWatch | undefined;
 
   constructor(
     private readonly orderType: OrderType,
@@ -178,21 +215,32 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     this.nextCheckMs = carried?.nextCheckMs ?? this.timings.firstCheckMs;
     // Asked once, before any other command: histories recorded before the patch replay the old path.
     this.settles = patched(SETTLE_PATCH);
+    this.watch = carried?.watch;
     setHandler(statusQuery, () => this.view);
-    setHandler(resolveReviewSignal, (decision) => this.onDecision(decision));
+    setHandler(resolveReviewSignal, (decision) => this.onSignal(decision), {
+      description: 'An operator decision (as decideReview, without an answer: see the timeline).',
+    });
+    setHandler(decideReviewUpdate, (decision) => this.onUpdate(decision), {
+      validator: (decision) => this.validateDecision(decision),
+      description: 'An operator decision, checked against the provider; answers applied or refused and why.',
+    });
   }
 
   async run(): Promise<OrderView> {
     this.publishStatus();
-    while (!finalStatuses.includes(this.view.status)) {
+    for (;;) {
       if (this.view.status === 'ACCEPTED') {
         await this.submit();
         continue;
       }
+      if (finalStatuses.includes(this.view.status) && !this.watch) break;
       await this.continueAsNewIfLong();
-      if (this.view.status === 'NEEDS_REVIEW') await this.reviewStep();
+      if (this.watch) await this.watchStep(this.watch);
+      else if (this.takesDecisions()) await this.reviewStep();
       else await this.pollStep();
     }
+    // Decisions still queued were answered when the order left review; let their handlers return.
+    await condition(allHandlersFinished);
     return this.view;
   }
 
@@ -481,20 +529,15 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private async reviewStep(): Promise<void> {
     // Also wake when the history grows long: signals alone (a script resending a malformed
     // decision, say) must not push it towards Temporal's limit while we wait.
-    const woke = await condition(
-      () => this.decisions.length > 0 || this.historyIsLong(),
-      this.timings.reviewRecheckMs,
-    );
-    if (woke && this.decisions.length === 0) return; // the loop continues as new first
-    const decision = this.decisions.shift();
-    if (!decision) return this.recheck();
-    if (decision.decision === 'RECHECK') {
-      this.note(`Recheck requested by ${decision.operator}`);
-      return this.recheck(decision);
+    const wake = () => this.decisions.length > 0 || this.historyIsLong();
+    if (this.view.status === 'DISPUTED') {
+      // The provider has spoken and contradicts an operator: only an operator settles this.
+      await condition(wake);
+    } else if (!(await condition(wake, this.timings.reviewRecheckMs))) {
+      return this.recheck();
     }
-    this.finish(decision.decision, `Resolved as ${decision.decision} by ${decision.operator}`, {
-      resolution: decision,
-    });
+    const queued = this.decisions.shift();
+    if (queued) await this.decide(queued); // else the loop continues as new first
   }
 
   /** In review only a final FULFILLED or REFUNDED settles the order; anything else waits for an operator. */
@@ -503,7 +546,8 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     const answer = await this.lookUp(this.timings.activityTimeoutMs);
     if (typeof answer !== 'string') this.view.providerStatus = answer.status;
     const meaning = typeof answer === 'string' ? undefined : this.meaningOf(answer);
-    if (meaning?.kind === 'final') {
+    // A dispute is the provider against an operator: a recheck informs, it does not settle it.
+    if (meaning?.kind === 'final' && this.view.status === 'NEEDS_REVIEW') {
       return this.finish(meaning.status, `Recheck: the provider reports ${meaning.status}`, {
         result: meaning.result,
         resolution: requestedBy,
@@ -511,25 +555,351 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     }
     if (requestedBy) {
       const found = typeof answer === 'string' ? answer : `provider status ${answer.status}`;
-      this.note(`Recheck: ${found}; still in review`);
+      const still = this.view.status === 'NEEDS_REVIEW' ? 'in review' : this.view.status;
+      this.note(`Recheck: ${found}; still ${still}`);
     }
   }
 
-  private onDecision(payload: unknown): void {
-    // Operators type this by hand in Temporal UI: check it by the API's rule (zod-free, see review-decision.ts).
+  private takesDecisions(): boolean {
+    return decisionStatuses.includes(this.view.status);
+  }
+
+  /** A decision that cannot apply to this order whatever the provider says. */
+  private misfit(decision: ReviewDecision): { field: string; message: string } | undefined {
+    if (decision.orderId === undefined) return undefined;
+    if (this.orderType !== 'gift_card') {
+      return { field: 'orderId', message: 'only a gift-card order takes the provider’s orderId' };
+    }
+    const known = this.view.providerReference;
+    if (known !== undefined && known !== decision.orderId) {
+      return {
+        field: 'orderId',
+        message: `this order is the provider’s order ${known}, not ${decision.orderId}`,
+      };
+    }
+    return undefined;
+  }
+
+  /** The update's validator: a rejected update is answered at once and leaves nothing in the history. */
+  private validateDecision(payload: unknown): void {
     const checked = checkReviewDecision(payload);
+    const errors = checked.ok
+      ? [this.misfit(checked.decision)].filter((e) => e !== undefined)
+      : checked.fields.map((field) => ({ field, message: 'missing or invalid' }));
+    if (errors.length > 0) {
+      const fields = errors.map((e) => e.field).join(', ');
+      const message = `invalid review decision (${fields})`;
+      throw ApplicationFailure.nonRetryable(message, DecisionRejection.invalid, { errors });
+    }
+    if (!this.takesDecisions()) {
+      const { status } = this.view;
+      throw ApplicationFailure.nonRetryable(
+        `the order is ${status}; only an order in NEEDS_REVIEW or DISPUTED takes a decision`,
+        DecisionRejection.notInReview,
+        { status },
+      );
+    }
+  }
+
+  private async onUpdate(payload: ReviewDecision): Promise<DecisionOutcome> {
+    const checked = checkReviewDecision(payload);
+    // The validator let only valid decisions in; this keeps the cleaned (trimmed) value.
+    if (!checked.ok)
+      throw ApplicationFailure.nonRetryable('invalid review decision', DecisionRejection.invalid);
+    const queued: QueuedDecision = { decision: checked.decision };
+    this.decisions.push(queued);
+    await condition(() => queued.outcome !== undefined);
+    return queued.outcome as DecisionOutcome;
+  }
+
+  private onSignal(payload: unknown): void {
+    // Operators type this by hand in Temporal UI: check it by the API's rule (zod-free, see review-decision.ts).
+    const checked = this.checkSignalled(payload);
     if (!checked.ok) {
       const fields = checked.fields.join(', ');
       log.warn('invalid review decision ignored', { fields });
       this.note(`Invalid review decision ignored (${fields})`);
       return;
     }
-    const { decision, operator } = checked.decision;
-    if (this.view.status !== 'NEEDS_REVIEW') {
-      this.note(`Review decision ${decision} by ${operator} ignored: the order is not in review`);
+    const { decision } = checked.decision;
+    const who = decidedByWhom(checked.decision);
+    const misfit = this.misfit(checked.decision);
+    if (misfit) {
+      log.warn('review decision ignored: it does not fit the order', { field: misfit.field });
+      this.note(`Review decision ${decision} by ${who} ignored: ${misfit.message}`);
       return;
     }
-    this.decisions.push(checked.decision);
+    if (!this.takesDecisions()) {
+      this.note(`Review decision ${decision} by ${who} ignored: the order is not in review`);
+      return;
+    }
+    this.decisions.push({ decision: checked.decision });
+  }
+
+  /** Signals recorded before decisions were checked knew three fields: replayed, the others stay invalid. */
+  private checkSignalled(payload: unknown): ReviewDecisionCheck {
+    const checked = checkReviewDecision(payload);
+    if (!checked.ok) return checked;
+    const newer = (['force', 'orderId', 'decidedBy'] as const).filter(
+      (f) => checked.decision[f] !== undefined,
+    );
+    if (newer.length > 0 && !patched(DECISIONS_CHECKED_PATCH)) return { ok: false, fields: [...newer] };
+    return checked;
+  }
+
+  /** Works one queued decision off: RECHECK asks the provider; FULFILLED / REFUNDED is checked, then applied or refused. */
+  private async decide(queued: QueuedDecision): Promise<void> {
+    const { decision } = queued;
+    const who = decidedByWhom(decision);
+    if (!this.takesDecisions()) {
+      return this.refuse(queued, {
+        kind: 'not-in-review',
+        reason: `the order is already ${this.view.status}`,
+        forceable: false,
+      });
+    }
+    const newOrderId =
+      decision.orderId !== undefined && decision.orderId !== this.view.providerReference
+        ? decision.orderId
+        : undefined;
+    if (decision.decision === 'RECHECK' && newOrderId === undefined) {
+      this.note(`Recheck requested by ${who}`);
+      await this.recheck(decision);
+      return this.answer(queued, 'rechecked');
+    }
+    if (decision.decision !== 'RECHECK' && !patched(DECISIONS_CHECKED_PATCH)) {
+      this.finish(decision.decision, `Resolved as ${decision.decision} by ${decision.operator}`, {
+        resolution: decision,
+      });
+      return this.answer(queued, 'applied');
+    }
+    const misfit = this.misfit(decision); // the order may have changed since the decision was queued
+    if (misfit) return this.refuse(queued, { kind: 'invalid', reason: misfit.message, forceable: false });
+
+    // The operator is waiting for the answer: one attempt, and they try again if it fails.
+    const asked = await this.askProvider(newOrderId ?? this.view.providerReference, {
+      startToCloseTimeout: this.timings.activityTimeoutMs,
+      retry: { maximumAttempts: 1 },
+    });
+    if (decision.decision === 'RECHECK') return this.recheckOrderId(queued, asked);
+    const verdict = judgeDecision({
+      decision: decision.decision,
+      orderType: this.orderType,
+      bringsOrderId: newOrderId !== undefined,
+      answer: decisionAnswerOf(asked),
+    });
+    switch (verdict.verdict) {
+      case 'confirmed':
+      case 'unconfirmed':
+        return this.apply(queued, decision.decision, asked, verdict.verdict);
+      case 'resume':
+        if (asked.kind === 'status') return this.resumePolling(queued, asked.check);
+        throw new Error('judgeDecision resumes polling only on a provider status');
+      case 'refused':
+        if (decision.force && verdict.forceable) {
+          return this.apply(queued, decision.decision, asked, 'forced', verdict.reason);
+        }
+        return this.refuse(queued, {
+          kind: verdict.kind,
+          reason: verdict.reason,
+          provider: providerAnswerOf(asked),
+          forceable: verdict.forceable,
+        });
+    }
+  }
+
+  private apply(
+    queued: QueuedDecision,
+    decided: 'FULFILLED' | 'REFUNDED',
+    asked: Asked<C>,
+    how: 'confirmed' | 'unconfirmed' | 'forced',
+    forcedPast?: string,
+  ): void {
+    const { decision } = queued;
+    if (decision.orderId !== undefined) this.view.providerReference = decision.orderId;
+    if (asked.kind === 'status') this.view.providerStatus = asked.check.status;
+    const provider = providerAnswerOf(asked);
+    const resolved = `Resolved as ${decided} by ${decidedByWhom(decision)}`;
+    const event =
+      how === 'confirmed'
+        ? `${resolved}; the provider confirms it`
+        : how === 'forced'
+          ? `${resolved}, forced although ${forcedPast} (${provider.answer})`
+          : `${resolved} (${provider.answer})`;
+    if (how === 'forced') log.warn('review decision forced', { decision: decided, over: forcedPast });
+    this.finish(decided, event, {
+      result:
+        how === 'confirmed' && asked.kind === 'status' && asked.meaning.kind === 'final'
+          ? asked.meaning.result
+          : undefined,
+      resolution: { ...decision, provider, ...(forcedPast !== undefined && { forcedPast }) },
+    });
+    if (how !== 'confirmed') this.startWatch(decided, asked);
+    this.answer(queued, 'applied');
+  }
+
+  private refuse(queued: QueuedDecision, refusal: DecisionRefusal): void {
+    const { decision } = queued.decision;
+    const because = refusal.provider ? `${refusal.reason} (${refusal.provider.answer})` : refusal.reason;
+    log.warn('review decision refused', { decision, refusal: refusal.kind });
+    this.note(`Review decision ${decision} by ${decidedByWhom(queued.decision)} refused: ${because}`);
+    this.answer(queued, 'refused', refusal);
+  }
+
+  /** RECHECK with the provider's orderId for a gift card that had none: attach it if the provider knows it. */
+  private recheckOrderId(queued: QueuedDecision, asked: Asked<C>): void {
+    if (asked.kind !== 'status') {
+      const unknown = asked.kind === 'not-found';
+      return this.refuse(queued, {
+        kind: unknown ? 'invalid' : 'unconfirmed',
+        reason: unknown
+          ? 'the provider does not know this orderId'
+          : 'the provider could not be asked about the order',
+        provider: providerAnswerOf(asked),
+        forceable: false,
+      });
+    }
+    const { decision } = queued;
+    this.view.providerReference = decision.orderId;
+    this.view.providerStatus = asked.check.status;
+    this.note(
+      `Recheck requested by ${decidedByWhom(decision)} with the provider’s order ${decision.orderId}`,
+    );
+    const { meaning } = asked;
+    if (meaning.kind === 'open') return this.resumePolling(queued, asked.check);
+    if (meaning.kind === 'final') {
+      this.finish(meaning.status, `Recheck: the provider reports ${meaning.status}`, {
+        result: meaning.result,
+        resolution: { ...decision, provider: providerAnswerOf(asked) },
+      });
+    } else {
+      this.note(`Recheck: provider status ${asked.check.status}; still in review`);
+    }
+    this.answer(queued, 'rechecked');
+  }
+
+  /** A gift card's orderId, given by an operator, is still being processed: poll it as if just placed. */
+  private resumePolling(queued: QueuedDecision, check: C): void {
+    const { decision } = queued;
+    this.view.providerReference = decision.orderId;
+    this.deadlineAt = Date.now() + this.timings.deadlineMs;
+    this.nextCheckMs = this.timings.firstCheckMs;
+    this.note(
+      `The provider’s order ${decision.orderId}, given by ${decidedByWhom(decision)}, is ${check.status}: polling it again`,
+    );
+    this.observe(check);
+    this.answer(queued, 'resumed');
+  }
+
+  /** Answers an update waiting for this decision (a signal's sender waits for nothing). */
+  private answer(
+    queued: QueuedDecision,
+    outcome: DecisionOutcome['outcome'],
+    refusal?: DecisionRefusal,
+  ): void {
+    // A copy: the view keeps changing after the answer is given.
+    const view = JSON.parse(JSON.stringify(this.view)) as OrderView;
+    queued.outcome = { outcome, ...(refusal && { refusal }), view };
+    countDecisionOutcome(this.orderType, queued.decision.decision, outcome, refusal?.kind);
+  }
+
+  /** Decisions still queued when the order leaves review: recorded, not acted on. */
+  private refuseQueued(): void {
+    const status = this.view.status;
+    for (const late of this.decisions.splice(0)) {
+      this.note(
+        `Review decision ${late.decision.decision} by ${decidedByWhom(late.decision)} ignored: the order is already ${status}`,
+      );
+      this.answer(late, 'refused', {
+        kind: 'not-in-review',
+        reason: `the order is already ${status}`,
+        forceable: false,
+      });
+    }
+  }
+
+  // ---- watch after a decision ----
+
+  /** Top-ups are looked up by our ref; a gift card only by the provider's orderId. */
+  private canLookUp(): boolean {
+    return this.adapter.submitRetry === 'lookup' || this.view.providerReference !== undefined;
+  }
+
+  private startWatch(decision: 'FULFILLED' | 'REFUNDED', asked: Asked<C>): void {
+    const { reviewWatchMs, reviewWatchFirstCheckMs } = this.timings;
+    if (reviewWatchMs <= 0) return;
+    if (!this.canLookUp()) {
+      this.note('Not watched: the order has no provider reference to check');
+      return;
+    }
+    const untilMs = Date.now() + reviewWatchMs;
+    this.watch = {
+      decision,
+      ...(asked.kind === 'status' && { baseline: asked.check.status }),
+      untilMs,
+      nextCheckMs: reviewWatchFirstCheckMs,
+    };
+    const until = new Date(untilMs).toISOString();
+    this.view.watch = { decision, until };
+    this.note(`Watching the provider until ${until}: an answer against the decision reopens the order`);
+  }
+
+  private async watchStep(watch: DecisionWatch): Promise<void> {
+    const wait = Math.min(watch.nextCheckMs, watch.untilMs - Date.now());
+    if (wait > 0 && (await condition(() => this.historyIsLong(), wait))) return; // continue as new first
+    // Nobody waits for these: retried for up to one attempt's time, like a recheck.
+    const asked = await this.askProvider(this.view.providerReference, {
+      startToCloseTimeout: this.timings.activityTimeoutMs,
+      scheduleToCloseTimeout: this.timings.activityTimeoutMs,
+      retry: this.retryPolicy(),
+    });
+    const at = new Date().toISOString();
+    if (this.view.watch) this.view.watch.lastCheck = { at, ...providerAnswerOf(asked) };
+    if (asked.kind === 'status') {
+      const { status } = asked.check;
+      this.view.providerStatus = status;
+      if (status === watch.decision && asked.meaning.kind === 'final') {
+        return this.endWatch('confirmed', `Watch: the provider confirms ${status}`, asked.meaning.result);
+      }
+      if (contradictsLater(watch.decision, watch.baseline, status))
+        return this.disputeDecision(watch, status, asked);
+    }
+    if (Date.now() >= watch.untilMs) {
+      return this.endWatch(
+        'quiet',
+        `Watch ended: the provider did not contradict ${watch.decision} (${providerAnswerOf(asked).answer})`,
+      );
+    }
+    watch.nextCheckMs = Math.min(
+      watch.nextCheckMs * 2,
+      Math.max(this.timings.reviewRecheckMs, watch.nextCheckMs),
+    );
+  }
+
+  private endWatch(outcome: 'confirmed' | 'quiet', event: string, result?: OrderResult): void {
+    this.watch = undefined;
+    if (result) this.view.result = { ...this.view.result, ...result };
+    if (this.view.watch) this.view.watch.ended = { at: new Date().toISOString(), outcome };
+    this.note(event);
+  }
+
+  /** The provider now says otherwise than the operator's decision: the order reopens for operators. */
+  private disputeDecision(watch: DecisionWatch, status: 'FULFILLED' | 'REFUNDED', asked: Asked<C>): void {
+    this.watch = undefined;
+    const at = new Date().toISOString();
+    if (this.view.watch) this.view.watch.ended = { at, outcome: 'disputed' };
+    this.view.dispute = { decision: watch.decision, providerStatus: status, reportedAt: at };
+    const resolution = this.view.review?.resolution;
+    this.view.review = {
+      reason: `the provider reports ${status} after the order was resolved ${watch.decision}`,
+      evidence: providerAnswerOf(asked).answer,
+      since: at,
+      ...(resolution && { resolution }),
+    };
+    delete this.view.completedAt;
+    log.warn('order disputed: the provider contradicts the decision', { decision: watch.decision, status });
+    countDispute(this.orderType, watch.decision);
+    this.transition('DISPUTED', `Disputed: the provider now reports ${status}, against ${watch.decision}`);
   }
 
   // ---- provider calls ----
@@ -566,6 +936,20 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     }
   }
 
+  /** What the provider says about the order (by `reference` for a gift card), for a decision or the watch. */
+  private async askProvider(reference: string | undefined, options: ActivityOptions): Promise<Asked<C>> {
+    const pending = this.adapter.check(proxyActivities<OrderActivities>(options), this.order, reference);
+    if (!pending) return { kind: 'no-reference' };
+    try {
+      const outcome = await pending;
+      if (!outcome.found) return { kind: 'not-found' };
+      return { kind: 'status', check: outcome.check, meaning: this.meaningOf(outcome.check) };
+    } catch (err) {
+      log.warn('status check failed', { failure: describeFailure(err) });
+      return { kind: 'failed', detail: describeFailure(err) };
+    }
+  }
+
   private retryPolicy(nonRetryableErrorTypes: string[] = []): ActivityOptions['retry'] {
     return {
       initialInterval: Math.min(RETRY_INITIAL_INTERVAL_MS, this.timings.maxIntervalMs),
@@ -594,7 +978,9 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private finish(
     status: Extract<OrderStatus, 'FULFILLED' | 'REFUNDED' | 'FAILED'>,
     event: string,
-    outcome: Pick<OrderView, 'result' | 'failure'> & { resolution?: ReviewDecision },
+    outcome: Pick<OrderView, 'result' | 'failure'> & {
+      resolution?: Omit<ReviewResolution, 'at'> | ReviewDecision;
+    },
   ): void {
     const now = new Date().toISOString();
     if (outcome.result) this.view.result = { ...this.view.result, ...outcome.result };
@@ -603,12 +989,6 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       this.view.review.resolution = { ...outcome.resolution, at: now };
     this.view.completedAt = now;
     this.transition(status, event);
-    // Decisions that arrived while a recheck settled the order: recorded, not acted on.
-    for (const late of this.decisions.splice(0)) {
-      this.note(
-        `Review decision ${late.decision} by ${late.operator} ignored: the order is already ${status}`,
-      );
-    }
   }
 
   private transition(status: OrderStatus, event: string): void {
@@ -616,6 +996,8 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     this.note(event);
     this.publishStatus();
     log.info('order status changed', { status, event });
+    // Decisions that arrived while the order was settled (or went back to polling): recorded, not acted on.
+    if (!this.takesDecisions()) this.refuseQueued();
   }
 
   /** A timeline entry; `event` never holds a phone number or card code. */
@@ -654,11 +1036,19 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
 
   private async continueAsNewIfLong(): Promise<void> {
     if (!this.historyIsLong() || this.decisions.length > 0) return;
+    // An update handler still returning its answer would lose it; a decision arriving meanwhile goes first.
+    await condition(() => allHandlersFinished() || this.decisions.length > 0);
+    if (this.decisions.length > 0) return;
     log.info('continuing as new to keep the history short', { historyLength: workflowInfo().historyLength });
     // The starter's memo (the API keeps the request's fingerprint there) goes along explicitly.
     await makeContinueAsNewFunc<OrderWorkflow>({ memo: workflowInfo().memo })({
       ...this.input,
-      continued: { view: this.view, deadlineAt: this.deadlineAt, nextCheckMs: this.nextCheckMs },
+      continued: {
+        view: this.view,
+        deadlineAt: this.deadlineAt,
+        nextCheckMs: this.nextCheckMs,
+        ...(this.watch && { watch: this.watch }),
+      },
     });
   }
 }
@@ -712,4 +1102,34 @@ function refundOf(check: ProviderCheck): OrderResult {
     }));
   }
   return result;
+}
+
+/** The provider's answer as the decision rules read it. */
+function decisionAnswerOf<C extends ProviderCheck>(asked: Asked<C>): DecisionAnswer {
+  if (asked.kind !== 'status') return asked.kind === 'failed' ? { kind: 'failed' } : { kind: asked.kind };
+  const { meaning } = asked;
+  return {
+    kind: 'status',
+    status: asked.check.status,
+    usable: meaning.kind === 'final',
+    ...(meaning.kind === 'review' && { problem: meaning.evidence }),
+  };
+}
+
+/** What the provider said, for the resolution, a refusal and the watch (no personal data). */
+function providerAnswerOf<C extends ProviderCheck>(asked: Asked<C>): ProviderAnswer {
+  switch (asked.kind) {
+    case 'status': {
+      const { status } = asked.check;
+      const problem =
+        status === 'FULFILLED' && asked.meaning.kind === 'review' ? ` (${asked.meaning.evidence})` : '';
+      return { status, answer: `provider status ${status}${problem}` };
+    }
+    case 'not-found':
+      return { answer: PROVIDER_DOES_NOT_KNOW };
+    case 'failed':
+      return { answer: `the status check failed (${asked.detail})` };
+    case 'no-reference':
+      return { answer: 'the order cannot be looked up (no provider reference)' };
+  }
 }

@@ -26,7 +26,7 @@ export function accessTo(caller: Caller, owner: string, purpose: Purpose): Acces
 
 /** An operator reaches another client's order only while it is, or after it was, in review. */
 export function inOperatorReach(view: Pick<OrderView, 'status' | 'review'>): boolean {
-  return view.status === 'NEEDS_REVIEW' || view.review !== undefined;
+  return view.status === 'NEEDS_REVIEW' || view.status === 'DISPUTED' || view.review !== undefined;
 }
 
 /** What a masked card code reads as. */

@@ -91,6 +91,7 @@ export function createApp(deps: AppDeps): Express {
     taskQueue: deps.taskQueue,
     clients,
     timeoutMs: config.API_TEMPORAL_TIMEOUT_MS,
+    decisionTimeoutMs: Math.min(config.API_DECISION_TIMEOUT_MS, config.API_REQUEST_TIMEOUT_MS - 1_000),
     clock,
     timingsFor: deps.timingsFor ?? ((type) => timingsFromConfig(config, type)),
     logger,

@@ -30,6 +30,8 @@ export const problemKinds = {
   'client-not-found': { status: 404, title: 'No client whose orders you can list' },
   'ref-conflict': { status: 409, title: 'This ref was already used for a different order' },
   'order-not-in-review': { status: 409, title: 'The order is not waiting for a review' },
+  'decision-refused': { status: 409, title: 'The provider contradicts the decision or cannot confirm it' },
+  'decision-invalid': { status: 422, title: 'The decision cannot apply to this order' },
   'payload-too-large': { status: 413, title: 'The request body is too large' },
   'unsupported-media-type': { status: 415, title: 'The request body must be application/json' },
   'rate-limited': { status: 429, title: 'Too many requests' },
@@ -57,26 +59,40 @@ export interface Problem {
   instance?: string;
   requestId?: string;
   errors?: FieldError[];
+  /** decision-refused / decision-invalid: why, and what the provider said. */
+  refusal?: string;
+  provider?: { status?: string; answer: string };
+  forceable?: boolean;
 }
+
+/** Extension members (RFC 9457 section 3.2) a problem may carry besides `errors`. */
+export type ProblemExtensions = Pick<Problem, 'refusal' | 'provider' | 'forceable'>;
 
 export class ApiError extends Error {
   override name = 'ApiError';
   readonly key: ProblemKey;
   readonly status: number;
   readonly errors?: FieldError[];
+  readonly extensions: ProblemExtensions;
   /** Extra response headers, e.g. Retry-After or WWW-Authenticate. */
   readonly headers: Record<string, string>;
 
   constructor(
     key: ProblemKey,
     detail: string,
-    options: { errors?: FieldError[]; headers?: Record<string, string>; cause?: unknown } = {},
+    options: {
+      errors?: FieldError[];
+      extensions?: ProblemExtensions;
+      headers?: Record<string, string>;
+      cause?: unknown;
+    } = {},
   ) {
     // `detail` is the message: it reaches the client, so it never holds a secret or internal detail.
     super(detail, { cause: options.cause });
     this.key = key;
     this.status = problemKinds[key].status;
     this.errors = options.errors;
+    this.extensions = options.extensions ?? {};
     this.headers = options.headers ?? {};
   }
 
@@ -87,6 +103,7 @@ export class ApiError extends Error {
       status: this.status,
       detail: this.message,
       ...extra,
+      ...this.extensions,
       ...(this.errors ? { errors: this.errors } : {}),
     };
   }

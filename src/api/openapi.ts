@@ -213,16 +213,32 @@ function buildRegistry(): OpenAPIRegistry {
     path: '/v1/orders/{ref}/review',
     operationId: 'reviewOrder',
     tags: ['orders'],
-    summary: 'A decision on an order in NEEDS_REVIEW',
+    summary: 'An operator’s decision on an order in NEEDS_REVIEW or DISPUTED, checked against the provider',
     ...needs(
       'reviews:write',
       'On your order, or as an operator on another client’s (`?client=`). Recorded under your client ' +
-        'id (`decidedBy`); `operator` is a display name stored beside it.',
+        'id (`decidedBy`); `operator` is a display name stored beside it. ' +
+        'The order asks the provider before it applies FULFILLED or REFUNDED. A decision the provider ' +
+        'contradicts or cannot confirm is refused (409 `decision-refused`, with what the provider said and ' +
+        'whether `force: true` would apply it); one that cannot apply to this order is 422 `decision-invalid`. ' +
+        'RECHECK asks the provider again and answers the view after it.',
     ),
     request: { params: RefParams, query: OrderAddressQuery, ...jsonBody(ReviewRequest, 'The decision.') },
     responses: {
-      202: ok('The decision was passed to the order; its view (the decision applies shortly).', OrderView),
-      ...problems(...bodyProblems, 'order-not-found', 'order-not-in-review', ...commonProblems),
+      200: ok('The decision was applied (or the recheck done); the order’s view after it.', OrderView),
+      202: ok(
+        'The decision was accepted but is still being checked against the provider; the order’s view now. ' +
+          'Its outcome will be in the timeline.',
+        OrderView,
+      ),
+      ...problems(
+        ...bodyProblems,
+        'order-not-found',
+        'order-not-in-review',
+        'decision-refused',
+        'decision-invalid',
+        ...commonProblems,
+      ),
     },
   });
 

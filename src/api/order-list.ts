@@ -158,7 +158,8 @@ export class OrderListing {
       if (client === undefined || client === caller.id) return undefined;
       throw clientNotFound(client);
     }
-    const inReview = `${OrderStatusAttribute.name} = 'NEEDS_REVIEW'`;
+    // The operators' queue: orders waiting for a decision, whether in review or disputed after one.
+    const inReview = `${OrderStatusAttribute.name} IN ('NEEDS_REVIEW', 'DISPUTED')`;
     if (client === undefined || client === caller.id) {
       if (client === undefined && caller.scopes.has('audit:read')) return undefined;
       if (client === undefined && caller.operator) return `(${this.#ownedBy(caller.id)} OR ${inReview})`;

@@ -1,8 +1,9 @@
 /**
  * What the order routes do with Temporal: start an order idempotently, read its view, list orders
- * from visibility (order-list.ts) and pass on a review decision — each for an authenticated caller,
- * on the orders it reaches (access.ts). Routes stay thin; this module knows the workflow contract
- * (workflows/contract.ts) and turns Temporal's errors into ApiErrors.
+ * from visibility (order-list.ts) and put a review decision to the order (a Workflow Update) —
+ * each for an authenticated caller, on the orders it reaches (access.ts). Routes stay thin; this
+ * module knows the workflow contract (workflows/contract.ts) and turns Temporal's errors and the
+ * workflow's refusals into ApiErrors.
  *
  * An order belongs to the client that submitted it. Its workflow ID derives from (client, ref)
  * (orderWorkflowId), and ownership is also read back from the workflow itself (its OrderClient
@@ -13,20 +14,26 @@ import { createHash } from 'node:crypto';
 import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  WorkflowUpdateStage,
   type Client,
   type WorkflowExecutionDescription,
   type WorkflowHandle,
 } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
 import {
   AcceptedAtAttribute,
   OrderClientAttribute,
+  decideReviewUpdate,
+  DecisionRejection,
   OrderStatusAttribute,
   OrderTypeAttribute,
   orderWorkflowId,
-  resolveReviewSignal,
   statusQuery,
   workflowTypeByOrderType,
+  type DecisionRefusal,
   type OrderInput,
   type OrderTimings,
   type OrderView as WorkflowOrderView,
@@ -36,7 +43,7 @@ import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../
 import { providerRefFor } from '../orders/provider-ref';
 import { accessTo, inOperatorReach, maskCardCodes, type Purpose } from './access';
 import { temporarilyUnavailable } from './error-handler';
-import { ApiError } from './errors';
+import { ApiError, type FieldError } from './errors';
 import { OrderListing, type OrderList } from './order-list';
 import type { ListOrdersQuery } from './schemas';
 import { metricCatalog } from '../observability/catalog';
@@ -51,6 +58,11 @@ export interface OrderServiceOptions {
   clients: ClientRegistry;
   /** Deadline of each Temporal call: a slow Temporal answers 503, it does not hold the request. */
   timeoutMs: number;
+  /**
+   * How long a review waits for the decision's outcome (the workflow asks the provider first)
+   * before answering that it is still being checked. Default: `timeoutMs`.
+   */
+  decisionTimeoutMs?: number;
   clock: () => Date;
   /** Polling timings put in each new order's input (tests scale them down). */
   timingsFor: (type: OrderType) => Partial<OrderTimings> | undefined;
@@ -362,34 +374,112 @@ export class OrderService {
   }
 
   /**
-   * Passes a decision to an order in NEEDS_REVIEW (409 otherwise), recorded under the caller's
-   * client id (`decidedBy`) with the body's `operator` (or the client's name) as display name.
-   * Answers the view after it.
+   * Puts an operator's decision to the order through its `decideReview` update, recorded under the
+   * caller's client id (`decidedBy`, never from the body) with the body's `operator` (or the
+   * client's name) as display name. The caller must reach the order (404 otherwise). The
+   * workflow's validator rejects a malformed decision or an order not in review (nothing is
+   * recorded); then the workflow asks the provider and applies the decision or refuses it, and
+   * this answers with the outcome.
+   *
+   * A decision whose check outlasts `decisionTimeoutMs` is answered `pending` with the current
+   * view: it was accepted and its outcome will be in the order's timeline.
    */
   async review(
     caller: Caller,
     address: OrderAddress,
     body: ReviewRequest,
     log: Logger = this.#o.logger,
-  ): Promise<OrderView> {
-    const before = await this.view(caller, address, 'decide', log);
-    if (before.status !== 'NEEDS_REVIEW') throw notInReview(address.ref, before.status);
+  ): Promise<{ pending: boolean; view: OrderView }> {
+    await this.view(caller, address, 'decide', log);
     const decision: ReviewDecision = {
-      decision: body.decision,
+      ...body,
       operator: body.operator ?? caller.name,
-      note: body.note,
       decidedBy: caller.id,
     };
+    const handle = this.#handle(address);
+    let update;
     try {
-      await this.#timed(() => this.#handle(address).signal(resolveReviewSignal, decision));
+      update = await this.#timed(() =>
+        handle.startUpdate(decideReviewUpdate, {
+          args: [decision],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        }),
+      );
     } catch (err) {
-      // The workflow closed between the query and the signal: it resolved itself.
-      if (err instanceof WorkflowNotFoundError) throw notInReview(address.ref, 'closed');
+      // No running workflow: a closed order (409), or gone since it was read.
+      if (err instanceof WorkflowNotFoundError) throw await this.#closedOrMissing(address);
       throw err;
     }
-    // The decision is applied asynchronously (202); the fresh view shows it if it is already done.
-    return this.view(caller, address, 'decide', log).catch(() => before);
+    const deadline = Date.now() + (this.#o.decisionTimeoutMs ?? this.#o.timeoutMs);
+    try {
+      const { outcome, refusal } = await this.#o.client.withDeadline(deadline, () => update.result());
+      if (outcome === 'refused') throw refused(address.ref, refusal);
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError) throw rejected(address.ref, err);
+      if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw err;
+      log.info({ ref: address.ref }, 'review decision accepted, still being checked against the provider');
+      return { pending: true, view: await this.view(caller, address, 'decide', log) };
+    }
+    // The caller's view of it: owner, workflow ID and provider ref added, card codes masked for operators.
+    return { pending: false, view: await this.view(caller, address, 'decide', log) };
   }
+
+  async #closedOrMissing(address: OrderAddress): Promise<ApiError> {
+    try {
+      const description = await this.#timed(() => this.#handle(address).describe());
+      const status = description.typedSearchAttributes.get(OrderStatusAttribute) ?? 'closed';
+      return notInReview(address.ref, status);
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return orderNotFound(address.ref);
+      throw err;
+    }
+  }
+}
+
+/** The validator's rejection: a decision that does not fit the order, or an order not in review. */
+function rejected(ref: string, err: WorkflowUpdateFailedError): unknown {
+  const cause = err.cause;
+  if (!(cause instanceof ApplicationFailure)) return err;
+  const details = (cause.details?.[0] ?? {}) as { status?: string; errors?: FieldError[] };
+  if (cause.type === DecisionRejection.notInReview)
+    return notInReview(ref, details.status ?? 'not in review');
+  if (cause.type === DecisionRejection.invalid) {
+    return new ApiError('decision-invalid', `The decision cannot apply to order ${ref}: ${cause.message}.`, {
+      errors: details.errors ?? [],
+    });
+  }
+  return err;
+}
+
+/** The workflow's refusal, after asking the provider. */
+function refused(ref: string, refusal: DecisionRefusal | undefined): ApiError {
+  if (!refusal || refusal.kind === 'not-in-review') {
+    return new ApiError(
+      'order-not-in-review',
+      `Order ${ref} was settled before this decision was taken: ${refusal?.reason ?? 'not in review'}.`,
+    );
+  }
+  const extensions = {
+    refusal: refusal.kind,
+    ...(refusal.provider && { provider: refusal.provider }),
+    forceable: refusal.forceable,
+  };
+  const said = refusal.provider ? ` (${refusal.provider.answer})` : '';
+  if (refusal.kind === 'invalid') {
+    return new ApiError(
+      'decision-invalid',
+      `The decision cannot apply to order ${ref}: ${refusal.reason}${said}.`,
+      {
+        extensions,
+      },
+    );
+  }
+  const force = refusal.forceable
+    ? ' To apply it anyway, send it again with force: true and a note saying why.'
+    : '';
+  return new ApiError('decision-refused', `Decision refused: ${refusal.reason}${said}.${force}`, {
+    extensions,
+  });
 }
 
 function orderNotFound(ref: string): ApiError {
@@ -399,6 +489,6 @@ function orderNotFound(ref: string): ApiError {
 function notInReview(ref: string, status: string): ApiError {
   return new ApiError(
     'order-not-in-review',
-    `Order ${ref} is ${status}; only an order in NEEDS_REVIEW takes a decision.`,
+    `Order ${ref} is ${status}; only an order in NEEDS_REVIEW or DISPUTED takes a decision.`,
   );
 }

@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import { ClientId } from '../clients/model';
-import { OrderRef, OrderRequest, OrderStatus, OrderType, ReviewDecision } from '../orders/schemas';
+import { OrderRef, OrderRequest, OrderStatus, OrderType, ReviewDecisionPayload } from '../orders/schemas';
 import { ProviderStatus } from '../provider/wire';
 import { auditEntryKinds } from '../audit/story';
 import type { OrderView as ServiceView } from './orders';
@@ -101,6 +101,25 @@ export const OrderResult = z
   })
   .meta({ id: 'OrderResult' });
 
+const Settled = z.enum(['FULFILLED', 'REFUNDED']);
+
+export const ProviderAnswer = z
+  .object({
+    status: ProviderStatus.optional().meta({ description: 'The provider’s status, when it knew the order.' }),
+    answer: z.string().meta({ description: 'What the provider answered, in words.' }),
+  })
+  .meta({ id: 'ProviderAnswer', description: 'What the provider said when it was asked.' });
+
+export const ReviewResolution = ReviewDecisionPayload.safeExtend({
+  at: IsoTime,
+  provider: ProviderAnswer.optional().meta({
+    description: 'What the provider said when the decision was checked.',
+  }),
+  forcedPast: z.string().optional().meta({
+    description: 'Set when `force` applied a decision the check would have refused: why it would have.',
+  }),
+}).meta({ id: 'ReviewResolution', description: 'The operator decision that settled the order.' });
+
 export const OrderView = z
   .object({
     ref: z.string(),
@@ -126,9 +145,26 @@ export const OrderView = z
         reason: z.string(),
         evidence: z.string().optional(),
         since: IsoTime,
-        resolution: ReviewDecision.extend({ at: IsoTime }).optional(),
+        resolution: ReviewResolution.optional(),
       })
       .optional(),
+    watch: z
+      .object({
+        decision: Settled,
+        until: IsoTime,
+        lastCheck: ProviderAnswer.extend({ at: IsoTime }).optional(),
+        ended: z.object({ at: IsoTime, outcome: z.enum(['confirmed', 'quiet', 'disputed']) }).optional(),
+      })
+      .optional()
+      .meta({
+        description:
+          'After an operator decision the provider had not confirmed: the provider is checked until `until` ' +
+          '(the workflow stays open meanwhile); a contradicting answer makes the order DISPUTED.',
+      }),
+    dispute: z
+      .object({ decision: Settled, providerStatus: Settled, reportedAt: IsoTime })
+      .optional()
+      .meta({ description: 'DISPUTED: the provider’s later answer against the operator decision.' }),
     acceptedAt: IsoTime,
     updatedAt: IsoTime,
     completedAt: IsoTime.optional(),
@@ -246,6 +282,15 @@ export const ProblemSchema = z
       .array(FieldErrorSchema)
       .optional()
       .meta({ description: 'Validation problems: one entry per bad field.' }),
+    refusal: z.enum(['contradicted', 'unconfirmed', 'invalid']).optional().meta({
+      description:
+        'A refused decision: the provider contradicts it, cannot confirm it, or it cannot apply to this order.',
+    }),
+    provider: ProviderAnswer.optional(),
+    forceable: z
+      .boolean()
+      .optional()
+      .meta({ description: 'A refused decision: whether `force: true` (with a note) would apply it.' }),
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details.' });
 

@@ -19,6 +19,18 @@ function failureText(failure: AuditFailure | undefined): string {
   return `${failure.type}: ${failure.message}${timeout}${extra}`;
 }
 
+/** An update's answer: a decision's outcome (refused: why; applied unconfirmed: watched until), or its result. */
+function answerText(e: Record<string, unknown>): string {
+  if (typeof e.decisionOutcome !== 'string') return `${String(e.outcome)} ${compact(e.result)}`;
+  const refusal = e.refusal as
+    { kind?: unknown; reason?: unknown; provider?: { answer?: unknown } } | undefined;
+  if (refusal) {
+    const said = refusal.provider?.answer ? ` (${String(refusal.provider.answer)})` : '';
+    return `refused, ${String(refusal.kind)}: ${String(refusal.reason)}${said}`;
+  }
+  return e.watchUntil ? `${e.decisionOutcome}, watched until ${String(e.watchUntil)}` : e.decisionOutcome;
+}
+
 function describe(entry: AuditEntry): string {
   const e = entry as Record<string, unknown>;
   switch (entry.kind) {
@@ -30,8 +42,10 @@ function describe(entry: AuditEntry): string {
       ]
         .filter(Boolean)
         .join(' · ');
-    case 'status':
-      return e.previous ? `${String(e.previous)} → ${String(e.status)}` : String(e.status);
+    case 'status': {
+      const change = e.previous ? `${String(e.previous)} → ${String(e.status)}` : String(e.status);
+      return e.providerStatus ? `${change} (the provider now reports ${String(e.providerStatus)})` : change;
+    }
     case 'search_attributes':
       return compact(e.changes);
     case 'activity': {
@@ -56,11 +70,11 @@ function describe(entry: AuditEntry): string {
     case 'update': {
       const decision = e.decision as Record<string, unknown> | undefined;
       const what = decision
-        ? `${String(decision.decision)} by ${String(decision.operator ?? '?')}${decision.decidedBy ? ` (client ${String(decision.decidedBy)})` : ''}${decision.note ? ` “${String(decision.note)}”` : ''}`
+        ? `${String(decision.decision)}${decision.force ? ' (forced)' : ''} by ${String(decision.operator ?? '?')}${decision.decidedBy ? ` (client ${String(decision.decidedBy)})` : ''}${decision.note ? ` “${String(decision.note)}”` : ''}`
         : compact(e.input);
       const outcome =
         entry.kind === 'update' && e.outcome !== 'pending'
-          ? ` → ${e.outcome === 'failed' ? failureText(e.failure as AuditFailure) : `${String(e.outcome)} ${compact(e.result)}`}`
+          ? ` → ${e.outcome === 'failed' ? failureText(e.failure as AuditFailure) : answerText(e)}`
           : '';
       return `${String(e.name)}: ${what}${outcome}${e.identity ? ` · sent by ${String(e.identity)}` : ''}`;
     }

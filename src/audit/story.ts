@@ -63,6 +63,22 @@ export interface AuditDecision {
   /** The API client that sent it (set by the API from the caller's key, not by the body). */
   decidedBy?: unknown;
   note?: unknown;
+  /** Applied although the provider's answer would have refused it. */
+  force?: unknown;
+  /** A gift card's provider order id, brought by the operator. */
+  orderId?: unknown;
+}
+
+/**
+ * What the order answered a decision sent as an update (`decideReview`): applied, rechecked,
+ * resumed or refused (with why), and until when the provider is watched when it was applied
+ * unconfirmed. The order's view that comes with the answer is left out: the statuses and the
+ * final view tell it.
+ */
+export interface AuditDecisionAnswer {
+  decisionOutcome: string;
+  refusal?: unknown;
+  watchUntil?: unknown;
 }
 
 export interface AuditEntry {
@@ -127,6 +143,8 @@ class RunStory {
   readonly #activities = new Map<number, AuditEntry>();
   readonly #timers = new Map<number, AuditEntry>();
   readonly #updates = new Map<number, AuditEntry>();
+  /** What the latest provider check read: a DISPUTED status entry says what contradicted the decision. */
+  #lastProviderStatus: unknown;
 
   constructor(
     private readonly run: number,
@@ -193,6 +211,10 @@ class RunStory {
         this.#entry(event, 'status', {
           status,
           ...(this.status !== undefined ? { previous: this.status } : {}),
+          // A decision the provider now contradicts: what the watch's last check read.
+          ...(status === 'DISPUTED' && this.#lastProviderStatus !== undefined
+            ? { providerStatus: this.#lastProviderStatus }
+            : {}),
         }),
       );
       this.status = status;
@@ -344,7 +366,7 @@ class RunStory {
           { completedAt: iso(eventMs(event)) },
           outcome?.failure
             ? { outcome: 'failed', failure: await this.#failure(outcome.failure) }
-            : { outcome: 'completed', result: await this.#decodeOne(outcome?.success) },
+            : { outcome: 'completed', ...decisionAnswerIn(await this.#decodeOne(outcome?.success)) },
         );
       }
       return;
@@ -439,6 +461,7 @@ class RunStory {
     const entry = this.#activities.get(id);
     if (!entry) return;
     this.#activities.delete(id);
+    if (fields.providerStatus !== undefined) this.#lastProviderStatus = fields.providerStatus;
     const started = Date.parse(String(entry.startedAt ?? entry.scheduledAt));
     this.#close(entry, event, { ...fields, durationMs: eventMs(event) - started });
   }
@@ -471,6 +494,8 @@ class RunStory {
         attempt?: unknown;
       };
       const failure = await this.#failure(marker.failure);
+      const answer = failure ? {} : answerOf(details.result);
+      if (answer.providerStatus !== undefined) this.#lastProviderStatus = answer.providerStatus;
       this.#entries.push(
         this.#entry(event, 'activity', {
           local: true,
@@ -479,7 +504,7 @@ class RunStory {
           attempt: data.attempt,
           ...(failure
             ? { outcome: 'failed', failure }
-            : { outcome: 'completed', result: details.result, ...answerOf(details.result) }),
+            : { outcome: 'completed', result: details.result, ...answer }),
         }),
       );
       return;
@@ -511,14 +536,38 @@ function answerOf(result: unknown): { providerStatus?: string } {
 function decisionIn(payload: unknown): { decision?: AuditDecision } {
   const value = payload as Record<string, unknown> | null | undefined;
   if (typeof value !== 'object' || value === null || !('decision' in value)) return {};
-  const { decision, operator, decidedBy, note } = value;
+  const { decision, operator, decidedBy, note, force, orderId } = value;
   return {
     decision: {
       decision,
       ...(operator !== undefined ? { operator } : {}),
       ...(decidedBy !== undefined ? { decidedBy } : {}),
       ...(note !== undefined ? { note } : {}),
+      ...(force !== undefined ? { force } : {}),
+      ...(orderId !== undefined ? { orderId } : {}),
     },
+  };
+}
+
+/**
+ * An update's result; when it is a decision's answer (`{outcome, refusal?, view}`), its outcome
+ * and refusal on the entry and the view left out of `result` (see AuditDecisionAnswer).
+ */
+function decisionAnswerIn(result: unknown): { result: unknown } & Partial<AuditDecisionAnswer> {
+  const value = result as
+    | { outcome?: unknown; refusal?: unknown; view?: { watch?: { until?: unknown; ended?: unknown } } }
+    | null
+    | undefined;
+  if (typeof value !== 'object' || value === null || typeof value.outcome !== 'string') return { result };
+  const { view, ...answer } = value;
+  // A watch already ended is an earlier decision's.
+  const watch = view?.watch;
+  const watchUntil = value.outcome === 'applied' && !watch?.ended ? watch?.until : undefined;
+  return {
+    result: answer,
+    decisionOutcome: value.outcome,
+    ...(value.refusal !== undefined ? { refusal: value.refusal } : {}),
+    ...(watchUntil !== undefined ? { watchUntil } : {}),
   };
 }
 

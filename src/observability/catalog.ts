@@ -109,6 +109,18 @@ export const metricCatalog = {
     'Operator decisions received by orders (the signal or update that carries one), by decision.',
     ['order_type', 'decision', 'handler'],
   ),
+  reviewDecisionOutcomes: counter(
+    'topup_review_decision_outcomes',
+    'What came of the operator decisions an order worked off (signal or update alike): applied, ' +
+      'rechecked, resumed or refused, and why refused (contradicted, unconfirmed, invalid, not-in-review).',
+    ['order_type', 'decision', 'outcome', 'refusal'],
+  ),
+  ordersDisputed: counter(
+    'topup_orders_disputed',
+    'Orders reopened as DISPUTED: the provider later reported the other final status than the ' +
+      "operator's decision, by that decision.",
+    ['order_type', 'decision'],
+  ),
 
   // ---- worker and API: the provider ----
   providerCalls: counter(

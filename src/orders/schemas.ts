@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { InternetLineType, LocalNumber, limits, PlanCode } from '../provider/wire';
-import { reviewDecisions, reviewTextMaxLength } from './review-decision';
+import { providerOrderIdPattern, reviewDecisions, reviewTextMaxLength } from './review-decision';
 
 export const orderTypes = ['mobile_topup', 'internet_topup', 'gift_card'] as const;
 export const OrderType = z.enum(orderTypes);
@@ -18,6 +18,7 @@ export const orderStatuses = [
   'REFUNDED',
   'FAILED',
   'NEEDS_REVIEW',
+  'DISPUTED',
 ] as const;
 export const OrderStatus = z.enum(orderStatuses);
 export type OrderStatus = z.infer<typeof OrderStatus>;
@@ -112,45 +113,77 @@ export const OrderRequest = z
   .meta({ id: 'OrderRequest', description: 'An order, discriminated by `type`.' });
 export type OrderRequest = z.infer<typeof OrderRequest>;
 
-const reviewText = (max: number) =>
-  // Blank is refused with its own message (and the pattern shows in the OpenAPI document).
-  z.string().max(max).regex(/\S/, 'must not be blank').trim();
+/** Blank is refused with its own message (and the pattern shows in the OpenAPI document). */
+const OperatorText = (max: number) => z.string().max(max).regex(/\S/, 'must not be blank').trim();
+
+/** The decision's fields an operator sends. */
+const decisionFields = {
+  decision: z.enum(reviewDecisions),
+  operator: OperatorText(reviewTextMaxLength.operator).meta({
+    description: 'Who decides, as shown in the timeline (a display name).',
+  }),
+  note: OperatorText(reviewTextMaxLength.note).meta({ description: 'Why: kept in the order’s history.' }),
+  force: z
+    .boolean()
+    .optional()
+    .meta({
+      description:
+        'Apply a FULFILLED or REFUNDED decision although the provider contradicts it or cannot confirm it; ' +
+        'the history records that it was forced and what the provider said. Not with RECHECK.',
+    }),
+  orderId: z
+    .string()
+    .regex(providerOrderIdPattern, 'expected the provider’s order id: 1–64 letters, digits, ".", "_" or "-"')
+    .optional()
+    .meta({
+      description:
+        'Gift cards only: the provider’s order id for this order (e.g. after a placement whose answer was ' +
+        'lost). The order is checked and, FULFILLED, its cards are delivered.',
+      example: '5f1c0a9e8b7d6c5b4a392817',
+    }),
+};
+
+/** RECHECK asks the provider again: there is nothing to force. */
+function forceOnlyWithAnOutcome(value: { decision: string; force?: boolean }): boolean {
+  return !(value.force === true && value.decision === 'RECHECK');
+}
+const forceRule = { path: ['force'], message: 'force applies to FULFILLED or REFUNDED, not RECHECK' };
 
 /**
- * What the `resolveReview` signal carries: typed by operators in Temporal UI or the CLI, or sent by
- * the API, which adds `decidedBy` (the authenticated client's id) and uses `operator` as a display
- * name. The workflows check it with checkReviewDecision (no zod in the workflow bundle); a test
- * keeps the two equal.
- */
-export const ReviewDecision = z
-  .strictObject({
-    decision: z.enum(reviewDecisions),
-    operator: reviewText(reviewTextMaxLength.operator),
-    note: reviewText(reviewTextMaxLength.note),
-    decidedBy: reviewText(reviewTextMaxLength.decidedBy)
-      .optional()
-      .meta({ description: 'The API client that sent the decision (absent from Temporal UI and the CLI).' }),
-  })
-  .meta({
-    description: 'An operator decision on an order in NEEDS_REVIEW; RECHECK asks the provider again.',
-  });
-export type ReviewDecision = z.infer<typeof ReviewDecision>;
-
-/**
- * The review route's body. Who decides is the authenticated caller (sent on as `decidedBy`), not
- * a field: `operator` is only the display name stored beside it (the client's name when absent).
+ * The review route's body. Who decides is the authenticated caller (sent on as `decidedBy`), not a
+ * field: `operator` is only the display name stored beside it (the client's name when absent).
  */
 export const ReviewRequest = z
   .strictObject({
-    decision: z.enum(reviewDecisions),
-    operator: reviewText(reviewTextMaxLength.operator)
+    ...decisionFields,
+    operator: decisionFields.operator
       .optional()
       .meta({ description: 'Display name of the person deciding; default: the client’s name.' }),
-    note: reviewText(reviewTextMaxLength.note),
   })
+  .refine(forceOnlyWithAnOutcome, forceRule)
   .meta({
     id: 'ReviewRequest',
-    description: 'An operator decision on an order in NEEDS_REVIEW; RECHECK asks the provider again.',
+    description:
+      'An operator decision on an order in NEEDS_REVIEW or DISPUTED, checked against the provider before it ' +
+      'applies; RECHECK asks the provider again.',
     examples: [{ decision: 'FULFILLED', operator: 'amina.b', note: 'Provider confirmed delivery by phone.' }],
   });
+/** A decision as an operator sends it to the API. */
 export type ReviewRequest = z.infer<typeof ReviewRequest>;
+
+/**
+ * What the workflows receive (the `resolveReview` signal, typed by operators in Temporal UI or the
+ * CLI, or the `decideReview` update the API sends): the decision, with `decidedBy` (the
+ * authenticated caller's id) when the API sends it. The workflows check it with
+ * checkReviewDecision (no zod in the workflow bundle); a test keeps the two equal.
+ */
+export const ReviewDecisionPayload = z
+  .strictObject({
+    ...decisionFields,
+    decidedBy: OperatorText(reviewTextMaxLength.decidedBy)
+      .optional()
+      .meta({ description: 'The API client that sent the decision (absent from Temporal UI and the CLI).' }),
+  })
+  .refine(forceOnlyWithAnOutcome, forceRule);
+/** A decision as the workflows see it (decidedBy included). */
+export type ReviewDecision = z.infer<typeof ReviewDecisionPayload>;

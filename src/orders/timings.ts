@@ -20,6 +20,8 @@ type TimingConfig = Pick<
   | 'REVIEW_RECHECK_INTERVAL_MS'
   | 'ORDER_ACTIVITY_TIMEOUT_MS'
   | 'PROVIDER_SETTLE_MS'
+  | 'REVIEW_WATCH_MS'
+  | 'REVIEW_WATCH_FIRST_CHECK_MS'
 >;
 
 export function timingsFromConfig(config: TimingConfig, orderType: OrderType): OrderTimings {
@@ -34,6 +36,8 @@ export function timingsFromConfig(config: TimingConfig, orderType: OrderType): O
     maxIntervalMs: config.POLL_MAX_INTERVAL_MS,
     deadlineMs: deadlines[orderType],
     reviewRecheckMs: config.REVIEW_RECHECK_INTERVAL_MS,
+    reviewWatchMs: config.REVIEW_WATCH_MS,
+    reviewWatchFirstCheckMs: config.REVIEW_WATCH_FIRST_CHECK_MS,
     activityTimeoutMs: config.ORDER_ACTIVITY_TIMEOUT_MS,
     settleMs: config.PROVIDER_SETTLE_MS,
   };

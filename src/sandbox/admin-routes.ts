@@ -1,8 +1,8 @@
 /**
  * The admin surface, for tests and benchmarks only (design: "Provider sandbox contract"): fault
  * rules, settings, the per-ref send counters that prove nothing was sent twice, a log of recent
- * requests and a reset. Outside /v3 so a provider client can never reach it by accident, and
- * guarded by X-Admin-Token.
+ * requests, outcomes that change later (outcome-changes.ts) and a reset. Outside /v3 so a provider
+ * client can never reach it by accident, and guarded by X-Admin-Token.
  */
 import { Router } from 'express';
 import { z } from 'zod';
@@ -10,6 +10,7 @@ import { createAdminGuard } from './auth';
 import { notFound, parseOrThrow } from './errors';
 import { FaultSpec, RouteName } from './faults';
 import { jsonBody, type Responder } from './http';
+import { OutcomeChangeSpec } from './outcome-changes';
 import { type SandboxState } from './state';
 
 export function adminRouter(
@@ -50,6 +51,19 @@ export function adminRouter(
 
   router.get('/admin/sends', (_req, res) => success(res, state.sendReport()));
   router.get('/admin/sends/:ref', (req, res) => success(res, state.sendCountsOf(req.params.ref)));
+
+  // A top-up by the ref it was sent with, a gift-card order by its orderId (listed below, for an
+  // order whose placement answer was lost).
+  router.post('/admin/topups/:ref/outcome', ...jsonBody, (req, res) => {
+    const { ref } = req.params as { ref: string };
+    success(res, state.changeOutcome({ ref }, parseOrThrow(OutcomeChangeSpec, req.body)), 201);
+  });
+  router.post('/admin/gift-card-orders/:orderId/outcome', ...jsonBody, (req, res) => {
+    const { orderId } = req.params as { orderId: string };
+    success(res, state.changeOutcome({ orderId }, parseOrThrow(OutcomeChangeSpec, req.body)), 201);
+  });
+  router.get('/admin/outcome-changes', (_req, res) => success(res, { changes: state.outcomeChanges.list() }));
+  router.get('/admin/gift-card-orders', (_req, res) => success(res, { orders: state.giftCardOrders() }));
 
   router.post('/admin/reset', (_req, res) => {
     state.reset();

@@ -1,7 +1,8 @@
 /**
  * Everything the sandbox remembers: top-ups, gift-card orders, per-ref send counters, its
- * settings and the fault rules. Statuses are computed on read from the commit time and the clock
- * (no timer per order), and all check-then-insert steps are synchronous, so with `uniqueRefs` (the
+ * settings, the fault rules and the outcome changes an admin scheduled (outcome-changes.ts).
+ * Statuses are computed on read from the commit time, the due outcome changes and the clock (no
+ * timer per order), and all check-then-insert steps are synchronous, so with `uniqueRefs` (the
  * default) concurrent sends of one ref cannot both be accepted. Without it the sandbox behaves like
  * a provider with no atomic uniqueness check: every send it receives is committed.
  *
@@ -27,7 +28,13 @@ import {
 import { duplicateRef, notFound } from './errors';
 import { FaultStore, type RouteName } from './faults';
 import { Journal, type JournalRecord } from './journal';
-import { CodeMaker, newId, scriptedMobileOutcome, timelineStatus } from './simulation';
+import {
+  OutcomeChanges,
+  type OutcomeChangeSpec,
+  type OutcomeChange,
+  type OutcomeTarget,
+} from './outcome-changes';
+import { CodeMaker, newId, scriptedMobileOutcome, timelineStatus, type ScriptedOutcome } from './simulation';
 
 export type Family = 'mobile' | 'internet';
 
@@ -127,8 +134,18 @@ export interface RequestRecord {
 /** The request log keeps the latest requests only: a long run must not grow it without bound. */
 const REQUEST_LOG_SIZE = 1_000;
 
+/** A gift-card order as the admin surface lists it (tests look up an order whose answer was lost). */
+export interface PlacedGiftCardOrder extends PlaceOrderBody {
+  orderId: string;
+  placedAt: string;
+}
+
+/** The message of a top-up an outcome change made REFUNDED, when the change gives none. */
+const REVERSED_MESSAGE = 'The top-up was reversed by the operator; the amount was refunded.';
+
 export class SandboxState {
   readonly faults: FaultStore;
+  readonly outcomeChanges = new OutcomeChanges();
   readonly #timeScale: number;
   readonly #now: () => number;
   #codes: CodeMaker;
@@ -169,9 +186,15 @@ export class SandboxState {
       this.#mobile.get(owner, ref, asOf),
       `ref: no mobile top-up "${ref}"`,
     );
-    const { status, ...details } = scriptedMobileOutcome(body.MSSIDN, body.plan_code, body.amount) ?? {
-      status: this.#status(createdAt, asOf),
-    };
+    const changed = this.#changed({ ref }, asOf);
+    const { status, ...details }: ScriptedOutcome | { status: ProviderStatus; message?: string } = changed
+      ? {
+          status: changed.status,
+          ...(changed.status === 'REFUNDED' && { message: changed.message ?? REVERSED_MESSAGE }),
+        }
+      : (scriptedMobileOutcome(body.MSSIDN, body.plan_code, body.amount) ?? {
+          status: this.#status(createdAt, asOf),
+        });
     return { status, MSSIDN: body.MSSIDN, topup_amount: body.amount, topupId: id, topupRef: ref, ...details };
   }
 
@@ -181,7 +204,7 @@ export class SandboxState {
       this.#internet.get(owner, ref, asOf),
       `ref: no internet top-up "${ref}"`,
     );
-    const status = this.#status(createdAt, asOf);
+    const status = this.#changed({ ref }, asOf)?.status ?? this.#status(createdAt, asOf);
     return {
       status,
       topupId: id,
@@ -209,7 +232,7 @@ export class SandboxState {
       order?.owner === owner && order.createdAt <= asOf ? order : undefined,
       `orderId: no order "${orderId}"`,
     );
-    const status = this.#status(createdAt, asOf);
+    const status = this.#changed({ orderId }, asOf)?.status ?? this.#status(createdAt, asOf);
     return {
       status,
       orderId,
@@ -223,6 +246,30 @@ export class SandboxState {
         })),
       }),
     };
+  }
+
+  /**
+   * From `afterMs` on, checks of the top-up(s) under `ref` (any family, any key) or of the gift-card
+   * order `orderId` answer `spec.status` (README "Provider sandbox": outcomes that change later).
+   * A ref may be named before it is sent, so a test can arrange an outcome without racing the
+   * timeline; an orderId must exist, since only the sandbox makes them up.
+   */
+  changeOutcome(target: OutcomeTarget, spec: OutcomeChangeSpec): OutcomeChange {
+    if ('orderId' in target && !this.#giftCardOrders.has(target.orderId)) {
+      throw notFound(`orderId: no order "${target.orderId}"`);
+    }
+    // Journalled like an order, so a restarted sandbox keeps the changes it promised.
+    const record: JournalRecord = { t: 'outcomeChange', target, spec, at: this.#now() };
+    this.#journal?.append(record);
+    return this.#addOutcomeChange(record);
+  }
+
+  giftCardOrders(): PlacedGiftCardOrder[] {
+    return [...this.#giftCardOrders.values()].map(({ id, createdAt, body }) => ({
+      orderId: id,
+      ...body,
+      placedAt: new Date(createdAt).toISOString(),
+    }));
   }
 
   sendReport(): SendReport {
@@ -270,6 +317,7 @@ export class SandboxState {
     this.#settings = { ...defaultSandboxSettings };
     this.#requests = [];
     this.faults.clear();
+    this.outcomeChanges.clear();
     this.#journal?.restart([this.#header()]);
   }
 
@@ -319,6 +367,9 @@ export class SandboxState {
         this.#giftCardOrders.set(id, { id, owner, createdAt, body });
         return;
       }
+      case 'outcomeChange':
+        this.#addOutcomeChange(record);
+        return;
       case 'settings':
         this.#settings = { ...defaultSandboxSettings, ...(record.settings as Partial<SandboxSettings>) };
         return;
@@ -343,6 +394,19 @@ export class SandboxState {
 
   #status(createdAt: number, asOf: number): ProviderStatus {
     return timelineStatus(asOf - createdAt, this.#timeScale);
+  }
+
+  #addOutcomeChange(record: JournalRecord): OutcomeChange {
+    const { target, spec, at } = record as unknown as {
+      target: OutcomeTarget;
+      spec: OutcomeChangeSpec;
+      at: number;
+    };
+    return this.outcomeChanges.add(target, spec, at);
+  }
+
+  #changed(target: OutcomeTarget, asOf: number): OutcomeChange | undefined {
+    return this.outcomeChanges.due(target, asOf);
   }
 }
 

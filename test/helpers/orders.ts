@@ -14,6 +14,7 @@ import { startSandbox, type StartedSandbox } from '../../src/sandbox/server';
 import { createProviderPool, ProviderClient } from '../../src/provider';
 import type { FaultSpecInput, RouteName } from '../../src/sandbox/faults';
 import type { RequestRecord, SandboxSettings } from '../../src/sandbox/state';
+import type { OutcomeChangeSpecInput } from '../../src/sandbox/outcome-changes';
 import {
   AcceptedAtAttribute,
   defaultOrderTimings,
@@ -51,6 +52,9 @@ export function scaledTimings(overrides: Partial<OrderTimings> = {}): Partial<Or
     maxIntervalMs: spec.maxIntervalMs * TIME_SCALE,
     deadlineMs: 20_000,
     reviewRecheckMs: 60_000,
+    // No watch after a decision unless a test asks for one: the workflow would stay open.
+    reviewWatchMs: 0,
+    reviewWatchFirstCheckMs: 200,
     // Room for the old path's two calls of the test client's timeouts, plus head room.
     activityTimeoutMs: 2 * (TEST_HTTP_TIMEOUTS.headersTimeoutMs + TEST_HTTP_TIMEOUTS.bodyTimeoutMs) + 1_000,
     settleMs: spec.settleMs * TIME_SCALE,
@@ -73,6 +77,11 @@ export interface TestSandbox extends StartedSandbox {
    * head room): whatever a `late_commit` rule was holding has been committed by then.
    */
   pendingCommitsDone(route: RouteName, commitDelayMs: number): Promise<void>;
+  /** From `afterMs` on, the top-up sent under `ref` has the given status (outcomes that change later). */
+  changeTopup(ref: string, change: OutcomeChangeSpecInput): Promise<void>;
+  changeGiftCardOrder(orderId: string, change: OutcomeChangeSpecInput): Promise<void>;
+  /** Every gift-card order the sandbox placed, oldest first. */
+  giftCardOrders(): Promise<{ orderId: string; quantity: number; placedAt: string }[]>;
 }
 
 export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSandbox> {
@@ -105,6 +114,16 @@ export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSand
       const wait = latest + commitDelayMs + 500 - Date.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     },
+    changeTopup: (ref, change) => admin('POST', `/admin/topups/${encodeURIComponent(ref)}/outcome`, change),
+    changeGiftCardOrder: (orderId, change) =>
+      admin('POST', `/admin/gift-card-orders/${encodeURIComponent(orderId)}/outcome`, change),
+    giftCardOrders: async () =>
+      (
+        await admin<{ orders: { orderId: string; quantity: number; placedAt: string }[] }>(
+          'GET',
+          '/admin/gift-card-orders',
+        )
+      ).orders,
   };
 }
 

@@ -15,6 +15,7 @@ import { testClients, testClientsFilePath } from '../../src/api/testing';
 import type { OrderView } from '../../src/api/orders';
 import { metricCatalog, exportedName } from '../../src/observability/catalog';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
+import { providerRefFor } from '../../src/orders/provider-ref';
 import { freePort } from '../../src/temporal/dev-server';
 import { projectRoot, startPart, waitForHttp, type ManagedProcess } from '../../scripts/lib/processes';
 import { defaultOrderTimings, workflowTypeByOrderType } from '../../workflows/contract';
@@ -109,6 +110,9 @@ describe('metrics of the API and the worker, after real orders', () => {
       POLL_HANDLING_CHECK_MS: String(spec.handlingCheckMs * TIME_SCALE),
       POLL_MAX_INTERVAL_MS: String(spec.maxIntervalMs * TIME_SCALE),
       PROVIDER_SETTLE_MS: String(spec.settleMs * TIME_SCALE),
+      // A decision the provider has not confirmed is watched, quickly, so a dispute can follow.
+      REVIEW_WATCH_MS: '60000',
+      REVIEW_WATCH_FIRST_CHECK_MS: '200',
       LOG_LEVEL: 'warn',
     };
     for (const name of ['API_KEYS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'])
@@ -176,7 +180,7 @@ describe('metrics of the API and the worker, after real orders', () => {
     giftCard: newRef('gift'),
   };
 
-  it('counts orders accepted, finished by type and outcome, time to final, provider calls and decisions, by value', async () => {
+  it('counts orders accepted, finished by type and outcome, time to final, provider calls, decisions and what came of them, disputes, by value', async () => {
     for (const ref of refs.fulfilled)
       assert.equal((await api('POST', '/v1/orders', shop, mobileRequest(ref))).status, 201);
     const refunded = mobileRequest(refs.refunded, sandboxSpecialNumbers.refunded);
@@ -200,18 +204,19 @@ describe('metrics of the API and the worker, after real orders', () => {
     const age = valueOf(inReview, 'topup_review_oldest_age_seconds');
     assert.ok(age > 0 && age < 120, `oldest in review: ${age} s`);
 
-    const decided = await api(
-      'POST',
-      `/v1/orders/${refs.review}/review?client=shop`,
-      testClients.operator.key,
-      {
-        decision: 'REFUNDED',
+    const decide = (decision: string) =>
+      api('POST', `/v1/orders/${refs.review}/review?client=shop`, testClients.operator.key, {
+        decision,
         operator: 'amina',
-        note: 'no credit',
-      },
-    );
-    assert.equal(decided.status, 202);
-    await waitFor(refs.review, 'REFUNDED', shop);
+        note: 'x',
+      });
+    // REFUNDED on UNKNOWN_ERROR: applied and watched; the provider then fulfils it: DISPUTED;
+    // FULFILLED, which the provider confirms, settles it.
+    assert.equal((await decide('REFUNDED')).status, 200);
+    await sandbox.changeTopup(providerRefFor('shop', refs.review), { status: 'FULFILLED' });
+    await waitFor(refs.review, 'DISPUTED', shop);
+    assert.equal((await decide('FULFILLED')).status, 200);
+    await waitFor(refs.review, 'FULFILLED', shop);
 
     const workerMetrics = await scrapeUntil(
       workerMetricsUrl,
@@ -221,20 +226,34 @@ describe('metrics of the API and the worker, after real orders', () => {
       valueOf(workerMetrics, 'topup_orders_finished_total', labels);
     assert.equal(finished({ order_type: 'mobile_topup', outcome: 'FULFILLED', reviewed: 'false' }), 3);
     assert.equal(finished({ order_type: 'mobile_topup', outcome: 'REFUNDED', reviewed: 'false' }), 1);
-    assert.equal(finished({ order_type: 'mobile_topup', outcome: 'REFUNDED', reviewed: 'true' }), 1);
+    assert.equal(finished({ order_type: 'mobile_topup', outcome: 'FULFILLED', reviewed: 'true' }), 1);
     assert.equal(finished({ order_type: 'gift_card', outcome: 'FULFILLED' }), 1);
     assert.equal(finished({}), 6);
     const timeToFinal = (labels: Record<string, string>) =>
       valueOf(workerMetrics, 'topup_order_time_to_final_seconds_count', labels);
-    assert.equal(timeToFinal({ order_type: 'mobile_topup', outcome: 'FULFILLED' }), 3);
+    assert.equal(timeToFinal({ order_type: 'mobile_topup', outcome: 'FULFILLED' }), 4);
     assert.equal(timeToFinal({}), 6);
     const slowest = valueOf(workerMetrics, 'topup_order_time_to_final_seconds_sum');
     assert.ok(slowest > 0 && slowest < 6 * 60, `time to final, summed: ${slowest} s`);
+    for (const decision of ['REFUNDED', 'FULFILLED']) {
+      const labels = { order_type: 'mobile_topup', decision };
+      assert.equal(
+        valueOf(workerMetrics, 'topup_review_decisions_total', { ...labels, handler: 'decideReview' }),
+        1,
+      );
+      assert.equal(
+        valueOf(workerMetrics, 'topup_review_decision_outcomes_total', {
+          ...labels,
+          outcome: 'applied',
+          refusal: 'none',
+        }),
+        1,
+      );
+    }
     assert.equal(
-      valueOf(workerMetrics, 'topup_review_decisions_total', {
+      valueOf(workerMetrics, 'topup_orders_disputed_total', {
         order_type: 'mobile_topup',
         decision: 'REFUNDED',
-        handler: 'resolveReview',
       }),
       1,
     );
@@ -265,7 +284,7 @@ describe('metrics of the API and the worker, after real orders', () => {
       valueOf(apiMetrics, 'topup_api_requests_total', labels);
     assert.equal(requests({ method: 'POST', route: '/v1/orders', status: '201' }), 6);
     assert.equal(requests({ method: 'POST', route: '/v1/orders', status: '200' }), 1);
-    assert.equal(requests({ method: 'POST', route: '/v1/orders/:ref/review', status: '202' }), 1);
+    assert.equal(requests({ method: 'POST', route: '/v1/orders/:ref/review', status: '200' }), 2);
     assert.equal(valueOf(apiMetrics, 'topup_review_backlog'), 0, 'the backlog emptied');
     assert.equal(valueOf(apiMetrics, 'topup_review_oldest_age_seconds'), 0);
   });
@@ -335,6 +354,7 @@ describe('metrics of the API and the worker, after real orders', () => {
     for (const definition of Object.values(metricCatalog))
       assert.ok(used.has(exportedName(definition)), `${exportedName(definition)} is on the dashboard`);
     assert.deepEqual(alerts.groups.flatMap((g) => g.rules.map((r) => r.alert)).sort(), [
+      'OrdersDisputed',
       'ProviderErrorRateHigh',
       'ReviewBacklogTooOld',
       'WorkflowTaskFailures',

@@ -171,7 +171,7 @@ describe('traces', () => {
     );
   });
 
-  it('a decision is its own trace: the review request, its signal, and the workflow handling it', async () => {
+  it('a decision is its own trace: the review request, its update, and the workflow handling it', async () => {
     const request = mobileRequest(newRef('traced-review'), sandboxSpecialNumbers.unknownError);
     assert.equal((await api.request('POST', '/v1/orders', { body: request })).status, 201);
     const deadline = Date.now() + 20_000;
@@ -184,15 +184,15 @@ describe('traces', () => {
     const decided = await api.request('POST', `/v1/orders/${request.ref}/review`, {
       body: { decision: 'REFUNDED', operator: 'amina', note: 'no credit' },
     });
-    assert.equal(decided.status, 202, decided.text);
+    assert.equal(decided.status, 200, decided.text);
     const spans = await traceOf(
       (span) => span.name === 'POST /v1/orders/:ref/review',
-      (all) => all.some((s) => s.name === 'HandleSignal:resolveReview'),
+      (all) => all.some((s) => s.name === 'HandleUpdate:decideReview'),
     );
     const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
-    const handled = spans.find((s) => s.name === 'HandleSignal:resolveReview')!;
+    const handled = spans.find((s) => s.name === 'HandleUpdate:decideReview')!;
     const parent = byId.get(handled.parentSpanId!);
-    assert.equal(parent?.name, 'SignalWorkflow:resolveReview');
+    assert.equal(parent?.name, 'StartWorkflowUpdate:decideReview');
     assert.equal(byId.get(parent.parentSpanId!)?.name, 'POST /v1/orders/:ref/review');
   });
 

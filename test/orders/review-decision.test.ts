@@ -1,6 +1,7 @@
 /**
- * The workflows' zod-free review decision check must agree with the API's zod schema: same
- * verdict, same cleaned value, and the same fields named when it refuses.
+ * The workflows' zod-free review decision check must agree with the zod schema of the decision
+ * payload: same verdict, same cleaned value, and the same fields named when it refuses. The API's
+ * body schema is the payload without `decidedBy` (the API sets that one itself).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -11,7 +12,7 @@ import {
   reviewTextMaxLength,
   unknownFieldsNamed,
 } from '../../src/orders/review-decision';
-import { ReviewDecision } from '../../src/orders/schemas';
+import { ReviewDecisionPayload, ReviewRequest } from '../../src/orders/schemas';
 
 /** Strings around the interesting edges: blank, padded, exactly at and just over the limit. */
 function textAround(max: number): fc.Arbitrary<unknown> {
@@ -39,6 +40,15 @@ const decisionLike = fc.oneof(
   fc.string({ maxLength: 10 }),
 );
 
+const forceLike = fc.constantFrom(true, false, undefined, null, 'true', 1, 0);
+
+/** Provider order ids: valid ones, at and over the length limit, and characters a URL path must not get. */
+const orderIdLike = fc.oneof(
+  fc.constantFrom('5f1c0a9e8b7d6c5b4a392817', 'a', 'A.b_c-1', 'x'.repeat(64), 'x'.repeat(65)),
+  fc.constantFrom('', ' ', 'a/b', '../x', 'a b', 'é', '%2F', undefined, null, 7),
+  fc.stringMatching(/^[A-Za-z0-9._\-/ ]{0,70}$/),
+);
+
 const payloadLike: fc.Arbitrary<unknown> = fc.oneof(
   {
     weight: 4,
@@ -47,10 +57,27 @@ const payloadLike: fc.Arbitrary<unknown> = fc.oneof(
         decision: decisionLike,
         operator: textAround(reviewTextMaxLength.operator),
         note: textAround(reviewTextMaxLength.note),
+        force: forceLike,
+        orderId: orderIdLike,
         decidedBy: textAround(reviewTextMaxLength.decidedBy),
         extra: fc.anything(),
       },
       { requiredKeys: [] },
+    ),
+  },
+  // Mostly valid decisions, so the cross-field rule (force with RECHECK) is reached often.
+  {
+    weight: 2,
+    arbitrary: fc.record(
+      {
+        decision: fc.constantFrom(...reviewDecisions),
+        operator: fc.constantFrom('amina', ' amina.b '),
+        note: fc.constantFrom('checked with the provider'),
+        force: forceLike,
+        orderId: orderIdLike,
+        decidedBy: fc.constantFrom('client-ops', ' ', undefined),
+      },
+      { requiredKeys: ['decision', 'operator', 'note'] },
     ),
   },
   { weight: 1, arbitrary: fc.anything() },
@@ -79,20 +106,43 @@ function zodFields(error: { issues: { path: PropertyKey[]; code: string; keys?: 
   ].sort();
 }
 
+/** zod keeps an optional key given as `undefined`; the check leaves it out. Both mean "absent". */
+function withoutUndefined(value: object): object {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined));
+}
+
 describe('checkReviewDecision', () => {
-  it('accepts, cleans and refuses exactly as the API schema does', () => {
+  it('accepts, cleans and refuses exactly as the payload schema does', () => {
     fc.assert(
       fc.property(payloadLike, (payload) => {
-        const byZod = ReviewDecision.safeParse(payload);
+        const byZod = ReviewDecisionPayload.safeParse(payload);
         const byCheck = checkReviewDecision(payload);
         assert.equal(byCheck.ok, byZod.success, JSON.stringify(payload));
         if (byCheck.ok && byZod.success) {
-          assert.deepEqual(byCheck.decision, byZod.data);
+          assert.deepEqual(byCheck.decision, withoutUndefined(byZod.data));
         } else if (!byCheck.ok && !byZod.success) {
           assert.deepEqual([...byCheck.fields].sort(), zodFields(byZod.error));
         }
       }),
-      { numRuns: 2_000 },
+      { numRuns: 3_000 },
+    );
+  });
+
+  it('the API body is the payload without decidedBy, which it refuses as an unknown field, and with operator optional', () => {
+    fc.assert(
+      fc.property(payloadLike, (payload) => {
+        const hasDecidedBy = typeof payload === 'object' && payload !== null && 'decidedBy' in payload;
+        const byBody = ReviewRequest.safeParse(payload);
+        const hasOperator = typeof payload === 'object' && payload !== null && 'operator' in payload;
+        if (hasDecidedBy) assert.equal(byBody.success, false);
+        else if (hasOperator) assert.equal(byBody.success, ReviewDecisionPayload.safeParse(payload).success);
+        // The body may leave `operator` out (the API uses the client's name): as if a valid one were there.
+        else {
+          const withOperator = { ...(payload as Record<string, unknown>), operator: 'x' };
+          assert.equal(byBody.success, ReviewDecisionPayload.safeParse(withOperator).success);
+        }
+      }),
+      { numRuns: 1_000 },
     );
   });
 
@@ -104,10 +154,42 @@ describe('checkReviewDecision', () => {
         decision: { decision: 'RECHECK', operator: 'amina.b', note: 'asked again' },
       },
     );
+    assert.deepEqual(
+      checkReviewDecision({
+        decision: 'FULFILLED',
+        operator: 'amina.b',
+        note: 'cards found',
+        force: false,
+        orderId: 'abc123',
+        decidedBy: ' client-ops ',
+      }),
+      {
+        ok: true,
+        decision: {
+          decision: 'FULFILLED',
+          operator: 'amina.b',
+          note: 'cards found',
+          force: false,
+          orderId: 'abc123',
+          decidedBy: 'client-ops',
+        },
+      },
+    );
     assert.deepEqual(checkReviewDecision({ decision: 'MAYBE', operator: '   ', note: 'x', by: 'me' }), {
       ok: false,
       fields: ['decision', 'operator', 'by'],
     });
+    assert.deepEqual(checkReviewDecision({ decision: 'RECHECK', operator: 'a', note: 'x', force: true }), {
+      ok: false,
+      fields: ['force'],
+    });
+    assert.deepEqual(
+      checkReviewDecision({ decision: 'REFUNDED', operator: 'a', note: 'x', orderId: '../x' }),
+      {
+        ok: false,
+        fields: ['orderId'],
+      },
+    );
     assert.deepEqual(checkReviewDecision('FULFILLED'), { ok: false, fields: ['payload'] });
   });
 
@@ -123,11 +205,12 @@ describe('checkReviewDecision', () => {
       checkReviewDecision({ decision: 'REFUNDED', operator: 'amina', note: 'refunded', decidedBy: ' ' }),
       { ok: false, fields: ['decidedBy'] },
     );
-    // A field given as undefined (not JSON, but possible from code): the same output as zod's.
+    // A field given as undefined (not JSON, but possible from code): accepted as absent, as zod does
+    // (whose output keeps the key with the value undefined, which JSON drops on the way).
     const undefinedBy = { decision: 'FULFILLED', operator: 'a', note: 'n', decidedBy: undefined };
     const check = checkReviewDecision(undefinedBy);
     assert.ok(check.ok);
-    assert.deepEqual(check.decision, ReviewDecision.parse(undefinedBy));
+    assert.deepEqual(check.decision, withoutUndefined(ReviewDecisionPayload.parse(undefinedBy)));
   });
 
   it('names a few unknown fields, cut short, however many were typed', () => {

@@ -21,6 +21,8 @@ describe('timingsFromConfig', () => {
       REVIEW_RECHECK_INTERVAL_MS: '5000',
       ORDER_ACTIVITY_TIMEOUT_MS: '6000',
       PROVIDER_SETTLE_MS: '7000',
+      REVIEW_WATCH_MS: '0',
+      REVIEW_WATCH_FIRST_CHECK_MS: '8000',
     });
     assert.deepEqual(timingsFromConfig(config, 'gift_card'), {
       firstCheckMs: 1_000,
@@ -28,6 +30,8 @@ describe('timingsFromConfig', () => {
       maxIntervalMs: 3_000,
       deadlineMs: 4_000,
       reviewRecheckMs: 5_000,
+      reviewWatchMs: 0,
+      reviewWatchFirstCheckMs: 8_000,
       activityTimeoutMs: 6_000,
       settleMs: 7_000,
     });

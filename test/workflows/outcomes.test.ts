@@ -240,12 +240,44 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     // A check costs a timer, an activity and two workflow tasks: 11 events. At the production
     // timings (deadline 30 min, cap 60 s) that is about 31 checks, some 350 events.
     assert.ok(events <= 11 * checks + 20, `history events: ${events}`);
+    // The provider still says PENDING, so a plain REFUNDED would be refused (it may still fulfil it).
     await handle.signal(resolveReviewSignal, {
       decision: 'REFUNDED',
       operator: 'amina',
       note: 'never arrived',
+      force: true,
     });
     assert.equal((await handle.result()).status, 'REFUNDED');
+  });
+
+  it('a long watch after a decision continues as new with its state, and still reports a dispute', async () => {
+    const ref = newRef('watch-continue');
+    const handle = await start(mobileRequest(ref, sandboxSpecialNumbers.unknownError), {
+      // Checked every second (the dev server's timer grid), so the history grows past 60 events soon.
+      timings: scaledTimings({
+        reviewWatchMs: 60_000,
+        reviewWatchFirstCheckMs: 1_000,
+        reviewRecheckMs: 1_000,
+      }),
+      historyEventLimit: 60,
+    });
+    await waitForReview(handle);
+    await handle.signal(resolveReviewSignal, { decision: 'FULFILLED', operator: 'amina', note: 'by phone' });
+    await waitForView(handle, (v) => v.status === 'FULFILLED');
+    const first = await handle.describe();
+    const deadline = Date.now() + 30_000;
+    while ((await handle.describe()).runId === first.runId) {
+      assert.ok(Date.now() < deadline, 'the workflow continued as new while watching');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+
+    await sandbox.changeTopup(ref, { status: 'REFUNDED' });
+    const disputed = await waitForView(handle, (v) => v.status === 'DISPUTED', 15_000);
+    assert.equal(disputed.dispute?.decision, 'FULFILLED', 'the watch carried the decision over');
+    assert.equal(disputed.review?.resolution?.operator, 'amina');
+    assert.equal(disputed.timeline[0]?.status, 'ACCEPTED', 'the timeline was carried over');
+    assert.equal((await handle.describe()).typedSearchAttributes.get(OrderStatusAttribute), 'DISPUTED');
+    await handle.terminate('test done: a dispute waits for an operator');
   });
 
   it('a long review continues as new with its state, and a decision still resolves it', async () => {

@@ -24,10 +24,19 @@ describe('replay of recorded order histories', () => {
     for await (const result of results) errors.set(result.workflowId, result.error);
   });
 
-  it('has a recorded history for every outcome', () => {
+  it('has a recorded history for every outcome, and for each way an operator decision can go', () => {
     const names = histories.map((h) => h.name).join(' ');
     for (const outcome of ['fulfilled', 'refunded', 'failed', 'review'])
       assert.match(names, new RegExp(outcome));
+    for (const decision of [
+      'invalid-decision',
+      'refused-decision',
+      'applied',
+      'disputed',
+      'order-id',
+      'continued-as-new',
+    ])
+      assert.match(names, new RegExp(decision));
   });
 
   for (const { name, history } of histories) {

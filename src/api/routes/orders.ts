@@ -59,7 +59,8 @@ export function ordersRouter(orders: OrderService, jsonBody: RequestHandler[]): 
     );
     const caller = callerOf(res);
     const address = { client: query.client ?? caller.id, ref: path.ref };
-    res.status(202).json(await orders.review(caller, address, body, req.log));
+    const { pending, view } = await orders.review(caller, address, body, req.log);
+    res.status(pending ? 202 : 200).json(view);
   });
 
   return router;

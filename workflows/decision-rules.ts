@@ -1,0 +1,120 @@
+/**
+ * Whether an operator's FULFILLED / REFUNDED decision may be applied, given what the provider
+ * says about the order right now. Pure: the lifecycle asks the provider, this judges, the README's
+ * operator's guide has the same table in words.
+ *
+ * The principle: an operator may add knowledge the provider does not have (it answers
+ * UNKNOWN_ERROR, or has no trace of a top-up that was never sent), but not overrule what it says.
+ * A decision the provider contradicts, or cannot confirm yet, is refused with the reason; `force`
+ * applies it anyway (recorded as forced), except where the decision names a provider order that
+ * does not exist.
+ */
+import type { OrderType, ProviderStatus } from './contract';
+
+/** What the provider answered when asked about the order for the decision. */
+export type DecisionAnswer =
+  /** `usable`: a FULFILLED answer that matches the order (number and amount, card count, codes present). */
+  | { kind: 'status'; status: ProviderStatus; usable: boolean; problem?: string }
+  | { kind: 'not-found' }
+  | { kind: 'failed' }
+  /** A gift card with no provider order id, in the order or the decision: nothing to ask about. */
+  | { kind: 'no-reference' };
+
+export interface DecisionCase {
+  decision: 'FULFILLED' | 'REFUNDED';
+  orderType: OrderType;
+  /** The decision names the provider's orderId (gift cards), which the order did not have. */
+  bringsOrderId: boolean;
+  answer: DecisionAnswer;
+}
+
+export type Verdict =
+  /** The provider's final status is the decision: apply it with the provider's result; nothing to watch. */
+  | { verdict: 'confirmed' }
+  /** Nothing contradicts it, but the provider cannot confirm it: apply it, then watch the provider. */
+  | { verdict: 'unconfirmed' }
+  /** A gift card's newly given orderId is still being processed: take it and poll it again. */
+  | { verdict: 'resume' }
+  | {
+      verdict: 'refused';
+      kind: 'contradicted' | 'unconfirmed' | 'invalid';
+      reason: string;
+      forceable: boolean;
+    };
+
+const refused = (
+  kind: 'contradicted' | 'unconfirmed' | 'invalid',
+  reason: string,
+  forceable = true,
+): Verdict => ({ verdict: 'refused', kind, reason, forceable });
+
+export function judgeDecision({ decision, orderType, bringsOrderId, answer }: DecisionCase): Verdict {
+  switch (answer.kind) {
+    case 'failed':
+      return refused('unconfirmed', 'the provider could not be asked about the order');
+    case 'no-reference':
+      // Only a gift card whose placement answer was lost: no order id anywhere.
+      return decision === 'REFUNDED'
+        ? { verdict: 'unconfirmed' }
+        : refused(
+            'invalid',
+            'a gift card is resolved FULFILLED with the provider’s orderId, so its cards can be delivered',
+          );
+    case 'not-found':
+      if (bringsOrderId) return refused('invalid', 'the provider does not know this orderId', false);
+      // Nothing was sent, or not yet committed: REFUNDED stands, and the watch catches a late commit.
+      return decision === 'REFUNDED'
+        ? { verdict: 'unconfirmed' }
+        : refused(
+            'contradicted',
+            `the provider has no trace of the ${orderType === 'gift_card' ? 'order' : 'top-up'}`,
+          );
+    case 'status':
+      return judgeStatus(decision, orderType, bringsOrderId, answer);
+  }
+}
+
+function judgeStatus(
+  decision: 'FULFILLED' | 'REFUNDED',
+  orderType: OrderType,
+  bringsOrderId: boolean,
+  { status, usable, problem }: Extract<DecisionAnswer, { kind: 'status' }>,
+): Verdict {
+  switch (status) {
+    case 'FULFILLED':
+      if (decision === 'REFUNDED') return refused('contradicted', 'the provider reports FULFILLED');
+      return usable
+        ? { verdict: 'confirmed' }
+        : refused('contradicted', `the provider's FULFILLED answer does not match this order (${problem})`);
+    case 'REFUNDED':
+      return decision === 'REFUNDED'
+        ? { verdict: 'confirmed' }
+        : refused('contradicted', 'the provider reports REFUNDED');
+    case 'PENDING':
+    case 'HANDLING':
+      if (decision === 'REFUNDED') {
+        return refused('contradicted', `the provider reports ${status}: it may still fulfil the order`);
+      }
+      if (bringsOrderId && orderType === 'gift_card') return { verdict: 'resume' };
+      return refused(
+        'unconfirmed',
+        `the provider reports ${status}: it has not fulfilled the order yet (the order settles itself when it does)`,
+      );
+    case 'UNKNOWN_ERROR':
+      // The provider itself does not know: this is what operators are for.
+      return { verdict: 'unconfirmed' };
+  }
+}
+
+/**
+ * While a decision is watched: does the provider's answer reopen the order? Only a final status
+ * that contradicts the decision and is news (not what the provider said when the decision was
+ * applied, which the operator saw and overrode).
+ */
+export function contradictsLater(
+  decision: 'FULFILLED' | 'REFUNDED',
+  baseline: ProviderStatus | undefined,
+  status: ProviderStatus,
+): status is 'FULFILLED' | 'REFUNDED' {
+  return (status === 'FULFILLED' || status === 'REFUNDED') && status !== decision && status !== baseline;
+}
