@@ -3,12 +3,11 @@
  * accepted, and the review backlog read from Temporal visibility when Prometheus scrapes.
  */
 import type { Client } from '@temporalio/client';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { RequestHandler, Request } from 'express';
 import { metricCatalog } from '../observability/catalog';
 import type { Metrics } from '../observability/metrics';
 import type { GaugeSample, PrometheusMetrics } from '../observability/prometheus';
-import { AcceptedAtAttribute } from '../../workflows/contract';
+import { AcceptedAtAttribute, ReviewSinceAttribute } from '../../workflows/contract';
 import { orderTypes } from '../orders/schemas';
 
 /** Counts each answered request under its route pattern; unmatched paths share one label value. */
@@ -30,12 +29,6 @@ export function requestMetrics(metrics: Metrics): RequestHandler {
     next();
   };
 }
-
-/**
- * When an order entered review. Set by the workflow once it does (Temporal UI metadata, a later
- * change); until then, and for older orders, the age is counted from acceptance: an upper bound.
- */
-const ReviewSinceAttribute = defineSearchAttributeKey('ReviewSince', SearchAttributeType.DATETIME);
 
 /** Past this many orders in review the oldest is looked for among the first this many listed only. */
 const MAX_REVIEW_ROWS_SCANNED = 1_000;

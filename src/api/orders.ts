@@ -50,6 +50,7 @@ import { metricCatalog } from '../observability/catalog';
 import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
 import { workflowUiUrl } from '../temporal/ui-links';
 import { auditOrder, type OrderAudit } from '../audit/order-audit';
+import { orderSummary } from '../../workflows/ui-metadata';
 
 export interface OrderServiceOptions {
   client: Client;
@@ -227,6 +228,8 @@ export class OrderService {
           args: [input],
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
           workflowIdConflictPolicy: 'FAIL',
+          // Temporal UI's one-line summary of the order (no phone or line number, no card code).
+          staticSummary: orderSummary(request),
           memo: { [REQUEST_HASH_MEMO]: hash, ...(providerRef ? { [PROVIDER_REF_MEMO]: providerRef } : {}) },
           typedSearchAttributes: [
             { key: OrderTypeAttribute, value: request.type },
