@@ -62,10 +62,11 @@ describe('README: links into Temporal UI and the operator guide', () => {
     );
   });
 
-  it('walks the operator through the UI as it is: the Queries tab, More Actions → Send a Signal', () => {
+  it('walks the operator through the UI as it is: User Metadata, the Queries tab, More Actions → Send an Update or a Signal', () => {
     const guide = readme.slice(readme.indexOf("## Operator's guide"), readme.indexOf('## Audit export'));
+    assert.match(guide, /\*\*User Metadata\*\*/);
     assert.match(guide, /\*\*Queries\*\* tab/);
-    assert.match(guide, /\*\*More Actions\*\* → \*\*Send a Signal\*\*/);
-    assert.match(guide, /`resolveReview`/);
+    assert.match(guide, /\*\*More Actions\*\* → \*\*Send an Update\*\* → Name: `decideReview`/);
+    assert.match(guide, /\*\*Send a Signal\*\*\s+→ `resolveReview`/);
   });
 });

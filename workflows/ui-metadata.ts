@@ -44,15 +44,16 @@ export function orderDetails(view: OrderView): string {
   if ((view.status === 'NEEDS_REVIEW' || view.status === 'DISPUTED') && review) {
     lines.push(
       '',
-      `**In review since** ${review.since}`,
-      `**Why:** ${review.reason}`,
-      ...(review.evidence ? [`**Evidence:** ${review.evidence}`] : []),
-      ...(view.providerStatus ? [`**Provider status:** ${view.providerStatus}`] : []),
+      // A list: Temporal UI joins the lines of a paragraph.
+      `- **Why:** ${review.reason}`,
+      ...(review.evidence ? [`- **Evidence:** ${review.evidence}`] : []),
+      ...(view.providerStatus ? [`- **Provider status:** ${view.providerStatus}`] : []),
+      `- **In review since** ${review.since}`,
     );
     if (view.dispute) {
       const decided = review.resolution;
       lines.push(
-        `**Decided** ${view.dispute.decision}${decided ? ` by ${decided.operator}` : ''}; the provider reported ${view.dispute.providerStatus} at ${view.dispute.reportedAt}`,
+        `- **Decided** ${view.dispute.decision}${decided ? ` by ${decided.operator}` : ''}; the provider reported ${view.dispute.providerStatus} at ${view.dispute.reportedAt}`,
       );
     }
     lines.push(

@@ -144,8 +144,8 @@ describe('Temporal UI metadata', () => {
     const metadata = await metadataOf(workflowId);
     const details = metadata.currentDetails;
     assert.match(details, /^\*\*NEEDS_REVIEW\*\* · Mobile top-up /);
-    assert.ok(details.includes(`**Why:** ${view.review!.reason}`), details);
-    assert.ok(details.includes(`**Evidence:** ${view.review!.evidence}`), details);
+    assert.ok(details.includes(`- **Why:** ${view.review!.reason}`), details);
+    assert.ok(details.includes(`- **Evidence:** ${view.review!.evidence}`), details);
     assert.ok(details.includes('`decideReview`') && details.includes('`resolveReview`'), details);
     const pastable = [...details.matchAll(/```json\n(.+)\n```/g)].map((m) => m[1]!);
     assert.deepEqual(
