@@ -154,6 +154,14 @@ describe('Temporal UI metadata', () => {
     );
     assert.ok(!details.includes(request.msisdn) && !summary!.includes(request.msisdn), 'no phone number');
 
+    // The current details are a query answer, never stored, and encrypted on the way all the same:
+    // a client without the codec cannot read them.
+    const withoutCodec = new Client({ connection, namespace: temporal.namespace });
+    await assert.rejects(
+      withoutCodec.workflow.getHandle(workflowId).query('__temporal_workflow_metadata'),
+      /encoding/i,
+    );
+
     // The handlers, described for the UI, with their payload's shape.
     const described = (list: { name: string; description?: string }[], name: string) =>
       list.find((d) => d.name === name)?.description;
