@@ -62,6 +62,17 @@ export default tseslint.config(
               message:
                 'Keep zod out of the workflow bundle: import types only (checks: src/orders/review-decision.ts).',
             },
+            {
+              // Evaluated per cached workflow: only traced orders load it (workflows/interceptors.ts).
+              group: [
+                '@opentelemetry/*',
+                '@temporalio/interceptors-opentelemetry',
+                '@temporalio/interceptors-opentelemetry/*',
+              ],
+              allowTypeImports: true,
+              message:
+                'OpenTelemetry is required lazily, for traced orders only (workflows/interceptors.ts): import types only.',
+            },
           ],
         },
       ],

@@ -13,6 +13,8 @@
 import { Context, log } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { WebhookEndpoint } from '../src/clients/model';
+import { metricCatalog } from '../src/observability/catalog';
+import { noMetrics, type Metrics } from '../src/observability/metrics';
 import { webhookEventId, webhookMessage, signedHeaders } from '../src/webhooks/message';
 import { endpointSecrets } from '../src/webhooks/secrets';
 import {
@@ -86,10 +88,15 @@ export interface DeliveryDeps {
   signingKey: Buffer | undefined;
   sender: { post(url: string, body: string, headers: Record<string, string>): Promise<DeliveryOutcome> };
   clock?: () => Date;
+  /** Delivery outcomes and lag (README "Metrics"); none by default. */
+  metrics?: Metrics;
 }
 
 export function createDeliveryActivities(deps: DeliveryDeps) {
   const clock = deps.clock ?? (() => new Date());
+  const metrics = deps.metrics ?? noMetrics;
+  const deliveries = metrics.counter(metricCatalog.webhookDeliveries);
+  const deliveryLag = metrics.histogram(metricCatalog.webhookDeliveryLag);
 
   /** Where every attempt ends: one log line per attempt, and the place to count outcomes. */
   function attemptEnded(event: WebhookEvent, endpoint: string, result: DeliveryOutcome): DeliveryOutcome {
@@ -106,6 +113,11 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
     };
     if (result.outcome === 'delivered') log.info('webhook delivered', fields);
     else log.warn('webhook not delivered', fields);
+    deliveries.add({ client: event.client, event_type: event.type, outcome: result.outcome });
+    if (result.outcome === 'delivered') {
+      const lagSeconds = (clock().getTime() - Date.parse(event.timestamp)) / 1000;
+      deliveryLag.record({ client: event.client, event_type: event.type }, Math.max(0, lagSeconds));
+    }
     return result;
   }
 

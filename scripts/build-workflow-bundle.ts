@@ -5,17 +5,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import { failureConverterPath } from '../src/codec/data-converter';
-import { defaultWorkflowsPath } from '../src/worker/worker';
+import { workflowBundleOptions } from '../src/worker/bundle';
 
 async function main(): Promise<void> {
   const outFile = resolve(process.argv[2] ?? resolve(__dirname, '..', 'dist', 'workflow-bundle.js'));
   // WARN: webpack's per-module report is noise here.
   const { code } = await bundleWorkflowCode({
-    workflowsPath: defaultWorkflowsPath,
-    // A pre-built bundle ignores the Worker's failureConverterPath: build it in, so failures
-    // raised inside workflows are encrypted whenever PAYLOAD_ENCRYPTION_KEYS is set.
-    failureConverterPath,
+    ...workflowBundleOptions,
     logger: new DefaultLogger('WARN'),
   });
   mkdirSync(dirname(outFile), { recursive: true });

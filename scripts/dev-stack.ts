@@ -2,8 +2,8 @@
  * The dev stack (`npm start`): a Temporal dev server with its Web UI (state in DEV_DATA_DIR, so a
  * restart resumes in-flight orders), the codec server the UI decodes payloads with, the provider
  * sandbox, the worker, the intake API and a webhook receiver the back office's events go to, each
- * a child process with readable, prefixed logs. Prints where everything is, and the keys of its
- * two API clients; Ctrl-C stops it all.
+ * a child process with readable, prefixed logs. Prints where everything is — the review queue in
+ * Temporal UI and the metrics endpoints too — and the keys of its two API clients; Ctrl-C stops it all.
  *
  * TEMPORAL_ADDRESS or PROVIDER_BASE_URL, when set, point at an existing server or provider instead
  * of starting our own.
@@ -19,9 +19,13 @@ import { loadConfig, type Config } from '../src/config';
 import { endpointSecrets, signingKeyFrom } from '../src/webhooks/secrets';
 import { temporalConnectionOptions } from '../src/temporal/connection';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server';
+import { reviewQueueUiUrl } from '../src/temporal/ui-links';
 import { projectRoot, startPart, waitForHttp, type ManagedProcess, type PartName } from './lib/processes';
 
 const DEV_SANDBOX_ADMIN_TOKEN = 'dev-admin-token';
+/** Metrics listeners of the dev stack's API and worker, unless API_/WORKER_METRICS_ADDRESS say otherwise. */
+const DEV_API_METRICS_ADDRESS = '127.0.0.1:9464';
+const DEV_WORKER_METRICS_ADDRESS = '127.0.0.1:9465';
 const pretty = prettyFactory({
   colorize: process.stdout.isTTY,
   translateTime: 'SYS:HH:MM:ss.l',
@@ -188,7 +192,8 @@ async function main() {
   await waitForHttp(`${codecUrl}/healthz`);
 
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
-  let uiUrl = 'your Temporal UI';
+  // An external Temporal's UI is whatever TEMPORAL_UI_URL says, if anything.
+  let uiUrl = config.TEMPORAL_UI_URL;
   if (!temporalAddress) {
     log(`starting Temporal dev server (state in ${join(config.DEV_DATA_DIR, 'temporal.db')})…`);
     temporal = await startDevServer({
@@ -200,6 +205,8 @@ async function main() {
     });
     temporalAddress = temporal.address;
     uiUrl = temporal.uiUrl ?? uiUrl;
+    // Order views link to their workflow there.
+    if (uiUrl) baseEnv.TEMPORAL_UI_URL = uiUrl;
   }
   baseEnv.TEMPORAL_ADDRESS = temporalAddress;
 
@@ -238,8 +245,14 @@ async function main() {
     // The dev receiver is on loopback: allowed here, as in no production configuration.
     WEBHOOK_ALLOWED_NETWORKS: process.env.WEBHOOK_ALLOWED_NETWORKS ?? '127.0.0.0/8,::1/128',
   };
-  start('worker', appEnv);
-  start('api', { ...appEnv, API_HOST: process.env.API_HOST ?? '127.0.0.1' });
+  const apiMetrics = config.API_METRICS_ADDRESS ?? DEV_API_METRICS_ADDRESS;
+  const workerMetrics = config.WORKER_METRICS_ADDRESS ?? DEV_WORKER_METRICS_ADDRESS;
+  start('worker', { ...appEnv, WORKER_METRICS_ADDRESS: workerMetrics });
+  start('api', {
+    ...appEnv,
+    API_HOST: process.env.API_HOST ?? '127.0.0.1',
+    API_METRICS_ADDRESS: apiMetrics,
+  });
   const apiUrl = `http://127.0.0.1:${config.PORT}`;
   await waitForHttp(`${apiUrl}/readyz`, { ok: (status) => status === 200 });
   // The banner comes last: once the worker has bundled the workflows and polls for orders.
@@ -257,7 +270,8 @@ async function main() {
   const banner = [
     '',
     'The stack is up.',
-    `  Temporal UI:   ${uiUrl}`,
+    `  Temporal UI:   ${uiUrl ?? 'your Temporal UI'}`,
+    ...(uiUrl ? [`  Review queue:  ${reviewQueueUiUrl(uiUrl, config.TEMPORAL_NAMESPACE)}`] : []),
     `  Temporal:      ${temporalAddress}`,
     `  Codec server:  ${codecUrl}`,
     `  Provider:      ${providerBaseUrl}`,
@@ -271,6 +285,7 @@ async function main() {
         ]
       : [`  API clients:   yours (${config.API_CLIENTS_FILE ? 'API_CLIENTS_FILE' : 'API_KEYS'})`]),
     `  API docs:      ${apiUrl}/openapi.json`,
+    `  Metrics:       http://${apiMetrics}/metrics (API), http://${workerMetrics}/metrics (worker)`,
     '',
     'Submit an order:',
     `  curl -s -X POST ${apiUrl}/v1/orders -H 'Authorization: Bearer ${apiKey}' -H 'Content-Type: application/json' -d '${example}'`,

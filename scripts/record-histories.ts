@@ -237,6 +237,35 @@ const scenarios: Record<string, Scenario> = {
     },
     expected: 'FULFILLED',
   },
+  // Since review-since-attribute: ReviewSince set with NEEDS_REVIEW and again with DISPUTED; the
+  // timers and activities carry their summaries (Temporal UI metadata, which needs no patch).
+  'mobile-review-since-disputed-resolved': {
+    request: (ref) => mobileRequest(ref),
+    arrange: holdInHandling,
+    timings: { ...stuck, ...shortWatch },
+    operator: async (handle, sandbox, ref) => {
+      const note = 'provider support confirmed the reversal';
+      await update(handle, { decision: 'REFUNDED', operator: 'recorder', note, force: true }, 'applied');
+      await sandbox.changeTopup(ref, { status: 'FULFILLED' });
+      await waitForView(handle, (v) => v.status === 'DISPUTED', 60_000);
+      await update(
+        handle,
+        { decision: 'FULFILLED', operator: 'recorder', note: 'fulfilled after all' },
+        'applied',
+      );
+    },
+    verify: (history) => {
+      const events = history.events ?? [];
+      const reviewSince = events.filter(
+        (e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.ReviewSince,
+      );
+      const summarized = events.filter((e) => e.timerStartedEventAttributes && e.userMetadata?.summary);
+      if (reviewSince.length !== 2 || summarized.length === 0) {
+        throw new Error('expected ReviewSince set twice (review, dispute) and timers with summaries');
+      }
+    },
+    expected: 'FULFILLED',
+  },
   'gift-card-review-order-id-fulfilled': {
     request: (ref) => giftCardRequest(ref),
     faults: [{ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 }],

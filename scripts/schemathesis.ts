@@ -74,7 +74,8 @@ async function orderIn(intake: IntakeClient, request: OrderRequest, status: Orde
 
 /**
  * Random refs only ever find nothing (404). Real orders let schemathesis reach the order view (and
- * check it against the documented OrderView) and a review decision on an order that is in review.
+ * check it against the documented OrderView), its audit (against OrderAudit) and a review decision
+ * on an order that is in review.
  */
 async function writeConfig(dir: string, apiUrl: string): Promise<string> {
   const intake = new IntakeClient(apiUrl, CHAOS_API_KEY, AbortSignal.timeout(120_000));
@@ -101,6 +102,7 @@ async function writeConfig(dir: string, apiUrl: string): Promise<string> {
       '',
       '[[operations]]',
       'include-operation-id = "getOrderWebhooks"',
+      'include-operation-id = "getOrderAudit"',
       `parameters = { ref = "${fulfilled}" }`,
       '',
     ].join('\n'),

@@ -30,6 +30,11 @@ function isCidr(value: string): boolean {
   }
 }
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+/** `host:port` (`127.0.0.1:9464`, `0.0.0.0:9464`, `[::1]:9464`): where a metrics endpoint listens. */
+const hostPort = z
+  .string()
+  .regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'host:port, e.g. 127.0.0.1:9464')
+  .refine((v) => Number(v.slice(v.lastIndexOf(':') + 1)) <= 65_535, 'port above 65535');
 /** Whole days or hours (`30d`, `72h`), as milliseconds; Temporal refuses less than an hour. */
 const retention = (defaultValue: string) =>
   z
@@ -235,6 +240,28 @@ const schema = z.object({
   /** The watch's first check; then the interval doubles up to REVIEW_RECHECK_INTERVAL_MS. */
   REVIEW_WATCH_FIRST_CHECK_MS: millis.default(5 * 60_000),
 
+  // -- observability (README "Metrics and traces") --
+  /**
+   * Temporal UI's address as operators open it (e.g. http://127.0.0.1:8233): order views link to
+   * their workflow there. Unset = no link.
+   */
+  TEMPORAL_UI_URL: z
+    .url()
+    .transform((v) => v.replace(/\/+$/, ''))
+    .optional(),
+  /** The API's Prometheus endpoint (`/metrics`), on its own listener. Unset = not served. */
+  API_METRICS_ADDRESS: hostPort.optional(),
+  /** How long the review backlog figures (a few visibility calls) are kept between scrapes. */
+  API_REVIEW_METRICS_TTL_MS: millis.default(30_000),
+  /** The worker's Prometheus endpoint (Temporal's Runtime telemetry: SDK metrics and ours). Unset = none. */
+  WORKER_METRICS_ADDRESS: hostPort.optional(),
+  /** OTLP/HTTP endpoint (the collector's base URL): traces go to <it>/v1/traces. Unset = tracing off. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  /** The full OTLP/HTTP URL for traces, instead of the one derived from OTEL_EXPORTER_OTLP_ENDPOINT. */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url().optional(),
+  /** service.name of the spans; default `topup-api` or `topup-worker`. */
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+
   // -- sandbox --
   SANDBOX_PORT: port.default(4010),
   SANDBOX_HOST: z.string().default('127.0.0.1'),
@@ -272,6 +299,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   return result.data;
+}
+
+/** `host:port` (as validated above) → what `server.listen` takes. */
+export function splitHostPort(address: string): { host: string; port: number } {
+  const colon = address.lastIndexOf(':');
+  return {
+    host: address.slice(0, colon).replace(/^\[(.*)\]$/, '$1'),
+    port: Number(address.slice(colon + 1)),
+  };
 }
 
 /** For the parts that cannot run without a provider key. */

@@ -18,6 +18,7 @@ import { createActivities } from '../activities';
 import { MASKED } from '../src/api/access';
 import type { Problem } from '../src/api/errors';
 import type { OrderView } from '../src/api/orders';
+import type { OrderAudit } from '../src/audit/order-audit';
 import { requestHash } from '../src/api/orders';
 import {
   apiTestConfig,
@@ -110,6 +111,7 @@ describe('clients, scopes and tenant isolation', () => {
     fulfilled: newRef('done'),
     reviewedWithCard: newRef('card'),
     acmeOrder: newRef('acme'),
+    ledgerOrder: newRef('ledger'),
   };
 
   async function call<T = unknown>(
@@ -231,6 +233,7 @@ describe('clients, scopes and tenant isolation', () => {
       submit('shop', mobileRequest(seed.fulfilled)),
       submit('shop', internetRequest(seed.reviewedWithCard)),
       submit('acme', mobileRequest(seed.acmeOrder)),
+      submit('ledger', mobileRequest(seed.ledgerOrder)),
     ]);
     const inReview = (v: OrderView) => v.status === 'NEEDS_REVIEW';
     await Promise.all([
@@ -240,6 +243,7 @@ describe('clients, scopes and tenant isolation', () => {
       waitForStatus('shop', seed.fulfilled, (v) => v.status === 'FULFILLED'),
       waitForStatus('shop', seed.reviewedWithCard, (v) => v.status === 'FULFILLED'),
       waitForStatus('acme', seed.acmeOrder, (v) => v.status === 'FULFILLED'),
+      waitForStatus('ledger', seed.ledgerOrder, (v) => v.status === 'FULFILLED'),
     ]);
   });
 
@@ -493,6 +497,71 @@ describe('clients, scopes and tenant isolation', () => {
     assert.equal(done.review?.resolution?.operator, 'amina', 'the display name, beside who decided');
   });
 
+  // GET /v1/orders/{ref}/audit: audit:read only, which reaches every client's orders (README
+  // "Audit export"); the order must be the named client's all the same. Runs after the REVIEW
+  // cases, whose decisions it reads back.
+  const AUDIT = 'GET /v1/orders/{ref}/audit';
+  const audit = (caller: Caller, ref: string, query = '') =>
+    call<OrderAudit>(caller, 'GET', `/v1/orders/${ref}/audit${query}`);
+  add(AUDIT, 'owner', 'ledger', 200, async () => {
+    const res = await audit('ledger', seed.ledgerOrder);
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual([res.body.client, res.body.workflowId], ['ledger', `order:ledger:${seed.ledgerOrder}`]);
+    assert.deepEqual(
+      res.body.entries.filter((e) => e.kind === 'status').map((e) => e.status),
+      ['ACCEPTED', 'SUBMITTED', 'PROCESSING', 'FULFILLED'],
+    );
+  });
+  add(AUDIT, 'owner', 'shop (owner without audit:read)', 403, async () => {
+    const res = await audit('shop', seed.forOwnerDecision);
+    assert.match(assertProblem(res, 403, 'forbidden').detail, /audit:read/);
+    assert.match(String(res.headers['www-authenticate']), /insufficient_scope.*audit:read/);
+  });
+  add(AUDIT, 'another client', 'ledger', 404, async () => {
+    // ledger reaches every client's orders, but only by naming their owner: the ID is not enough.
+    const plain = assertProblem(await audit('ledger', seed.reviewedWithCard), 404, 'order-not-found');
+    assertProblem(await audit('ledger', seed.reviewedWithCard, '?client=acme'), 404, 'order-not-found');
+    const none = assertProblem(await audit('ledger', newRef('none')), 404, 'order-not-found');
+    assert.equal(plain.title, none.title);
+    assert.equal((await audit('ledger', seed.reviewedWithCard, '?client=shop')).status, 200);
+  });
+  for (const [kind, caller] of [
+    ['no scope', 'acme'],
+    ['operator', 'operator'],
+  ] as const) {
+    add(AUDIT, kind, caller, 403, async () => {
+      const res = await audit(caller, seed.forOperatorDecision, '?client=shop');
+      assert.match(assertProblem(res, 403, 'forbidden').detail, /audit:read/);
+    });
+  }
+  add(AUDIT, 'no key', 'nobody', 401, async () => {
+    assertProblem(await audit('nobody', seed.forOperatorDecision, '?client=shop'), 401, 'unauthorized');
+  });
+  add(AUDIT, 'audit:read', 'auditor', 200, async () => {
+    const res = await audit('auditor', seed.forOperatorDecision, '?client=shop');
+    assert.equal(res.status, 200, res.text);
+    const update = res.body.entries.find((e) => e.kind === 'update');
+    assert.deepEqual(update?.decision, {
+      decision: 'FULFILLED',
+      operator: 'amina',
+      decidedBy: 'operator',
+      note: 'confirmed by phone',
+    });
+    assert.ok(update?.identity, 'the identity Temporal recorded for the update');
+    assert.ok(update?.decisionOutcome, 'what the order answered');
+    // Card codes masked unless asked for.
+    const code = (await view('shop', seed.reviewedWithCard)).body.result!.cardCode!;
+    const masked = await audit('auditor', seed.reviewedWithCard, '?client=shop');
+    assert.ok(!masked.text.includes(code) && masked.text.includes(MASKED));
+    const revealed = await audit('auditor', seed.reviewedWithCard, '?client=shop&reveal=true');
+    assert.ok(revealed.text.includes(code));
+    assertProblem(
+      await audit('auditor', seed.reviewedWithCard, '?client=shop&reveal=yes'),
+      400,
+      'validation-error',
+    );
+  });
+
   // GET /v1/gift-cards/catalog: the provider's, not a client's; a client that places orders reads it.
   const CATALOG = 'GET /v1/gift-cards/catalog';
   add(CATALOG, 'owner', 'shop', 200, async () => {
@@ -518,13 +587,13 @@ describe('clients, scopes and tenant isolation', () => {
     }
 
     it(`covers every /v1 route as owner, another client, a client without the scope and no key (${matrix.length} cases)`, () => {
-      const routes = [SUBMIT, VIEW, LIST, REVIEW, CATALOG];
+      const routes = [SUBMIT, VIEW, LIST, REVIEW, AUDIT, CATALOG];
       for (const route of routes) {
         const kinds = new Set(matrix.filter((c) => c.route === route).map((c) => c.kind));
         for (const kind of ['owner', 'another client', 'no scope', 'no key'] as const)
           assert.ok(kinds.has(kind), `${route} as ${kind}`);
       }
-      for (const route of [SUBMIT, VIEW, LIST, REVIEW]) {
+      for (const route of [SUBMIT, VIEW, LIST, REVIEW, AUDIT]) {
         const kinds = new Set(matrix.filter((c) => c.route === route).map((c) => c.kind));
         assert.ok(kinds.has('operator') && kinds.has('audit:read'), `${route}: operator and audit:read`);
       }

@@ -13,7 +13,7 @@ import pino from 'pino';
 import { type z } from 'zod';
 import { createApp } from '../src/api/app';
 import type { Problem } from '../src/api/errors';
-import { ListOrdersQuery, OrderAddressQuery, RefParams } from '../src/api/schemas';
+import { AuditQuery, ListOrdersQuery, OrderAddressQuery, RefParams } from '../src/api/schemas';
 import { apiTestConfig, startTestApi, type TestApi } from '../src/api/testing';
 import {
   GiftCardRequest,
@@ -141,6 +141,7 @@ describe('the OpenAPI document', () => {
       'get /v1/orders/{ref}/webhooks': 'webhooks:read',
       'post /v1/orders/{ref}/webhooks/{eventId}/redeliver': 'webhooks:write',
       'get /v1/orders/{ref}': 'orders:read',
+      'get /v1/orders/{ref}/audit': 'audit:read',
       'post /v1/orders/{ref}/review': 'reviews:write',
       'get /v1/gift-cards/catalog': 'orders:write',
     };
@@ -225,6 +226,9 @@ describe('the OpenAPI document', () => {
       assert.deepEqual(names(op, 'path'), Object.keys(RefParams.shape));
       assert.deepEqual(names(op, 'query'), Object.keys(OrderAddressQuery.shape));
     }
+    const audit = doc.paths['/v1/orders/{ref}/audit']!.get!;
+    assert.deepEqual(names(audit, 'path'), Object.keys(RefParams.shape));
+    assert.deepEqual(names(audit, 'query'), Object.keys(AuditQuery.shape).sort());
   });
 
   it('describes the order body as a oneOf of the three order types, discriminated by type', () => {

@@ -17,6 +17,7 @@ import { providerRefFor } from '../src/orders/provider-ref';
 import { startSandbox } from '../src/sandbox/server';
 
 const root = resolve(__dirname, '..');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const STARTUP_TIMEOUT_MS = 240_000;
 
 interface RunningStack {
@@ -27,6 +28,9 @@ interface RunningStack {
   apiKey: string;
   operatorKey: string;
   uiUrl: string;
+  reviewQueueUrl: string;
+  /** The API's, then the worker's. */
+  metricsUrls: string[];
   temporalAddress: string;
   codecUrl: string;
 }
@@ -40,6 +44,8 @@ async function stackEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise
     'PROVIDER_API_KEY',
     'API_KEYS',
     'API_CLIENTS_FILE',
+    'TEMPORAL_UI_URL',
+    'OTEL_EXPORTER_OTLP_ENDPOINT',
     'NODE_TEST_CONTEXT',
   ]) {
     delete env[name];
@@ -53,6 +59,8 @@ async function stackEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise
     SANDBOX_PORT: String(await freePort()),
     PORT: String(await freePort()),
     WEBHOOK_RECEIVER_PORT: String(await freePort()),
+    API_METRICS_ADDRESS: `127.0.0.1:${await freePort()}`,
+    WORKER_METRICS_ADDRESS: `127.0.0.1:${await freePort()}`,
     // A fast sandbox and polling to match, so an order finishes in about 5 s: slow enough that the
     // first check (the dev server fires timers on a ~1 s tick) finds it HANDLING, so it is PROCESSING.
     SANDBOX_TIME_SCALE: '0.25',
@@ -102,6 +110,8 @@ async function startStack(env: NodeJS.ProcessEnv): Promise<RunningStack> {
     apiKey: field('Back-office key'),
     operatorKey: field('Operator key'),
     uiUrl: field('Temporal UI'),
+    reviewQueueUrl: field('Review queue'),
+    metricsUrls: [...(/Metrics:\s+(\S+) \(API\), (\S+) \(worker\)/.exec(output) ?? [])].slice(1),
     temporalAddress: field('Temporal'),
     codecUrl: field('Codec server'),
   };
@@ -135,6 +145,7 @@ async function api(stack: RunningStack, path: string, body?: unknown, key = stac
     status: response.status,
     body: (await response.json()) as {
       status?: string;
+      temporalUiUrl?: string;
       result?: { cards?: { code: string; serial: string }[] };
     },
   };
@@ -172,7 +183,39 @@ describe('the dev stack (npm start)', { timeout: 600_000 }, () => {
         amount: 500,
       });
       assert.equal(submitted.status, 201);
-      await waitForStatus(stack, 'dev-stack-1', ['FULFILLED']);
+      const fulfilled = await waitForStatus(stack, 'dev-stack-1', ['FULFILLED']);
+
+      // Links into Temporal UI: the review queue the banner prints, the workflow the view names.
+      // The UI answers every route of its app with the app, so the shape is checked as well.
+      assert.equal(
+        stack.reviewQueueUrl,
+        `${stack.uiUrl}/namespaces/default/workflows?query=OrderStatus%3D%22NEEDS_REVIEW%22`,
+      );
+      assert.equal(new URL(stack.reviewQueueUrl).searchParams.get('query'), 'OrderStatus="NEEDS_REVIEW"');
+      assert.equal(fulfilled.temporalUiUrl, `${stack.uiUrl}/namespaces/default/workflows/order-dev-stack-1`);
+      for (const link of [stack.reviewQueueUrl, fulfilled.temporalUiUrl!]) {
+        const page = await fetch(link);
+        assert.equal(page.status, 200, link);
+        await page.body?.cancel();
+      }
+
+      // The metrics endpoints the banner prints carry the order.
+      assert.equal(stack.metricsUrls.length, 2, 'the banner prints the API and worker metrics');
+      // The worker's figures reach its endpoint as the workflow's last task completes: poll briefly.
+      let apiMetrics = '';
+      let workerMetrics = '';
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(250)) {
+        [apiMetrics = '', workerMetrics = ''] = await Promise.all(
+          stack.metricsUrls.map(async (url) => (await fetch(url)).text()),
+        );
+        if (/^topup_orders_finished_total/m.test(workerMetrics)) break;
+      }
+      assert.match(
+        apiMetrics,
+        /^topup_orders_accepted_total\{order_type="mobile_topup",client="backoffice"\} 1$/m,
+      );
+      assert.match(workerMetrics, /^topup_orders_finished_total\{.*outcome="FULFILLED".*\} 1$/m);
+      assert.match(workerMetrics, /^temporal_workflow_completed_total\{/m, "the SDK's own metrics");
 
       // The back office's endpoint is the dev receiver: it verified and printed each event.
       for (const [sequence, type, status] of [

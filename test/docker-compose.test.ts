@@ -27,6 +27,7 @@ const required = {
   API_CLIENTS_FILE: './clients.yaml',
   PAYLOAD_ENCRYPTION_KEYS: 'key:AAAA',
   CODEC_AUTH_TOKENS: 'tttttttttttttttt',
+  GRAFANA_ADMIN_PASSWORD: 'grafana-test-password',
 };
 
 function composeConfig(env: Record<string, string>) {
@@ -87,7 +88,7 @@ describe('docker-compose.yml', () => {
     assert.equal(services['temporal-schema']!.image, `temporalio/admin-tools:${TEMPORAL_SERVER_VERSION}`);
     for (const [name, service] of Object.entries(services)) {
       if (service.image && !service.build)
-        assert.match(service.image, /:\d+(\.\d+)*$/, `${name}: a pinned version tag`);
+        assert.match(service.image, /:v?\d+(\.\d+)*$/, `${name}: a pinned version tag`);
     }
   });
 
@@ -200,6 +201,51 @@ describe('docker-compose.yml', () => {
     assert.ok(mount, 'API_CLIENTS_FILE is a mounted file');
     assert.match(mount, /^\$\{API_CLIENTS_FILE:\?/, 'the host path must be given');
     assert.match(mount, /:ro$/, 'read-only');
+  });
+
+  it('lets Prometheus scrape the API and every worker replica on their metrics listeners, published to no host port', () => {
+    const prometheus = parse(
+      readFileSync(join(projectRoot, 'deploy', 'prometheus', 'prometheus.yml'), 'utf8'),
+    ) as {
+      rule_files: string[];
+      scrape_configs: { job_name: string; dns_sd_configs: { names: string[]; port: number }[] }[];
+    };
+    const listenPort = (address: string | undefined) => Number(address?.split(':').at(-1));
+    const scraped = new Map(
+      prometheus.scrape_configs.flatMap((job) =>
+        job.dns_sd_configs.flatMap((sd) => sd.names.map((n) => [n, sd.port])),
+      ),
+    );
+    assert.equal(scraped.get('api'), listenPort(services.api!.environment!.API_METRICS_ADDRESS));
+    assert.equal(scraped.get('worker'), listenPort(services.worker!.environment!.WORKER_METRICS_ADDRESS));
+    for (const name of ['api', 'worker']) {
+      const published = (services[name]!.ports ?? []).map((p) => Number(p.split(':').at(-1)));
+      assert.ok(!published.includes(scraped.get(name)!), `${name}: the metrics port is not published`);
+    }
+    // The config and rule files Prometheus reads are the repository's.
+    const mount = services.prometheus!.volumes!.find((v) => v.endsWith(':/etc/prometheus:ro'));
+    assert.equal(mount, './deploy/prometheus:/etc/prometheus:ro');
+    for (const file of prometheus.rule_files)
+      assert.ok(
+        existsSync(join(projectRoot, 'deploy', 'prometheus', file.replace('/etc/prometheus/', ''))),
+        file,
+      );
+  });
+
+  it('provisions Grafana from the repository: the Prometheus data source and the dashboard, with an admin password required', () => {
+    const grafana = services.grafana!;
+    for (const [source, target] of [
+      ['./deploy/grafana/provisioning', '/etc/grafana/provisioning'],
+      ['./deploy/grafana/dashboards', '/etc/grafana/dashboards'],
+    ] as const) {
+      assert.ok(grafana.volumes!.includes(`${source}:${target}:ro`), `${source} mounted`);
+      assert.ok(existsSync(join(projectRoot, source)), `${source} exists`);
+    }
+    const provider = parse(
+      readFileSync(join(projectRoot, 'deploy', 'grafana', 'provisioning', 'dashboards', 'topup.yml'), 'utf8'),
+    ) as { providers: { options: { path: string } }[] };
+    assert.equal(provider.providers[0]!.options.path, '/etc/grafana/dashboards');
+    assert.match(grafana.environment!.GF_SECURITY_ADMIN_PASSWORD!, /^\$\{GRAFANA_ADMIN_PASSWORD:\?/);
   });
 
   it('interpolates as compose does ($$ is a dollar; defaults; required values)', () => {

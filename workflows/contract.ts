@@ -51,6 +51,12 @@ export const OrderClientAttribute = defineSearchAttributeKey('OrderClient', Sear
  * store's own order (SQL: open runs first, closed ones by close time) is the acceptance order.
  */
 export const AcceptedAtAttribute = defineSearchAttributeKey('AcceptedAt', SearchAttributeType.DATETIME);
+/**
+ * When the order last entered NEEDS_REVIEW or DISPUTED (its `review.since`), set by the workflow
+ * with the status: the review queue sorts by it (`ORDER BY ReviewSince`) and the backlog's age is
+ * measured from it. Absent on orders that went to review before it existed.
+ */
+export const ReviewSinceAttribute = defineSearchAttributeKey('ReviewSince', SearchAttributeType.DATETIME);
 
 /**
  * Every search attribute the service needs, by name and Temporal type: the one list from which
@@ -62,6 +68,7 @@ export const searchAttributeDefinitions = {
   OrderStatus: 'Keyword',
   OrderClient: 'Keyword',
   AcceptedAt: 'Datetime',
+  ReviewSince: 'Datetime',
 } as const;
 
 /** Polling and deadline timings, in milliseconds; fixed in the workflow input so replay is deterministic. */

@@ -22,6 +22,7 @@ import {
   patched,
   proxyActivities,
   proxyLocalActivities,
+  setCurrentDetails,
   setHandler,
   sleep,
   TimeoutFailure,
@@ -51,6 +52,7 @@ import {
   OrderStatusAttribute,
   OrderTypeAttribute,
   resolveReviewSignal,
+  ReviewSinceAttribute,
   statusQuery,
   type DecisionOutcome,
   type DecisionRefusal,
@@ -67,6 +69,8 @@ import {
   type ProviderStatus,
 } from './contract';
 import { contradictsLater, judgeDecision, type DecisionAnswer } from './decision-rules';
+import { countDecisionOutcome, countDispute } from './decision-metrics';
+import { handlerDescriptions, orderDetails } from './ui-metadata';
 
 /** The part of every provider check answer the lifecycle reads; the adapter reads the rest. */
 export interface ProviderCheck {
@@ -162,6 +166,8 @@ const announcer = proxyLocalActivities<Pick<OrderActivities, 'announceOrderEvent
   startToCloseTimeout: 10_000,
   retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000 },
 });
+/** ReviewSince is set with the status when an order enters review; histories before it replay without. */
+const REVIEW_SINCE_PATCH = 'review-since-attribute';
 
 type Interpretation =
   | { kind: 'open'; status: 'SUBMITTED' | 'PROCESSING' }
@@ -230,14 +236,16 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     this.settles = patched(SETTLE_PATCH);
     this.watch = carried?.watch;
     this.eventSequence = carried?.eventSequence ?? 0;
-    setHandler(statusQuery, () => this.view);
+    setHandler(statusQuery, () => this.view, { description: handlerDescriptions.status });
     setHandler(resolveReviewSignal, (decision) => this.onSignal(decision), {
-      description: 'An operator decision (as decideReview, without an answer: see the timeline).',
+      description: handlerDescriptions.resolveReview,
     });
     setHandler(decideReviewUpdate, (decision) => this.onUpdate(decision), {
       validator: (decision) => this.validateDecision(decision),
-      description: 'An operator decision, checked against the provider; answers applied or refused and why.',
+      description: handlerDescriptions.decideReview,
     });
+    // Not a command: Temporal UI reads it through the metadata query, so no history changes.
+    setCurrentDetails(orderDetails(this.view));
   }
 
   async run(): Promise<OrderView> {
@@ -288,7 +296,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
           delayMs,
           tries,
         });
-        await sleep(delayMs);
+        await sleep(delayMs, { summary: 'wait, then submit again (the provider was not reached)' });
       }
     }
   }
@@ -314,6 +322,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private async sendSettled(): Promise<void> {
     const activities = proxyActivities<OrderActivities>({
       startToCloseTimeout: this.timings.activityTimeoutMs,
+      summary: 'send to the provider (once)',
       retry: { maximumAttempts: 1 },
     });
     const evidence: string[] = [];
@@ -356,7 +365,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
           delayMs,
           repeats,
         });
-        await sleep(delayMs);
+        await sleep(delayMs, { summary: 'wait, then send again (the provider was not reached)' });
         continue;
       }
       // Timeout, reset, 5xx, an attempt timed out, anything else: the provider may have it.
@@ -387,8 +396,8 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     let lookAt = lookNow ? Date.now() : Date.now() + this.timings.settleMs;
     for (;;) {
       const wait = Math.min(lookAt, this.deadlineAt) - Date.now();
-      if (wait > 0) await sleep(wait);
-      const answer = await this.lookUp(this.deadlineAt - Date.now());
+      if (wait > 0) await sleep(wait, { summary: 'settle window: check-ref before re-sending' });
+      const answer = await this.lookUp(this.deadlineAt - Date.now(), 'check-ref before re-sending');
       if (typeof answer !== 'string') {
         this.adopt(answer);
         return 'done';
@@ -436,7 +445,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     if (this.adapter.submitRetry === 'once') {
       return this.finish('FAILED', 'The provider could not be reached; nothing was submitted', unreachable);
     }
-    const answer = await this.lookUp(this.timings.activityTimeoutMs);
+    const answer = await this.lookUp(this.timings.activityTimeoutMs, 'last look-up before giving up');
     if (typeof answer !== 'string') {
       return this.settles ? this.adopt(answer) : this.onSubmitted({ alreadySent: true, check: answer });
     }
@@ -465,14 +474,22 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
 
   private async pollStep(): Promise<void> {
     const wait = Math.min(this.nextCheckMs, this.deadlineAt - Date.now());
-    if (wait > 0) await sleep(wait);
-    const answer = await this.lookUp(this.deadlineAt - Date.now());
+    if (wait > 0) await sleep(wait, { summary: this.pollWaitSummary() });
+    const answer = await this.lookUp(this.deadlineAt - Date.now(), 'status check');
     if (typeof answer === 'string') this.nextCheckMs = this.backoff(this.nextCheckMs, 2);
     else this.observe(answer);
     if (this.isOpen() && Date.now() >= this.deadlineAt) {
       const last = typeof answer === 'string' ? answer : `provider status ${answer.status}`;
       this.toReview('stuck: no final status by the deadline', last);
     }
+  }
+
+  /** What the poll's timer waits for, shown on it in Temporal UI. */
+  private pollWaitSummary(): string {
+    const status = this.view.providerStatus;
+    return status === 'PENDING' || status === 'HANDLING' || status === undefined
+      ? `wait for ${status ?? 'PENDING'} to end`
+      : 'wait for the next status check';
   }
 
   /** Acts on a check while polling: every answer counts. */
@@ -548,7 +565,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     if (this.view.status === 'DISPUTED') {
       // The provider has spoken and contradicts an operator: only an operator settles this.
       await condition(wake);
-    } else if (!(await condition(wake, this.timings.reviewRecheckMs))) {
+    } else if (!(await condition(wake, this.timings.reviewRecheckMs, { summary: 'review re-check' }))) {
       return this.recheck();
     }
     const queued = this.decisions.shift();
@@ -562,7 +579,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   /** In review only a final FULFILLED or REFUNDED settles the order; anything else waits for an operator. */
   private async recheck(requestedBy?: ReviewDecision): Promise<void> {
     // One attempt's worth of retries: decisions queued behind a recheck should not wait long.
-    const answer = await this.lookUp(this.timings.activityTimeoutMs);
+    const answer = await this.lookUp(this.timings.activityTimeoutMs, 'review re-check');
     if (typeof answer !== 'string') this.view.providerStatus = answer.status;
     const meaning = typeof answer === 'string' ? undefined : this.meaningOf(answer);
     // A dispute is the provider against an operator: a recheck informs, it does not settle it.
@@ -660,9 +677,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     const checked = checkReviewDecision(payload);
     if (!checked.ok) return checked;
     // decidedBy is older than the patch: the API has sent it since clients had names.
-    const newer = (['force', 'orderId'] as const).filter(
-      (f) => checked.decision[f] !== undefined,
-    );
+    const newer = (['force', 'orderId'] as const).filter((f) => checked.decision[f] !== undefined);
     if (newer.length > 0 && !patched(DECISIONS_CHECKED_PATCH)) return { ok: false, fields: [...newer] };
     return checked;
   }
@@ -699,6 +714,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     // The operator is waiting for the answer: one attempt, and they try again if it fails.
     const asked = await this.askProvider(newOrderId ?? this.view.providerReference, {
       startToCloseTimeout: this.timings.activityTimeoutMs,
+      summary: 'check the decision with the provider',
       retry: { maximumAttempts: 1 },
     });
     if (decision.decision === 'RECHECK') return this.recheckOrderId(queued, asked);
@@ -820,6 +836,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     // A copy: the view keeps changing after the answer is given.
     const view = JSON.parse(JSON.stringify(this.view)) as OrderView;
     queued.outcome = { outcome, ...(refusal && { refusal }), view };
+    countDecisionOutcome(this.orderType, queued.decision.decision, outcome, refusal?.kind);
   }
 
   /** Decisions still queued when the order leaves review: recorded, not acted on. */
@@ -865,10 +882,12 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
 
   private async watchStep(watch: DecisionWatch): Promise<void> {
     const wait = Math.min(watch.nextCheckMs, watch.untilMs - Date.now());
-    if (wait > 0 && (await condition(() => this.historyIsLong(), wait))) return; // continue as new first
+    if (wait > 0 && (await condition(() => this.historyIsLong(), wait, { summary: 'watch: next check' })))
+      return; // continue as new first
     // Nobody waits for these: retried for up to one attempt's time, like a recheck.
     const asked = await this.askProvider(this.view.providerReference, {
       startToCloseTimeout: this.timings.activityTimeoutMs,
+      summary: 'watch: does the provider still agree?',
       scheduleToCloseTimeout: this.timings.activityTimeoutMs,
       retry: this.retryPolicy(),
     });
@@ -917,13 +936,14 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     };
     delete this.view.completedAt;
     log.warn('order disputed: the provider contradicts the decision', { decision: watch.decision, status });
+    countDispute(this.orderType, watch.decision);
     this.transition('DISPUTED', `Disputed: the provider now reports ${status}, against ${watch.decision}`);
   }
 
   // ---- provider calls ----
 
   private submitActivities(): OrderActivities {
-    const base = { startToCloseTimeout: this.timings.activityTimeoutMs };
+    const base = { startToCloseTimeout: this.timings.activityTimeoutMs, summary: 'submit to the provider' };
     const options: ActivityOptions =
       this.adapter.submitRetry === 'once'
         ? { ...base, retry: { maximumAttempts: 1 } }
@@ -936,10 +956,14 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     return proxyActivities<OrderActivities>(options);
   }
 
-  /** The provider's answer, or why there is none. Retries failed calls for up to `withinMs`. */
-  private async lookUp(withinMs: number): Promise<C | string> {
+  /**
+   * The provider's answer, or why there is none. Retries failed calls for up to `withinMs`.
+   * `summary`: why it is asked, shown on the activity in Temporal UI.
+   */
+  private async lookUp(withinMs: number, summary: string): Promise<C | string> {
     const activities = proxyActivities<OrderActivities>({
       startToCloseTimeout: this.timings.activityTimeoutMs,
+      summary,
       scheduleToCloseTimeout: Math.max(withinMs, this.timings.activityTimeoutMs),
       retry: this.retryPolicy(),
     });
@@ -1049,6 +1073,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     this.view.updatedAt = at;
     this.view.timeline.push({ at, status: this.view.status, event });
     if (this.view.timeline.length > MAX_TIMELINE_ENTRIES) this.view.timeline.splice(1, 1);
+    setCurrentDetails(orderDetails(this.view));
   }
 
   /** Keeps the OrderType/OrderStatus search attributes current; no event when the starter already set them. */
@@ -1066,7 +1091,19 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     if (current.get(AcceptedAtAttribute) === undefined && patched(ACCEPTED_AT_PATCH)) {
       updates.push({ key: AcceptedAtAttribute, value: new Date(this.view.acceptedAt) });
     }
+    const reviewSince = this.reviewSinceUpdate(current.get(ReviewSinceAttribute));
+    if (reviewSince) updates.push(reviewSince);
     if (updates.length > 0) upsertSearchAttributes(updates);
+  }
+
+  /**
+   * Entering review (or a dispute): ReviewSince, so the queue sorts and alerts by how long an order
+   * has waited. Kept when the order leaves review (queries filter on OrderStatus).
+   */
+  private reviewSinceUpdate(current: Date | undefined): SearchAttributeUpdatePair | undefined {
+    const since = this.takesDecisions() ? this.view.review?.since : undefined;
+    if (since === undefined || current?.getTime() === Date.parse(since)) return undefined;
+    return patched(REVIEW_SINCE_PATCH) ? { key: ReviewSinceAttribute, value: new Date(since) } : undefined;
   }
 
   /** Polling and review can last long; a fresh run with the state carried over keeps history bounded. */

@@ -11,9 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { failureConverterPath } from '../../src/codec/data-converter';
 import { knownEnvironmentVariables } from '../../src/config';
-import { defaultWorkflowsPath } from '../../src/worker/worker';
+import { workflowBundleOptions } from '../../src/worker/bundle';
 import { freePort, startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import {
   startBuiltScript,
@@ -84,8 +83,7 @@ export async function buildWorkflowBundle(dir: string): Promise<string> {
   const prebuilt = process.env.TEST_WORKFLOW_BUNDLE_PATH;
   if (prebuilt) return prebuilt;
   const { code } = await bundleWorkflowCode({
-    workflowsPath: defaultWorkflowsPath,
-    failureConverterPath,
+    ...workflowBundleOptions,
     logger: quietBundlerLogger,
   });
   const path = join(dir, 'workflow-bundle.js');

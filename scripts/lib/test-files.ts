@@ -6,8 +6,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { failureConverterPath } from '../../src/codec/data-converter';
-import { defaultWorkflowsPath } from '../../src/worker/worker';
+import { workflowBundleOptions } from '../../src/worker/bundle';
 
 export const projectRoot = resolve(__dirname, '..', '..');
 
@@ -25,8 +24,7 @@ export function testFiles(dir = join(projectRoot, 'test')): string[] {
 /** Bundles the workflows once for the whole run (as `npm run build:bundle` does) into `outDir`. */
 export async function bundleWorkflows(outDir: string): Promise<string> {
   const { code } = await bundleWorkflowCode({
-    workflowsPath: defaultWorkflowsPath,
-    failureConverterPath,
+    ...workflowBundleOptions,
     logger: undefined,
   });
   const codePath = join(outDir, 'workflow-bundle.js');

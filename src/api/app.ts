@@ -8,6 +8,7 @@
  * error handler comes last.
  */
 import express, { type Express, type Request, type RequestHandler } from 'express';
+import type { Tracer } from '@opentelemetry/api';
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
@@ -27,6 +28,9 @@ import {
 } from './error-handler';
 import { readinessCheck, type ProviderPort } from './health';
 import { requestLogger } from './logging';
+import { requestMetrics } from './metrics';
+import { noMetrics, type Metrics } from '../observability/metrics';
+import { requestSpans } from '../observability/request-spans';
 import { openApiDocument } from './openapi';
 import { OrderService } from './orders';
 import { giftCardsRouter } from './routes/catalog';
@@ -49,6 +53,10 @@ export interface AppDeps {
   timingsFor?: (type: OrderType) => Partial<OrderTimings> | undefined;
   /** True once shutdown began: /readyz answers 503 so the load balancer stops sending traffic. */
   shuttingDown?: () => boolean;
+  /** Where requests and accepted orders are counted (main.ts: prom-client); default: nowhere. */
+  metrics?: Metrics;
+  /** With tracing on: one span per request, parent of everything it does. */
+  tracer?: Tracer;
 }
 
 /** Headers on every answer: no MIME sniffing, and order data must not sit in shared caches. */
@@ -79,6 +87,7 @@ export function createApp(deps: AppDeps): Express {
   // Throws a ConfigError without clients: an API nobody can call is a misconfiguration.
   const clients = deps.clients ?? clientRegistryFromConfig(config);
   const clock = deps.clock ?? (() => new Date());
+  const metrics = deps.metrics ?? noMetrics;
 
   const orders = new OrderService({
     client: deps.client,
@@ -89,6 +98,10 @@ export function createApp(deps: AppDeps): Express {
     clock,
     timingsFor: deps.timingsFor ?? ((type) => timingsFromConfig(config, type)),
     logger,
+    metrics,
+    ...(config.TEMPORAL_UI_URL
+      ? { temporalUi: { baseUrl: config.TEMPORAL_UI_URL, namespace: deps.client.options.namespace } }
+      : {}),
   });
   const webhooks = new WebhookService({
     client: deps.client,
@@ -117,7 +130,9 @@ export function createApp(deps: AppDeps): Express {
   // Order views change every few seconds; a 304 would only hide that.
   app.set('etag', false);
 
+  if (deps.tracer) app.use(requestSpans(deps.tracer));
   app.use(requestLogger(logger));
+  app.use(requestMetrics(metrics));
   app.use(baseHeaders);
   // A batch item in flight when the batch's time is up still makes up to three Temporal calls.
   const batchDeadlineMs = config.API_BATCH_TIMEOUT_MS + 3 * config.API_TEMPORAL_TIMEOUT_MS + 1_000;

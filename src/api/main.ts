@@ -8,8 +8,12 @@
  * `npm run clients` added or revoked a key), keeping the clients it has if the file is bad. On
  * SIGTERM/SIGINT it stops being ready, lets requests in flight finish (API_SHUTDOWN_TIMEOUT_MS at
  * most), then closes its connections.
+ *
+ * With API_METRICS_ADDRESS it serves Prometheus metrics there (src/observability/metrics-server.ts);
+ * with an OTLP endpoint it traces each request through Temporal (src/observability/tracing.ts).
  */
 import { Client, Connection } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
 import { dataConverterFromConfig } from '../codec/data-converter';
 import { clientRegistryFromConfig, readClientsFile } from '../clients/registry';
 import { ConfigError, loadConfig } from '../config';
@@ -18,6 +22,11 @@ import { createApp } from './app';
 import { createLogger } from '../logging';
 import { listen } from './server';
 import { temporalConnectionOptions } from '../temporal/connection';
+import { serveMetrics } from '../observability/metrics-server';
+import { PrometheusMetrics } from '../observability/prometheus';
+import { providerCallMetrics } from '../observability/provider-metrics';
+import { tracingFromConfig } from '../observability/tracing';
+import { registerReviewGauges } from './metrics';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -39,6 +48,7 @@ async function main(): Promise<void> {
     });
   }
 
+  const tracing = await tracingFromConfig(config, 'topup-api');
   // Lazy: the first call connects, so the API is up (and says "not ready") while Temporal is not.
   const connection = Connection.lazy(temporalConnectionOptions(config));
   const client = new Client({
@@ -46,8 +56,27 @@ async function main(): Promise<void> {
     namespace: config.TEMPORAL_NAMESPACE,
     // The worker's converter: the API encrypts order input (phone numbers) and decrypts views.
     dataConverter: dataConverterFromConfig(config),
+    // Starts, signals and queries carry the request's trace to the workflow.
+    ...(tracing
+      ? {
+          interceptors: {
+            workflow: [new OpenTelemetryWorkflowClientInterceptor({ tracer: tracing.tracer })],
+          },
+        }
+      : {}),
   });
-  const provider = createProviderClientFromConfig(config);
+  const metrics = config.API_METRICS_ADDRESS ? new PrometheusMetrics() : undefined;
+  if (metrics) {
+    registerReviewGauges(metrics, {
+      client,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      ttlMs: config.API_REVIEW_METRICS_TTL_MS,
+    });
+  }
+  const provider = createProviderClientFromConfig(
+    config,
+    metrics ? { onCall: providerCallMetrics(metrics) } : {},
+  );
 
   let shuttingDown = false;
   const app = createApp({
@@ -58,16 +87,35 @@ async function main(): Promise<void> {
     logger,
     clients,
     shuttingDown: () => shuttingDown,
+    ...(metrics ? { metrics } : {}),
+    ...(tracing ? { tracer: tracing.tracer } : {}),
   });
   const server = await listen(app, { port: config.PORT, host: config.API_HOST, config });
-  logger.info({ url: server.url, taskQueue: config.TEMPORAL_TASK_QUEUE }, 'intake API listening');
+  const metricsServer =
+    metrics && config.API_METRICS_ADDRESS
+      ? await serveMetrics(metrics, config.API_METRICS_ADDRESS)
+      : undefined;
+  logger.info(
+    {
+      url: server.url,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      ...(metricsServer ? { metrics: metricsServer.url } : {}),
+      tracing: tracing ? 'on' : 'off',
+    },
+    'intake API listening',
+  );
 
   const shutdown = async (signal: NodeJS.Signals) => {
     if (shuttingDown) return;
     shuttingDown = true;
     logger.info({ signal }, 'shutting down: finishing requests in flight');
     await server.close(config.API_SHUTDOWN_TIMEOUT_MS);
-    await Promise.allSettled([provider.close(), connection.close()]);
+    await Promise.allSettled([
+      provider.close(),
+      connection.close(),
+      metricsServer?.close(),
+      tracing?.shutdown(),
+    ]);
     logger.info('stopped');
     logger.flush();
   };

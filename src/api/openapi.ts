@@ -21,9 +21,11 @@ import { PROBLEM_CONTENT_TYPE } from './error-handler';
 import { REQUEST_ID_HEADER } from './logging';
 import { loadConfig } from '../config';
 import {
+  AuditQuery,
   Health,
   ListOrdersQuery,
   OrderAddressQuery,
+  OrderAudit,
   OrderList,
   OrderView,
   OrderViewWithDeliveries,
@@ -247,6 +249,26 @@ function buildRegistry(): OpenAPIRegistry {
     request: { params: RefParams, query: OrderAddressQuery },
     responses: {
       200: ok('The order.', OrderViewWithDeliveries),
+      ...problems('validation-error', 'order-not-found', ...commonProblems),
+    },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/orders/{ref}/audit',
+    operationId: 'getOrderAudit',
+    tags: ['orders'],
+    summary:
+      'An order’s whole story from its workflow history: calls, answers, statuses, decisions and who sent them',
+    ...needs(
+      'audit:read',
+      'Any client’s order (`?client=`; default: yours), read from Temporal history — every run joined — ' +
+        'not from the order’s current view. The owner needs audit:read too. Phone and line numbers and card ' +
+        'codes are masked unless `reveal=true`.',
+    ),
+    request: { params: RefParams, query: AuditQuery },
+    responses: {
+      200: ok('The order’s story.', OrderAudit),
       ...problems('validation-error', 'order-not-found', ...commonProblems),
     },
   });

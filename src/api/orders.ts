@@ -46,6 +46,11 @@ import { temporarilyUnavailable } from './error-handler';
 import { ApiError, type FieldError } from './errors';
 import { OrderListing, type OrderList } from './order-list';
 import type { ListOrdersQuery } from './schemas';
+import { metricCatalog } from '../observability/catalog';
+import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
+import { workflowUiUrl } from '../temporal/ui-links';
+import { auditOrder, type OrderAudit } from '../audit/order-audit';
+import { orderSummary } from '../../workflows/ui-metadata';
 
 export interface OrderServiceOptions {
   client: Client;
@@ -64,6 +69,10 @@ export interface OrderServiceOptions {
   timingsFor: (type: OrderType) => Partial<OrderTimings> | undefined;
   /** For calls made outside a request; routes pass the request's logger (with its request ID). */
   logger: Logger;
+  /** Orders accepted are counted here. */
+  metrics?: Metrics;
+  /** Temporal UI (TEMPORAL_UI_URL) and the namespace, for the view's link to the workflow. */
+  temporalUi?: { baseUrl: string; namespace: string };
 }
 
 /** The order's URL for its owner (another client, even one that reaches it, adds `?client=`). */
@@ -84,6 +93,8 @@ export interface OrderIdentity {
   workflowId: string;
   /** Top-ups: the ref the provider knows the order by (its support asks for it). */
   providerRef?: string;
+  /** The workflow in Temporal UI, when TEMPORAL_UI_URL is configured. */
+  temporalUiUrl?: string;
 }
 
 export type OrderView = WorkflowOrderView & OrderIdentity;
@@ -143,9 +154,11 @@ function looksLikeView(value: unknown, ref: string): value is WorkflowOrderView 
 export class OrderService {
   readonly #o: OrderServiceOptions;
   readonly #listing: OrderListing;
+  readonly #accepted: Counter<'order_type' | 'client'>;
 
   constructor(options: OrderServiceOptions) {
     this.#o = options;
+    this.#accepted = (options.metrics ?? noMetrics).counter(metricCatalog.ordersAccepted);
     this.#listing = new OrderListing(options.client, options.clients, (fn) => this.#timed(fn));
   }
 
@@ -157,6 +170,17 @@ export class OrderService {
   /** The default client keeps `order-<ref>`; every other client's IDs name it (contract.ts). */
   workflowIdOf({ client, ref }: OrderAddress): string {
     return orderWorkflowId(ref, client === this.#o.clients.defaultClientId ? undefined : client);
+  }
+
+  /** Whose order, its workflow ID and its link in Temporal UI. */
+  #identity(address: OrderAddress): Pick<OrderIdentity, 'client' | 'workflowId' | 'temporalUiUrl'> {
+    const workflowId = this.workflowIdOf(address);
+    const ui = this.#o.temporalUi;
+    return {
+      client: address.client,
+      workflowId,
+      ...(ui ? { temporalUiUrl: workflowUiUrl(ui.baseUrl, ui.namespace, workflowId) } : {}),
+    };
   }
 
   #handle(address: OrderAddress): WorkflowHandle {
@@ -178,12 +202,7 @@ export class OrderService {
     // Every top-up started since clients exist has it; one from before sent its own ref (the
     // workflow still falls back to it the same way).
     const providerRef = typeof fromMemo === 'string' ? fromMemo : sendsRef(view.type) ? view.ref : undefined;
-    return {
-      ...view,
-      client: address.client,
-      workflowId: this.workflowIdOf(address),
-      ...(providerRef ? { providerRef } : {}),
-    };
+    return { ...view, ...this.#identity(address), ...(providerRef ? { providerRef } : {}) };
   }
 
   /**
@@ -216,6 +235,8 @@ export class OrderService {
           args: [input],
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
           workflowIdConflictPolicy: 'FAIL',
+          // Temporal UI's one-line summary of the order (no phone or line number, no card code).
+          staticSummary: orderSummary(request),
           memo: { [REQUEST_HASH_MEMO]: hash, ...(providerRef ? { [PROVIDER_REF_MEMO]: providerRef } : {}) },
           typedSearchAttributes: [
             { key: OrderTypeAttribute, value: request.type },
@@ -227,14 +248,10 @@ export class OrderService {
           ],
         }),
       );
+      this.#accepted.add({ order_type: request.type, client: caller.id });
       return {
         created: true,
-        view: {
-          ...acceptedView(input),
-          client: caller.id,
-          workflowId: this.workflowIdOf(address),
-          ...(providerRef ? { providerRef } : {}),
-        },
+        view: { ...acceptedView(input), ...this.#identity(address), ...(providerRef ? { providerRef } : {}) },
       };
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
@@ -356,6 +373,30 @@ export class OrderService {
   /** Newest accepted first, from Temporal visibility, only the orders the caller reaches: see order-list.ts. */
   list(caller: Caller, query: ListOrdersQuery): Promise<OrderList> {
     return this.#listing.list(caller, query);
+  }
+
+  /**
+   * The order's story from its history, every run joined. Only for callers with audit:read (the
+   * route's scope), which reaches every client's orders; the order must still be `address.client`'s,
+   * as the workflow records it (404 otherwise). Secrets masked unless `reveal`.
+   */
+  async audit(address: OrderAddress, { reveal }: { reveal: boolean }): Promise<OrderAudit> {
+    const handle = this.#handle(address);
+    let description: WorkflowExecutionDescription;
+    try {
+      description = await this.#timed(() => handle.describe());
+    } catch (err) {
+      throw err instanceof WorkflowNotFoundError ? orderNotFound(address.ref) : err;
+    }
+    if (this.#ownerOf(description) !== address.client) throw orderNotFound(address.ref);
+    const { temporalUiUrl } = this.#identity(address);
+    return auditOrder(this.#o.client, description, {
+      ref: address.ref,
+      client: address.client,
+      reveal,
+      ...(temporalUiUrl ? { temporalUiUrl } : {}),
+      timed: (fn) => this.#timed(fn),
+    });
   }
 
   /**

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { allWebhookEventTypes, ClientId, WEBHOOK_ENDPOINT_ID_PATTERN } from '../clients/model';
 import { OrderRef, OrderRequest, OrderStatus, OrderType, ReviewDecisionPayload } from '../orders/schemas';
 import { ProviderStatus } from '../provider/wire';
+import { auditEntryKinds } from '../audit/story';
 import type { OrderView as ServiceView } from './orders';
 
 // ---- parameters ----
@@ -45,6 +46,21 @@ const ClientParam = ClientId.optional().meta({
 });
 
 export const OrderAddressQuery = z.strictObject({ client: ClientParam });
+
+export const AuditQuery = z.strictObject({
+  client: ClientId.optional().meta({
+    description: 'The client that owns the order; default: yours. audit:read reaches every client’s orders.',
+  }),
+  reveal: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true')
+    .meta({
+      description:
+        'true: phone and line numbers, card codes and digits in notes in clear (the request is logged as such). ' +
+        'Default: masked.',
+    }),
+});
 
 /** Page sizes above this make one visibility call too slow to answer within the request timeout. */
 export const MAX_PAGE_SIZE = 100;
@@ -132,6 +148,10 @@ export const OrderView = z
       .string()
       .optional()
       .meta({ description: 'Top-ups: the ref the provider knows the order by.' }),
+    temporalUiUrl: z.url().optional().meta({
+      description:
+        'The order’s workflow in Temporal UI (its latest run), when the API is configured with TEMPORAL_UI_URL.',
+    }),
     type: OrderType,
     status: OrderStatus,
     providerStatus: ProviderStatus.optional(),
@@ -311,6 +331,49 @@ export const OrderList = z
     nextPageToken: z.string().optional().meta({ description: 'Absent on the last page.' }),
   })
   .meta({ id: 'OrderList' });
+
+const AuditEntry = z
+  .object({
+    at: IsoTime.meta({ description: 'When it happened (an activity: when its outcome was recorded).' }),
+    kind: z.enum(auditEntryKinds),
+    run: z.number().int().meta({ description: '1 for the first run, +1 at each continue-as-new.' }),
+    eventId: z.number().int().meta({ description: 'The history event of its run it stands at.' }),
+  })
+  .catchall(z.unknown())
+  .meta({
+    id: 'AuditEntry',
+    description:
+      'One step of the order’s story; the fields beside `kind` are listed per kind in the README ' +
+      '(“Audit export”). Highlights: `activity` has `activityType`, `input`, `outcome`, `result` or ' +
+      '`failure`, `providerStatus`, `worker`, timing, and `repeats`/`lastAt` when identical answers ' +
+      'were folded; `signal` and `update` have `name`, `identity` (as Temporal recorded the sender) ' +
+      'and, for a decision, `decision` {decision, operator, decidedBy, note}; `status` has `status` ' +
+      'and `previous`.',
+  });
+
+export const OrderAudit = z
+  .object({
+    ref: z.string(),
+    client: z.string(),
+    workflowId: z.string(),
+    temporalUiUrl: z.url().optional(),
+    type: OrderType.optional(),
+    status: OrderStatus.optional().meta({ description: 'The order’s status now (its OrderStatus).' }),
+    secrets: z.enum(['masked', 'revealed']),
+    runs: z.array(
+      z.object({
+        runId: z.string(),
+        startedAt: IsoTime.optional(),
+        closedAt: IsoTime.optional(),
+        events: z.number().int(),
+      }),
+    ),
+    entries: z.array(AuditEntry),
+  })
+  .meta({
+    id: 'OrderAudit',
+    description: 'The order’s story from its workflow history, every run joined, oldest first.',
+  });
 
 export const Health = z.object({ status: z.literal('ok') }).meta({ id: 'Health' });
 export const Readiness = z

@@ -24,6 +24,17 @@ import {
 } from './wire';
 import { bodyReadFailure, invalidResponse, notStarted, statusFailure, transportFailure } from './classify';
 import { deadline as callDeadline } from './deadline';
+import { isProviderError, type ProviderFailureKind } from './errors';
+
+/** One finished provider call, for metrics: never its body, ref or key. */
+export interface ProviderCallRecord {
+  /** The public method's name, e.g. `checkMobileTopup`. */
+  operation: string;
+  /** `ok`, or how it failed (`error` only for a bug: the client throws nothing but ProviderErrors). */
+  outcome: 'ok' | ProviderFailureKind | 'error';
+  /** From the call to its answer or failure, queueing for a connection included. */
+  durationMs: number;
+}
 
 export interface ProviderClientOptions {
   /** e.g. http://127.0.0.1:4010; the /v3/... paths are appended (a path prefix is kept). */
@@ -35,6 +46,8 @@ export interface ProviderClientOptions {
   /** Both timeouts must be shorter than the activity's start-to-close timeout (undici's default is 5 min). */
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
+  /** Told of every call once it is over (metrics); must not throw. */
+  onCall?: (call: ProviderCallRecord) => void;
 }
 
 /** Per call: what the caller adds to the client's own deadline. */
@@ -74,6 +87,7 @@ export class ProviderClient {
   readonly #dispatcher: Dispatcher;
   readonly #headersTimeoutMs: number;
   readonly #bodyTimeoutMs: number;
+  readonly #onCall: ((call: ProviderCallRecord) => void) | undefined;
 
   constructor(options: ProviderClientOptions) {
     if (!options.apiKey) throw new TypeError('ProviderClient: apiKey is required');
@@ -85,6 +99,7 @@ export class ProviderClient {
     this.#dispatcher = options.dispatcher;
     this.#headersTimeoutMs = options.headersTimeoutMs;
     this.#bodyTimeoutMs = options.bodyTimeoutMs;
+    this.#onCall = options.onCall;
   }
 
   /** GET /v3/validate: the key's type, scope and enabled flag. */
@@ -181,7 +196,29 @@ export class ProviderClient {
     });
   }
 
-  async #call<T>({ operation, method, path, envelope: schema, body, options = {} }: Call<T>): Promise<T> {
+  async #call<T>(call: Call<T>): Promise<T> {
+    if (!this.#onCall) return this.#callOnce(call);
+    const started = performance.now();
+    let outcome: ProviderCallRecord['outcome'] = 'ok';
+    try {
+      return await this.#callOnce(call);
+    } catch (err) {
+      outcome = isProviderError(err) ? err.kind : 'error';
+      throw err;
+    } finally {
+      this.#report({ operation: call.operation, outcome, durationMs: performance.now() - started });
+    }
+  }
+
+  #report(record: ProviderCallRecord): void {
+    try {
+      this.#onCall?.(record);
+    } catch {
+      // A metrics problem must never change what a provider call returns.
+    }
+  }
+
+  async #callOnce<T>({ operation, method, path, envelope: schema, body, options = {} }: Call<T>): Promise<T> {
     // Checked before anything is queued: a call whose time is already up certainly never left.
     if (options.signal?.aborted) throw notStarted(operation, options.signal.reason);
     const headers: Record<string, string> = { 'x-access-token': this.#apiKey, accept: 'application/json' };

@@ -1,5 +1,10 @@
 /** The provider client's public surface: import from 'src/provider', not from its files. */
-export { ProviderClient, type CallOptions, type ProviderClientOptions } from './client';
+export {
+  ProviderClient,
+  type CallOptions,
+  type ProviderCallRecord,
+  type ProviderClientOptions,
+} from './client';
 export { createProviderClientFromConfig, createProviderPool } from './pool';
 export { DEFAULT_RETRY_AFTER_MS, parseRetryAfter } from './classify';
 export {

@@ -6,7 +6,7 @@
  */
 import { Pool } from 'undici';
 import { requireProviderKey, type Config } from '../config';
-import { ProviderClient } from './client';
+import { ProviderClient, type ProviderCallRecord } from './client';
 
 export function createProviderPool(options: {
   baseUrl: string;
@@ -21,8 +21,14 @@ export function createProviderPool(options: {
   });
 }
 
-/** Convenience for the worker/API: builds pool + client from the parsed Config (requires PROVIDER_API_KEY). */
-export function createProviderClientFromConfig(config: Config): {
+/**
+ * Convenience for the worker/API: builds pool + client from the parsed Config (requires
+ * PROVIDER_API_KEY). `onCall` hears of every call (metrics).
+ */
+export function createProviderClientFromConfig(
+  config: Config,
+  { onCall }: { onCall?: (call: ProviderCallRecord) => void } = {},
+): {
   client: ProviderClient;
   pool: Pool;
   close(): Promise<void>;
@@ -39,6 +45,7 @@ export function createProviderClientFromConfig(config: Config): {
     dispatcher: pool,
     headersTimeoutMs: config.PROVIDER_HEADERS_TIMEOUT_MS,
     bodyTimeoutMs: config.PROVIDER_BODY_TIMEOUT_MS,
+    onCall,
   });
   // close() lets requests in flight finish, then releases the sockets (worker shutdown). It is
   // idempotent: shutdown paths often run twice (signal + finally), and a second pool.close() rejects.

@@ -1,10 +1,14 @@
 /**
  * `npm run worker`: runs the order worker and the webhook worker from the environment (README
  * "Configuration") until SIGTERM or SIGINT, then drains: in-flight tasks finish, then the provider
- * pool, the webhook sender and the Temporal connection close.
+ * pool, the webhook sender and the Temporal connection close, then buffered spans are exported.
  *
  * Webhook endpoints come from the clients file (API_CLIENTS_FILE, the API's own), read at start
  * and again on SIGHUP; endpoint secrets are derived from WEBHOOK_SIGNING_KEY.
+ *
+ * Metrics: with WORKER_METRICS_ADDRESS, Temporal's Runtime serves Prometheus there — the SDK's
+ * worker metrics (temporal_*) and ours (topup_*, src/observability/catalog.ts). Traces: with an
+ * OTLP endpoint configured (src/observability/tracing.ts).
  */
 import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
@@ -28,15 +32,22 @@ import {
   webhookPolicyFromConfig,
   workflowCodeFromConfig,
 } from './worker';
+import { noMetrics } from '../observability/metrics';
+import { providerCallMetrics } from '../observability/provider-metrics';
+import { histogramBucketOverrides, temporalMetrics } from '../observability/temporal-meter';
+import { tracingFromConfig } from '../observability/tracing';
 import type { Logger } from '@temporalio/common';
+import type { TelemetryOptions } from '@temporalio/worker';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createWorkerLogger(config.LOG_LEVEL);
   // We stop the worker ourselves, so the pool and connection are closed after it has drained.
-  Runtime.install({ logger, shutdownSignals: [] });
+  Runtime.install({ logger, shutdownSignals: [], telemetryOptions: telemetryFromConfig(config) });
+  const metrics = config.WORKER_METRICS_ADDRESS ? temporalMetrics(Runtime.instance().metricMeter) : noMetrics;
+  const tracing = await tracingFromConfig(config, 'topup-worker');
 
-  const provider = createProviderClientFromConfig(config);
+  const provider = createProviderClientFromConfig(config, { onCall: providerCallMetrics(metrics) });
   const endpoints = webhookEndpoints(config, logger);
   const sender = new WebhookSender({
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
@@ -75,6 +86,7 @@ async function main(): Promise<void> {
       dataConverter,
       workflowCode,
       tuning: tuningFromConfig(config),
+      tracing,
     });
     const webhookWorker = await createWebhookWorker({
       connection,
@@ -84,6 +96,7 @@ async function main(): Promise<void> {
         endpoints,
         signingKey: config.WEBHOOK_SIGNING_KEY ? signingKeyFrom(config.WEBHOOK_SIGNING_KEY) : undefined,
         sender,
+        metrics,
       }),
       dataConverter,
       workflowCode,
@@ -100,6 +113,10 @@ async function main(): Promise<void> {
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       webhookTaskQueue: config.WEBHOOK_TASK_QUEUE,
       namespace,
+      ...(config.WORKER_METRICS_ADDRESS
+        ? { metrics: `http://${config.WORKER_METRICS_ADDRESS}/metrics` }
+        : {}),
+      tracing: tracing ? 'on' : 'off',
     });
     // Either one failing stops the other too: the process restarts as a whole.
     await Promise.all(
@@ -114,6 +131,7 @@ async function main(): Promise<void> {
   } finally {
     await Promise.allSettled([provider.close(), sender.close()]);
     await connection?.close();
+    await tracing?.shutdown();
   }
 }
 
@@ -146,6 +164,24 @@ function webhookEndpoints(config: Config, logger: Logger): ClientRegistry {
     });
   }
   return registry;
+}
+
+/**
+ * Temporal's Prometheus exporter, in Prometheus' own conventions: counters end in `_total`,
+ * durations are in seconds; our histograms get the catalog's buckets.
+ */
+function telemetryFromConfig(config: Config): TelemetryOptions | undefined {
+  if (!config.WORKER_METRICS_ADDRESS) return undefined;
+  return {
+    metrics: {
+      prometheus: {
+        bindAddress: config.WORKER_METRICS_ADDRESS,
+        countersTotalSuffix: true,
+        useSecondsForDurations: true,
+        histogramBucketOverrides: histogramBucketOverrides(),
+      },
+    },
+  };
 }
 
 /**

@@ -2,12 +2,24 @@
  * The order worker: the workflows (from a pre-built bundle or bundled at start) and the provider
  * activities on one task queue. Shared by `npm run worker` (main.ts), tests and scripts.
  */
-import { Worker, type NativeConnection } from '@temporalio/worker';
+// The package's parts, not its index: the index loads the OpenTelemetry SDK, which only a worker
+// with tracing on needs (src/observability/tracing.ts loads it then).
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+} from '@temporalio/interceptors-opentelemetry/lib/worker';
+import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
+import { Worker, type InjectedSinks, type NativeConnection } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { OrderActivities } from '../../activities';
 import type { DeliveryActivities } from '../../activities/webhooks';
 import type { WebhookDeliveryPolicy } from '../../workflows/webhook-contract';
 import type { Config } from '../config';
+import type { Tracing } from '../observability/tracing';
+import { defaultWorkflowsPath, workflowInterceptorModules } from './bundle';
+
+export { defaultWorkflowsPath } from './bundle';
 
 /** The Temporal worker's concurrency settings (WORKER_* configuration). */
 export interface WorkerTuning {
@@ -18,12 +30,12 @@ export interface WorkerTuning {
   maxTaskQueueActivitiesPerSecond?: number;
 }
 
-/** A bundle built ahead (npm run build:bundle: fast start, same code on every worker) or the sources. */
+/**
+ * A bundle built ahead (npm run build:bundle: fast start, same code on every worker, built with
+ * src/worker/bundle.ts's options) or the sources, bundled at start with the interceptors.
+ */
 export type WorkflowCode =
   { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string };
-
-/** workflows/index.ts under tsx, workflows/index.js in a compiled build. */
-export const defaultWorkflowsPath = require.resolve('../../workflows');
 
 export interface OrderWorkerOptions {
   connection: NativeConnection;
@@ -34,6 +46,8 @@ export interface OrderWorkerOptions {
   tuning?: Partial<WorkerTuning>;
   /** Payload encryption (dataConverterFromConfig); Temporal's defaults when absent. */
   dataConverter?: DataConverter;
+  /** Spans of activities and of traced workflows (src/observability/tracing.ts); absent = off. */
+  tracing?: Tracing;
 }
 
 /**
@@ -43,8 +57,18 @@ export interface OrderWorkerOptions {
  */
 const SHUTDOWN_GRACE_MS = 10_000;
 
+/**
+ * Where workflows hand their spans (workflows/interceptors.ts). Registered with tracing off too:
+ * an order started by a tracing API still calls it, and its spans are then dropped here.
+ */
+function workflowSpanSinks(tracing: Tracing | undefined): InjectedSinks<OpenTelemetrySinks> {
+  if (tracing) return { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) };
+  return { exporter: { export: { fn: () => {} } } };
+}
+
 export function createOrderWorker(options: OrderWorkerOptions): Promise<Worker> {
-  const { connection, namespace, taskQueue, activities, workflowCode, tuning, dataConverter } = options;
+  const { connection, namespace, taskQueue, activities, workflowCode, tuning, dataConverter, tracing } =
+    options;
   return Worker.create({
     connection,
     namespace,
@@ -53,6 +77,19 @@ export function createOrderWorker(options: OrderWorkerOptions): Promise<Worker> 
     dataConverter,
     shutdownGraceTime: SHUTDOWN_GRACE_MS,
     ...workflowCode,
+    interceptors: {
+      // A pre-built bundle has them built in (src/worker/bundle.ts); the SDK warns if given here too.
+      ...('workflowsPath' in workflowCode ? { workflowModules: workflowInterceptorModules } : {}),
+      activity: tracing
+        ? [
+            (ctx) => ({
+              inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer: tracing.tracer }),
+              outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+            }),
+          ]
+        : [],
+    },
+    sinks: workflowSpanSinks(tracing),
     ...tuning,
   });
 }

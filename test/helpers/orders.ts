@@ -8,6 +8,7 @@ import { bundleWorkflowCode, NativeConnection, Runtime } from '@temporalio/worke
 import { createWorkerLogger } from '../../src/worker/logger';
 import { createActivities, type OrderProvider } from '../../activities';
 import { createOrderWorker, type WorkflowCode } from '../../src/worker/worker';
+import { workflowBundleOptions } from '../../src/worker/bundle';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal';
 import { startSandbox, type StartedSandbox } from '../../src/sandbox/server';
 import { createProviderPool, ProviderClient } from '../../src/provider';
@@ -293,7 +294,7 @@ export async function startOrderTestWorkers<K extends string>(
 async function bundledWorkflows(): Promise<WorkflowCode> {
   const options = workflowCodeOptions();
   if ('workflowBundle' in options) return options;
-  const { code } = await bundleWorkflowCode({ workflowsPath: options.workflowsPath, logger: undefined });
+  const { code } = await bundleWorkflowCode({ ...workflowBundleOptions, logger: undefined });
   return { workflowBundle: { code } };
 }
 

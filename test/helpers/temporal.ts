@@ -7,6 +7,7 @@
  */
 import { resolve } from 'node:path';
 import { startDevServer } from '../../src/temporal/dev-server';
+import { workflowInterceptorModules } from '../../src/worker/bundle';
 
 export interface TestTemporal {
   address: string;
@@ -23,8 +24,15 @@ export async function useTemporal(): Promise<TestTemporal> {
 
 export const workflowsPath = resolve(__dirname, '..', '..', 'workflows', 'index.ts');
 
-/** Worker options that load the workflows: the run's pre-built bundle when there is one. */
-export function workflowCodeOptions(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+/**
+ * Worker options that load the workflows: the run's pre-built bundle when there is one, else the
+ * sources with the interceptors every bundle carries (src/worker/bundle.ts).
+ */
+export function workflowCodeOptions():
+  | { workflowBundle: { codePath: string } }
+  | { workflowsPath: string; interceptors: { workflowModules: string[] } } {
   const bundlePath = process.env.TEST_WORKFLOW_BUNDLE_PATH;
-  return bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath };
+  return bundlePath
+    ? { workflowBundle: { codePath: bundlePath } }
+    : { workflowsPath, interceptors: { workflowModules: workflowInterceptorModules } };
 }

@@ -14,7 +14,8 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { useTemporal, workflowsPath, type TestTemporal } from '../helpers/temporal';
+import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { workflowBundleOptions } from '../../src/worker/bundle';
 import {
   mobileRequest,
   newRef,
@@ -62,7 +63,7 @@ describe('a worker process killed while an order is in flight', () => {
   async function buildBundle(): Promise<string> {
     scratch = mkdtempSync(join(tmpdir(), 'worker-restart-'));
     const path = join(scratch, 'workflow-bundle.js');
-    writeFileSync(path, (await bundleWorkflowCode({ workflowsPath, logger: undefined })).code);
+    writeFileSync(path, (await bundleWorkflowCode({ ...workflowBundleOptions, logger: undefined })).code);
     return path;
   }
 

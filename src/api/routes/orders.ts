@@ -8,7 +8,7 @@ import { OrderRequest, ReviewRequest } from '../../orders/schemas';
 import { callerOf, requireScope } from '../auth';
 import { batchEnvelope, submitBatch } from '../batch';
 import { orderLocation, type OrderService } from '../orders';
-import { ListOrdersQuery, OrderAddressQuery, RefParams } from '../schemas';
+import { AuditQuery, ListOrdersQuery, OrderAddressQuery, RefParams } from '../schemas';
 import { validateRequest } from '../validation';
 import type { WebhookService } from '../webhooks';
 
@@ -71,6 +71,17 @@ export function ordersRouter(
       }),
     ]);
     res.json(deliveries ? { ...view, webhooks: deliveries } : view);
+  });
+
+  // audit:read reaches every client's orders; the owner without it gets 403 like anyone else
+  // (README "Audit export": the story names operators and Temporal identities).
+  router.get('/v1/orders/:ref/audit', requireScope('audit:read'), async (req, res) => {
+    const { path, query } = validateRequest({ path: RefParams, query: AuditQuery }, parts(req));
+    const caller = callerOf(res);
+    const address = { client: query.client ?? caller.id, ref: path.ref };
+    // Who read which order in clear is itself worth keeping (never what was read).
+    if (query.reveal) req.log.info({ auditOf: address }, 'audit export with secrets revealed');
+    res.json(await orders.audit(address, { reveal: query.reveal }));
   });
 
   router.post('/v1/orders/:ref/review', requireScope('reviews:write'), ...jsonBody, async (req, res) => {

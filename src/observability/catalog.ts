@@ -1,0 +1,160 @@
+/**
+ * Every metric the service exports, in one place: name, help, labels and histogram buckets. The
+ * API (prom-client, ./prometheus.ts), the worker (Temporal's Runtime metric meter,
+ * ./temporal-meter.ts) and the workflow interceptors (workflows/interceptors.ts, through the
+ * workflow's own metric meter) all read their definitions here, and the dashboard test checks that
+ * what Grafana queries is what the services export.
+ *
+ * Adding a metric is one entry here and one `metrics.counter(metricCatalog.x).add(…)` where it
+ * happens. Labels are bounded sets only: order type, outcome, operation, route, status code,
+ * client id (clients are a short configured list). Never a ref, a key, a phone number or a card
+ * code: each distinct label value is a time series kept forever.
+ *
+ * Free of imports so that workflow code may use it (it is bundled into the workflow sandbox).
+ * Counter names carry no `_total`: both exporters add it.
+ */
+
+export interface MetricDefinition<L extends string = string> {
+  name: string;
+  help: string;
+  labels: readonly L[];
+}
+export interface CounterDefinition<L extends string = string> extends MetricDefinition<L> {
+  kind: 'counter';
+}
+export interface HistogramDefinition<L extends string = string> extends MetricDefinition<L> {
+  kind: 'histogram';
+  /** Upper bounds of the buckets, in the metric's unit (seconds). */
+  buckets: readonly number[];
+}
+export interface GaugeDefinition<L extends string = string> extends MetricDefinition<L> {
+  kind: 'gauge';
+}
+export type AnyMetricDefinition = CounterDefinition | HistogramDefinition | GaugeDefinition;
+
+const counter = <L extends string>(
+  name: string,
+  help: string,
+  labels: readonly L[],
+): CounterDefinition<L> => ({
+  kind: 'counter',
+  name,
+  help,
+  labels,
+});
+const histogram = <L extends string>(
+  name: string,
+  help: string,
+  labels: readonly L[],
+  buckets: readonly number[],
+): HistogramDefinition<L> => ({ kind: 'histogram', name, help, labels, buckets });
+const gauge = <L extends string>(name: string, help: string, labels: readonly L[]): GaugeDefinition<L> => ({
+  kind: 'gauge',
+  name,
+  help,
+  labels,
+});
+
+/** A provider call: tens of milliseconds when healthy, up to the attempt's timeout (30 s) when not. */
+const PROVIDER_CALL_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30];
+/** An order: about 20 s at the spec's timings, up to the review that may take hours. */
+const ORDER_BUCKETS = [1, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600];
+/** A webhook: a second on a healthy path, up to the 24 h of retries for a receiver that is down. */
+const WEBHOOK_LAG_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 6 * 3600, 24 * 3600];
+/** An API request: milliseconds, up to API_REQUEST_TIMEOUT_MS (15 s). */
+const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15];
+
+export const metricCatalog = {
+  // ---- intake API ----
+  ordersAccepted: counter(
+    'topup_orders_accepted',
+    'Orders the intake API accepted (a new workflow started; repeats of the same request not counted).',
+    ['order_type', 'client'],
+  ),
+  apiRequests: counter(
+    'topup_api_requests',
+    'Intake API requests answered, by route pattern and status code.',
+    ['method', 'route', 'status'],
+  ),
+  apiRequestDuration: histogram(
+    'topup_api_request_duration_seconds',
+    'Time to answer an intake API request.',
+    ['method', 'route'],
+    REQUEST_BUCKETS,
+  ),
+  reviewBacklog: gauge(
+    'topup_review_backlog',
+    'Open orders in NEEDS_REVIEW on this task queue (Temporal visibility, cached briefly).',
+    ['order_type'],
+  ),
+  reviewOldestAge: gauge(
+    'topup_review_oldest_age_seconds',
+    'How long the oldest open order in NEEDS_REVIEW has waited: since ReviewSince where the order ' +
+      'carries it, otherwise since it was accepted (an upper bound). 0 with none in review.',
+    [],
+  ),
+
+  // ---- worker: workflows (emitted by workflows/interceptors.ts, never during replay) ----
+  ordersFinished: counter(
+    'topup_orders_finished',
+    'Orders that reached a final status; reviewed="true" when an operator or a review recheck settled them.',
+    ['order_type', 'outcome', 'reviewed'],
+  ),
+  orderTimeToFinal: histogram(
+    'topup_order_time_to_final_seconds',
+    'From acceptance by the API to the final status.',
+    ['order_type', 'outcome'],
+    ORDER_BUCKETS,
+  ),
+  reviewDecisions: counter(
+    'topup_review_decisions',
+    'Operator decisions received by orders (the signal or update that carries one), by decision.',
+    ['order_type', 'decision', 'handler'],
+  ),
+  reviewDecisionOutcomes: counter(
+    'topup_review_decision_outcomes',
+    'What came of the operator decisions an order worked off (signal or update alike): applied, ' +
+      'rechecked, resumed or refused, and why refused (contradicted, unconfirmed, invalid, not-in-review).',
+    ['order_type', 'decision', 'outcome', 'refusal'],
+  ),
+  ordersDisputed: counter(
+    'topup_orders_disputed',
+    'Orders reopened as DISPUTED: the provider later reported the other final status than the ' +
+      "operator's decision, by that decision.",
+    ['order_type', 'decision'],
+  ),
+
+  // ---- worker: webhooks (activities/webhooks.ts) ----
+  webhookDeliveries: counter(
+    'topup_webhook_deliveries',
+    'Webhook delivery attempts by event type and outcome: delivered, failed (retried), endpoint-removed.',
+    ['client', 'event_type', 'outcome'],
+  ),
+  webhookDeliveryLag: histogram(
+    'topup_webhook_delivery_lag_seconds',
+    "From the order's status change to the event's successful delivery (retries included).",
+    ['client', 'event_type'],
+    WEBHOOK_LAG_BUCKETS,
+  ),
+
+  // ---- worker and API: the provider ----
+  providerCalls: counter(
+    'topup_provider_calls',
+    'Calls to the provider by operation and outcome: ok, or the failure kind (refused, not_found, ' +
+      'not_reached, rate_limited, duplicate_ref, outcome_unknown).',
+    ['operation', 'outcome'],
+  ),
+  providerCallDuration: histogram(
+    'topup_provider_call_duration_seconds',
+    'Duration of a provider call, queueing for a connection included.',
+    ['operation', 'outcome'],
+    PROVIDER_CALL_BUCKETS,
+  ),
+} as const;
+
+export type MetricCatalog = typeof metricCatalog;
+
+/** The name a metric has on a Prometheus /metrics page (counters gain `_total`). */
+export function exportedName(definition: AnyMetricDefinition): string {
+  return definition.kind === 'counter' ? `${definition.name}_total` : definition.name;
+}

@@ -1,0 +1,14 @@
+/** Provider calls as metrics: the ProviderClient's `onCall` hook, in the worker and in the API. */
+import type { ProviderCallRecord } from '../provider/client';
+import { metricCatalog } from './catalog';
+import type { Metrics } from './metrics';
+
+export function providerCallMetrics(metrics: Metrics): (call: ProviderCallRecord) => void {
+  const calls = metrics.counter(metricCatalog.providerCalls);
+  const duration = metrics.histogram(metricCatalog.providerCallDuration);
+  return ({ operation, outcome, durationMs }) => {
+    const labels = { operation, outcome };
+    calls.add(labels);
+    duration.record(labels, durationMs / 1000);
+  };
+}

@@ -1,0 +1,248 @@
+/**
+ * What an order shows of itself in Temporal UI, read back through the client as the UI reads it:
+ * the static summary (`describe`), the current details and handler descriptions (the
+ * `__temporal_workflow_metadata` query), the summaries on timers and activities (the history),
+ * and the ReviewSince search attribute. A real Temporal server, the sandbox, the order worker and
+ * the API, with payload encryption on.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { createActivities } from '../../activities';
+import { apiTestConfig, startTestApi, testClients, type TestApi } from '../../src/api/testing';
+import { auditOrder } from '../../src/audit/order-audit';
+import { dataConverterFromConfig } from '../../src/codec/data-converter';
+import { providerRefFor } from '../../src/orders/provider-ref';
+import { ENCRYPTED_ENCODING } from '../../src/codec/encryption-codec';
+import { sandboxSpecialNumbers } from '../../src/provider/wire';
+import { createOrderWorker } from '../../src/worker/worker';
+import {
+  decideReviewUpdate,
+  orderWorkflowId,
+  ReviewSinceAttribute,
+  type OrderView,
+  type ReviewDecision,
+} from '../../workflows/contract';
+import { handlerDescriptions } from '../../workflows/ui-metadata';
+import { rawHistory } from '../helpers/raw-history';
+import {
+  installTestRuntime,
+  internetRequest,
+  mobileRequest,
+  newRef,
+  scaledTimings,
+  startTestSandbox,
+  testProvider,
+  waitForView,
+  type TestSandbox,
+} from '../helpers/orders';
+import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const UNKNOWN = sandboxSpecialNumbers.unknownError;
+
+/** What the SDK's built-in `__temporal_workflow_metadata` query answers (temporal.api.sdk.v1.WorkflowMetadata). */
+interface WorkflowMetadata {
+  definition: {
+    type: string;
+    queryDefinitions: { name: string; description?: string }[];
+    signalDefinitions: { name: string; description?: string }[];
+    updateDefinitions: { name: string; description?: string }[];
+  };
+  currentDetails: string;
+}
+
+describe('Temporal UI metadata', () => {
+  const dataConverter = dataConverterFromConfig({
+    PAYLOAD_ENCRYPTION_KEYS: `ui-test:${randomBytes(32).toString('base64')}`,
+  });
+  let temporal: TestTemporal;
+  let sandbox: TestSandbox;
+  let provider: ReturnType<typeof testProvider>;
+  let nativeConnection: NativeConnection;
+  let connection: Connection;
+  let client: Client;
+  let worker: Worker;
+  let running: Promise<void>;
+  let api: TestApi;
+  const taskQueue = `ui-metadata-${randomUUID()}`;
+
+  before(async () => {
+    installTestRuntime();
+    [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox()]);
+    provider = testProvider(sandbox.url);
+    nativeConnection = await NativeConnection.connect({ address: temporal.address });
+    worker = await createOrderWorker({
+      connection: nativeConnection,
+      namespace: temporal.namespace,
+      taskQueue,
+      activities: createActivities({ provider: provider.client }),
+      workflowCode: workflowCodeOptions(),
+      dataConverter,
+    });
+    running = worker.run();
+    connection = await Connection.connect({ address: temporal.address });
+    client = new Client({ connection, namespace: temporal.namespace, dataConverter });
+    api = await startTestApi({
+      client,
+      taskQueue,
+      provider: provider.client,
+      timingsFor: () => scaledTimings(),
+      config: apiTestConfig(),
+    });
+  });
+
+  after(async () => {
+    await api?.close();
+    if (worker?.getState() === 'RUNNING') worker.shutdown();
+    await running;
+    await Promise.all([connection?.close(), nativeConnection?.close(), provider?.close(), sandbox?.close()]);
+    await temporal?.stop();
+  });
+
+  async function inReview(ref: string): Promise<OrderView> {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const res = await api.request<OrderView>('GET', `/v1/orders/${ref}`, { apiKey: testClients.shop.key });
+      if (res.body.status === 'NEEDS_REVIEW') return res.body;
+      assert.ok(Date.now() < deadline, `${ref} in review: ${res.text}`);
+      await sleep(100);
+    }
+  }
+
+  const metadataOf = (workflowId: string) =>
+    client.workflow.getHandle(workflowId).query<WorkflowMetadata>('__temporal_workflow_metadata');
+
+  it('an order in review: its summary, why it is there, the evidence and the decision to paste, described handlers, ReviewSince', async () => {
+    const request = mobileRequest(newRef('ui-review'), UNKNOWN);
+    const submitted = await api.request('POST', '/v1/orders', {
+      apiKey: testClients.shop.key,
+      body: request,
+    });
+    assert.equal(submitted.status, 201, submitted.text);
+    const view = await inReview(request.ref);
+    const workflowId = orderWorkflowId(request.ref);
+    const handle = client.workflow.getHandle(workflowId);
+
+    // The static summary the API set at start: type, ref, amount; never the number.
+    const description = await handle.describe();
+    const summary = await description.staticSummary();
+    assert.equal(
+      summary,
+      `Mobile top-up ${request.ref} · amount ${request.amount} · plan ${request.planCode}`,
+    );
+
+    // ReviewSince, set with the status: when the order entered review.
+    assert.equal(
+      description.typedSearchAttributes.get(ReviewSinceAttribute)?.toISOString(),
+      view.review!.since,
+    );
+
+    // The current details: the status, why, the evidence, and one decision JSON per decision.
+    const metadata = await metadataOf(workflowId);
+    const details = metadata.currentDetails;
+    assert.match(details, /^\*\*NEEDS_REVIEW\*\* · Mobile top-up /);
+    assert.ok(details.includes(`- **Why:** ${view.review!.reason}`), details);
+    assert.ok(details.includes(`- **Evidence:** ${view.review!.evidence}`), details);
+    assert.ok(details.includes('`decideReview`') && details.includes('`resolveReview`'), details);
+    const pastable = [...details.matchAll(/```json\n(.+)\n```/g)].map((m) => m[1]!);
+    assert.deepEqual(
+      pastable.map((json) => (JSON.parse(json) as ReviewDecision).decision),
+      ['FULFILLED', 'REFUNDED', 'RECHECK'],
+    );
+    assert.ok(!details.includes(request.msisdn) && !summary!.includes(request.msisdn), 'no phone number');
+
+    // The current details are a query answer, never stored, and encrypted on the way all the same:
+    // a client without the codec cannot read them.
+    const withoutCodec = new Client({ connection, namespace: temporal.namespace });
+    await assert.rejects(
+      withoutCodec.workflow.getHandle(workflowId).query('__temporal_workflow_metadata'),
+      /encoding/i,
+    );
+
+    // The handlers, described for the UI, with their payload's shape.
+    const described = (list: { name: string; description?: string }[], name: string) =>
+      list.find((d) => d.name === name)?.description;
+    assert.equal(described(metadata.definition.queryDefinitions, 'status'), handlerDescriptions.status);
+    assert.equal(
+      described(metadata.definition.signalDefinitions, 'resolveReview'),
+      handlerDescriptions.resolveReview,
+    );
+    assert.equal(
+      described(metadata.definition.updateDefinitions, 'decideReview'),
+      handlerDescriptions.decideReview,
+    );
+
+    // The JSON as pasted, unfilled, is rejected before it is recorded; filled in, it decides.
+    const refunded = JSON.parse(pastable[1]!) as ReviewDecision;
+    await assert.rejects(
+      handle.executeUpdate(decideReviewUpdate, { args: [refunded] }),
+      (err) => err instanceof WorkflowUpdateFailedError && /operator, note/.test(String(err.cause?.message)),
+    );
+    const outcome = await handle.executeUpdate(decideReviewUpdate, {
+      args: [{ ...refunded, operator: 'amina', note: 'no credit, ticket 4412' }],
+    });
+    assert.equal(outcome.outcome, 'applied');
+    await handle.result();
+    const after = (await metadataOf(workflowId)).currentDetails;
+    assert.match(after, /^\*\*REFUNDED\*\* · /);
+    assert.ok(!after.includes('```json'), 'nothing to decide any more');
+  });
+
+  it('timers and activities say what they are for; every piece of metadata is a payload the codec encrypts', async () => {
+    const request = internetRequest(newRef('ui-summaries'));
+    // The provider holds it in HANDLING until told otherwise: the poll waits for each phase.
+    await sandbox.changeTopup(providerRefFor('shop', request.ref), { status: 'HANDLING' });
+    const submitted = await api.request('POST', '/v1/orders', {
+      apiKey: testClients.shop.key,
+      body: request,
+    });
+    assert.equal(submitted.status, 201, submitted.text);
+    const workflowId = orderWorkflowId(request.ref);
+    const handle = client.workflow.getHandle(workflowId);
+    await waitForView(handle, (v) => v.providerStatus === 'HANDLING');
+    await sandbox.changeTopup(providerRefFor('shop', request.ref), { status: 'FULFILLED' });
+    assert.equal(((await handle.result()) as OrderView).status, 'FULFILLED');
+
+    const description = await handle.describe();
+    const { entries } = await auditOrder(client, description, {
+      ref: request.ref,
+      client: 'shop',
+      reveal: false,
+    });
+    console.error(
+      JSON.stringify(
+        entries
+          .filter((e) => e.kind === 'timer' || e.kind === 'activity')
+          .map((e) => [e.kind, e.summary, e.providerStatus, e.durationMs, e.repeats]),
+      ),
+    );
+    const summaries = (kind: string) => entries.filter((e) => e.kind === kind).map((e) => e.summary);
+    assert.deepEqual([...new Set(summaries('activity'))], ['send to the provider (once)', 'status check']);
+    assert.deepEqual(
+      [...new Set(summaries('timer'))],
+      ['wait for PENDING to end', 'wait for HANDLING to end'],
+    );
+    assert.equal(
+      await description.staticSummary(),
+      `Internet top-up ${request.ref} · value ${request.value} · ${request.lineType}`,
+    );
+
+    // In Temporal itself, the summaries (the workflow's, its timers' and activities') are encrypted
+    // like any payload: the UI shows them through the codec server.
+    const raw = await rawHistory(client.workflowService, temporal.namespace, workflowId);
+    for (const text of ['wait for PENDING to end', 'status check', 'Internet top-up'])
+      assert.ok(!raw.bytes.includes(text), `"${text}" is stored encrypted`);
+    const { workflowExecutionInfo, executionConfig } = await client.workflowService.describeWorkflowExecution(
+      {
+        namespace: temporal.namespace,
+        execution: { workflowId },
+      },
+    );
+    assert.ok(workflowExecutionInfo);
+    const encoding = Buffer.from(executionConfig?.userMetadata?.summary?.metadata?.encoding ?? []).toString();
+    assert.equal(encoding, ENCRYPTED_ENCODING);
+  });
+});
