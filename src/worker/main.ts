@@ -37,7 +37,11 @@ async function main(): Promise<void> {
       connection,
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
-      activities: createActivities({ provider: provider.client }),
+      // Local activities bypass the task queue's rate limit: with one set, every send goes through it.
+      activities: createActivities({
+        provider: provider.client,
+        localSends: config.WORKER_PROVIDER_CALLS_PER_SECOND === undefined,
+      }),
       // The API's client encrypts what it starts; the worker must read and write the same way.
       dataConverter: dataConverterFromConfig(config),
       workflowCode: workflowCodeFromConfig(config),

@@ -17,6 +17,7 @@ import type { OutcomeChangeSpecInput } from '../../src/sandbox/outcome-changes';
 import {
   AcceptedAtAttribute,
   defaultOrderTimings,
+  LEAN_LIFECYCLE,
   OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
@@ -174,7 +175,8 @@ export function startOrder(
     {
       taskQueue,
       workflowId: orderWorkflowId(request.ref),
-      args: [{ request, acceptedAt: acceptedAt.toISOString(), ...extra }],
+      // As the API starts orders (lean lifecycle), unless the test gives another `lifecycle`.
+      args: [{ request, acceptedAt: acceptedAt.toISOString(), lifecycle: LEAN_LIFECYCLE, ...extra }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       // The API keeps a fingerprint of the request here; it must survive continue-as-new.
       memo: { requestHash: `test-${request.ref}` },
