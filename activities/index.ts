@@ -154,11 +154,11 @@ export interface SendOptions {
   providerRef?: string;
   /**
    * Epoch ms (the workflow's clock) after which this send must not go out: set on the first send,
-   * which runs as a local activity inside the order's first workflow task. That task can be cut
-   * short by a heartbeat completion only after most of its timeout; a worker that dies later
-   * makes the next one run the local activity again without any trace in the history. Past this
-   * time the send may be such a re-run, so it is refused as "outcome unknown" and the workflow
-   * looks the ref up instead.
+   * which runs as a local activity inside the order's first workflow task. That task can be
+   * completed by a heartbeat only after most of its timeout; a worker that dies later makes the
+   * next one run the local activity again without any trace in the history. A local send
+   * scheduled past this time may be such a re-run, so it is refused as "outcome unknown" and the
+   * workflow looks the ref up instead.
    */
   notAfter?: number;
 }
@@ -168,16 +168,19 @@ export interface SendOptions {
  * task queue (nothing sent), or one started past its `notAfter` (it may repeat an earlier run).
  */
 function mayRunThisSend({ notAfter }: Pick<SendOptions, 'notAfter'>, localSends: boolean): void {
-  const { isLocal } = Context.current().info;
+  const { isLocal, scheduledTimestampMs } = Context.current().info;
   if (isLocal && !localSends) {
     throw ApplicationFailure.nonRetryable(
       'this worker sends through the task queue (provider calls are rate-limited); nothing was sent',
       ProviderFailureType.localSendDeclined,
     );
   }
-  if (notAfter !== undefined && Date.now() > notAfter) {
+  // A local activity's scheduled time is when this worker's SDK scheduled it: a re-run after a lost
+  // task is scheduled anew, late. (A regular activity's is the server's, so it counts from now.)
+  const scheduledAt = isLocal ? scheduledTimestampMs : Date.now();
+  if (notAfter !== undefined && scheduledAt > notAfter) {
     throw ApplicationFailure.nonRetryable(
-      'the send started after its window: it may repeat a send made by an earlier run of this task',
+      'the send was scheduled after its window: it may repeat a send made by an earlier run of this task',
       ProviderFailureType.outcomeUnknown,
     );
   }
@@ -311,7 +314,17 @@ async function pollUntilSettled<C extends { status: string }>(
       plan.maxIntervalMs,
       FAILED_CHECK_FIRST_RETRY_MS * 2 ** (progress.failuresInARow - 1),
     );
-    return next(progress, plan, retryAfterMs ?? backoffMs, `the check failed: ${failure.message}`);
+    // A check is always safe to repeat: retried whatever its kind, keeping its type for the record.
+    return next(progress, plan, retryAfterMs ?? backoffMs, (delayMs) =>
+      failure instanceof ApplicationFailure
+        ? ApplicationFailure.create({
+            type: failure.type ?? undefined,
+            message: failure.message,
+            details: failure.details ?? undefined,
+            nextRetryDelay: delayMs,
+          })
+        : ApplicationFailure.create({ message: failure.message, nextRetryDelay: delayMs }),
+    );
   }
   progress.failuresInARow = 0;
   if (!outcome.found) {
@@ -332,11 +345,17 @@ async function pollUntilSettled<C extends { status: string }>(
 }
 
 /** Still open: at the deadline the polling ends; before it the server retries after `delayMs`. */
-function next<C>(progress: PollProgress<C>, plan: PollPlan, delayMs: number, why: string): PollOutcome<C> {
+function next<C>(
+  progress: PollProgress<C>,
+  plan: PollPlan,
+  delayMs: number,
+  why: string | ((nextRetryDelayMs: number) => ApplicationFailure),
+): PollOutcome<C> {
   const left = plan.until - Date.now();
   if (left <= 0) return { ...progress, settled: false };
   Context.current().heartbeat(progress);
-  throw stillOpen(why, Math.min(delayMs, left));
+  const retryInMs = Math.max(1, Math.round(Math.min(delayMs, left)));
+  throw typeof why === 'string' ? stillOpen(why, retryInMs) : why(retryInMs);
 }
 
 function stillOpen(message: string, nextRetryDelayMs: number): ApplicationFailure {

@@ -172,16 +172,16 @@ const DECISIONS_CHECKED_PATCH = 'review-decisions-checked';
  */
 const FIRST_TASK_HISTORY_LENGTH = 3;
 /**
- * The first send (a local activity) starts at most this long after its workflow task did, and a
- * third of the task timeout at most: a task can be completed by a heartbeat (then run again
- * elsewhere without a trace) only after 80 % of its timeout. See SendOptions.notAfter.
+ * The first send (a local activity) must be scheduled by the worker within this share of the
+ * task timeout after its workflow task started (SendOptions.notAfter). A local activity can run
+ * again without a trace only after the task was completed by a heartbeat — at 80 % of its timeout
+ * — and the task after it was then lost with its worker: never before the task's start + 80 % of
+ * its timeout + that next task's timeout. 70 % leaves the difference for the clocks.
  */
-const LOCAL_SEND_WINDOW_MS = 3_000;
-/**
- * The local send's own limit, and how long it may wait for a slot: together well inside the
- * task's heartbeat point (80 % of its 10 s default timeout).
- */
+const LOCAL_SEND_WINDOW_SHARE = 0.7;
+/** The local send's own limit once started (the call ends with it: attempt-deadline.ts). */
 const LOCAL_SEND_TIMEOUT_MS = 5_000;
+/** How long a local send may wait for a slot; one that never started is sent through the queue. */
 const LOCAL_SEND_QUEUE_MS = 1_000;
 
 type Interpretation =
@@ -311,7 +311,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
         return this.onSubmitted(submission);
       } catch (err) {
         const failure = providerFailureOf(err);
-        if (local && failure?.type === ProviderFailureType.localSendDeclined) {
+        if (local && (failure?.type === ProviderFailureType.localSendDeclined || neverStarted(err))) {
           local = false;
           tries--;
           continue;
@@ -388,8 +388,9 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
         err = caught;
       }
       const failure = providerFailureOf(err);
-      if (local && failure?.type === ProviderFailureType.localSendDeclined) {
-        // Nothing was sent: the worker sends only through the (rate-limited) task queue.
+      if (local && (failure?.type === ProviderFailureType.localSendDeclined || neverStarted(err))) {
+        // Nothing was sent: the worker sends only through the (rate-limited) task queue, or the
+        // local send timed out waiting for a slot, before it started.
         local = false;
         sends--;
         continue;
@@ -1066,18 +1067,17 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   /** The lean lifecycle's first send: a local activity in the first workflow task, never retried. */
   private localSendActivities(): OrderActivities {
     const { taskTimeoutMs } = workflowInfo();
-    const attemptMs = Math.min(LOCAL_SEND_TIMEOUT_MS, this.timings.activityTimeoutMs, taskTimeoutMs / 2);
     return proxyLocalActivities<OrderActivities>({
-      // The call's own deadline (attempt-deadline.ts) ends it first; the queue may hold it a little.
-      startToCloseTimeout: attemptMs,
-      scheduleToCloseTimeout: attemptMs + Math.min(LOCAL_SEND_QUEUE_MS, taskTimeoutMs / 10),
+      // Both well inside the task's heartbeat point (80 % of its timeout) in the normal case.
+      scheduleToStartTimeout: Math.min(LOCAL_SEND_QUEUE_MS, taskTimeoutMs / 10),
+      startToCloseTimeout: Math.min(LOCAL_SEND_TIMEOUT_MS, this.timings.activityTimeoutMs, taskTimeoutMs / 2),
       retry: { maximumAttempts: 1 },
     });
   }
 
   /** SendOptions.notAfter of the local send: Date.now() is this workflow task's start. */
   private sendWindowEnd(): number {
-    return Date.now() + Math.min(LOCAL_SEND_WINDOW_MS, workflowInfo().taskTimeoutMs / 3);
+    return Date.now() + LOCAL_SEND_WINDOW_SHARE * workflowInfo().taskTimeoutMs;
   }
 
   private submitActivities(): OrderActivities {
@@ -1245,6 +1245,12 @@ function providerFailureOf(err: unknown): ProviderFailure | undefined {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   if (!(cause instanceof ApplicationFailure) || !cause.type) return undefined;
   return { type: cause.type, message: cause.message, details: cause.details?.[0] as ProviderFailureDetails };
+}
+
+/** A local activity that timed out before the worker started it (schedule-to-start): it did nothing. */
+function neverStarted(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_START';
 }
 
 /** Only these prove that the provider did not act on the request. */

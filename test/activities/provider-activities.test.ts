@@ -283,12 +283,13 @@ describe('status check activities', () => {
 });
 
 describe("the lean lifecycle's first send, a local activity", () => {
-  const local = new MockActivityEnvironment({ attempt: 1, isLocal: true });
+  const local = new MockActivityEnvironment({ attempt: 1, isLocal: true, scheduledTimestampMs: Date.now() });
 
-  it('when started after its window (it may re-run a send of a task that ran before), refuses as outcome unknown and sends nothing', async () => {
+  it('when scheduled after its window (it may re-run a send of a task that ran before), refuses as outcome unknown and sends nothing', async () => {
     const { activities, calls } = scriptedProvider({ sendMobileTopup: [{ topupId: 't-1' }] });
+    const late = new MockActivityEnvironment({ attempt: 1, isLocal: true, scheduledTimestampMs: Date.now() });
     const failure = await failureOf(
-      local.run(activities.sendMobileTopup, request, { ...sendOnly, notAfter: Date.now() - 1 }),
+      late.run(activities.sendMobileTopup, request, { ...sendOnly, notAfter: Date.now() - 1_000 }),
     );
     assert.equal(failure.type, ProviderFailureType.outcomeUnknown);
     assert.equal(failure.nonRetryable, true);
@@ -397,11 +398,14 @@ describe('polling activity (lean lifecycle): one check per attempt, retried by t
     });
     const first = attempt(5_000);
     const failed = await failureOf(first.env.run(activities.pollMobileTopup, 'p-ref', plan()));
-    assert.equal(failed.type, ProviderFailureType.stillOpen);
+    // Its own type (not "still open"), retryable whatever it is: a check is safe to repeat.
+    assert.equal(failed.type, ProviderFailureType.outcomeUnknown);
+    assert.equal(failed.nonRetryable, false);
     assert.equal(failed.nextRetryDelay, 1_000);
     const limited = await failureOf(
       attempt(6_000, first.beats[0]).env.run(activities.pollMobileTopup, 'p-ref', plan()),
     );
+    assert.equal(limited.type, ProviderFailureType.rateLimited);
     assert.equal(limited.nextRetryDelay, 7_000);
   });
 

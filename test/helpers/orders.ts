@@ -259,6 +259,8 @@ export interface OrderTestWorkers<K extends string> {
  */
 export async function startOrderTestWorkers<K extends string>(
   providers: Record<K, OrderProvider>,
+  /** Workers that send only through the task queue (as with WORKER_PROVIDER_CALLS_PER_SECOND). */
+  { queueSendsOnly = [] }: { queueSendsOnly?: NoInfer<K>[] } = {},
 ): Promise<OrderTestWorkers<K>> {
   installTestRuntime();
   const [temporal, workflowCode] = await Promise.all([useTemporal(), bundledWorkflows()]);
@@ -271,7 +273,7 @@ export async function startOrderTestWorkers<K extends string>(
         connection: nativeConnection,
         namespace: temporal.namespace,
         taskQueue,
-        activities: createActivities({ provider }),
+        activities: createActivities({ provider, localSends: !queueSendsOnly.includes(name) }),
         workflowCode,
       });
       return { name, taskQueue, worker, running: worker.run() };
