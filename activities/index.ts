@@ -10,12 +10,20 @@
  * ref to look up, so it is never retried here at all (the workflow decides).
  */
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { ProviderClient } from '../src/provider/client';
 import { isProviderError } from '../src/provider/errors';
 import type { GiftCardOrderCheck, InternetCheck, MobileCheck } from '../src/provider/wire';
 import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '../src/orders/schemas';
-import { ProviderFailureType, type CheckOutcome, type Submission } from './outcomes.types';
+import {
+  ProviderFailureType,
+  type CheckOutcome,
+  type PollObservation,
+  type PollOutcome,
+  type PollPlan,
+  type PollProgress,
+  type Submission,
+} from './outcomes.types';
 import { withinAttempt } from './attempt-deadline';
 import { toTemporalFailure } from './provider-failures';
 import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
@@ -33,17 +41,27 @@ export type OrderProvider = Pick<
   | 'checkGiftCardOrder'
 >;
 
-/**
- * `webhooks`: how the order workflows' events reach the delivery workflows (activities/webhooks.ts);
- * without it a worker drops them (the orders are not affected).
- */
-export function createActivities({
-  provider,
-  webhooks,
-}: {
+export interface ActivityOptions {
   provider: OrderProvider;
+  /**
+   * Whether a send may run as a local activity (default true). False when the worker's provider
+   * calls are rate-limited by the task queue (WORKER_PROVIDER_CALLS_PER_SECOND), which local
+   * activities bypass: such a send is declined unsent, and the workflow sends through the queue.
+   */
+  localSends?: boolean;
+  /**
+   * How the order workflows' events reach the delivery workflows (activities/webhooks.ts);
+   * without it a worker drops them (the orders are not affected).
+   */
   webhooks?: AnnounceDeps;
-}) {
+}
+
+export function createActivities({ provider, localSends = true, webhooks }: ActivityOptions) {
+  const sendOnce = <C>(
+    options: SendOptions,
+    send: () => Promise<{ topupId: string }>,
+    checkRef: () => Promise<C>,
+  ) => sendTopupOnce(options, send, checkRef, localSends);
   return {
     ...createAnnounceActivity(webhooks),
 
@@ -52,7 +70,7 @@ export function createActivities({
       options: SendOptions = {},
     ): Promise<Submission<MobileCheck>> {
       const ref = options.providerRef ?? request.ref;
-      return sendTopupOnce(
+      return sendOnce(
         options,
         () =>
           provider.sendMobileTopup(
@@ -67,12 +85,17 @@ export function createActivities({
       return check(() => provider.checkMobileTopup(ref, withinAttempt()));
     },
 
+    /** Checks until the top-up is no longer PENDING / HANDLING; see pollUntilSettled. */
+    pollMobileTopup(ref: string, plan: PollPlan): Promise<PollOutcome<MobileCheck>> {
+      return pollUntilSettled(plan, () => provider.checkMobileTopup(ref, withinAttempt()));
+    },
+
     sendInternetTopup(
       request: InternetTopupRequest,
       options: SendOptions = {},
     ): Promise<Submission<InternetCheck>> {
       const ref = options.providerRef ?? request.ref;
-      return sendTopupOnce(
+      return sendOnce(
         options,
         () =>
           provider.sendInternetTopup(
@@ -87,11 +110,19 @@ export function createActivities({
       return check(() => provider.checkInternetTopup(ref, withinAttempt()));
     },
 
+    pollInternetTopup(ref: string, plan: PollPlan): Promise<PollOutcome<InternetCheck>> {
+      return pollUntilSettled(plan, () => provider.checkInternetTopup(ref, withinAttempt()));
+    },
+
     /**
      * One placement, never repeated by Temporal: every failure is non-retryable, and its type says
      * whether the workflow may safely place again (not reached, rate limited) or must not.
      */
-    async placeGiftCardOrder(request: GiftCardRequest): Promise<Submission<GiftCardOrderCheck>> {
+    async placeGiftCardOrder(
+      request: GiftCardRequest,
+      options: Pick<SendOptions, 'notAfter'> = {},
+    ): Promise<Submission<GiftCardOrderCheck>> {
+      mayRunThisSend(options, localSends);
       try {
         const { orderId } = await provider.placeGiftCardOrder(
           { productId: request.productId, typeId: request.typeId, quantity: request.quantity },
@@ -105,6 +136,10 @@ export function createActivities({
 
     checkGiftCardOrder(orderId: string): Promise<CheckOutcome<GiftCardOrderCheck>> {
       return check(() => provider.checkGiftCardOrder(orderId, withinAttempt()));
+    },
+
+    pollGiftCardOrder(orderId: string, plan: PollPlan): Promise<PollOutcome<GiftCardOrderCheck>> {
+      return pollUntilSettled(plan, () => provider.checkGiftCardOrder(orderId, withinAttempt()));
     },
   };
 }
@@ -125,6 +160,38 @@ export interface SendOptions {
    * existed: those used the order's own ref.
    */
   providerRef?: string;
+  /**
+   * Epoch ms (the workflow's clock) after which this send must not go out: set on the first send,
+   * which runs as a local activity inside the order's first workflow task. That task can be
+   * completed by a heartbeat only after most of its timeout; a worker that dies later makes the
+   * next one run the local activity again without any trace in the history. A local send
+   * scheduled past this time may be such a re-run, so it is refused as "outcome unknown" and the
+   * workflow looks the ref up instead.
+   */
+  notAfter?: number;
+}
+
+/**
+ * Refuses a send that must not run here: a local send on a worker that sends only through the
+ * task queue (nothing sent), or one started past its `notAfter` (it may repeat an earlier run).
+ */
+function mayRunThisSend({ notAfter }: Pick<SendOptions, 'notAfter'>, localSends: boolean): void {
+  const { isLocal, scheduledTimestampMs } = Context.current().info;
+  if (isLocal && !localSends) {
+    throw ApplicationFailure.nonRetryable(
+      'this worker sends through the task queue (provider calls are rate-limited); nothing was sent',
+      ProviderFailureType.localSendDeclined,
+    );
+  }
+  // A local activity's scheduled time is when this worker's SDK scheduled it: a re-run after a lost
+  // task is scheduled anew, late. (A regular activity's is the server's, so it counts from now.)
+  const scheduledAt = isLocal ? scheduledTimestampMs : Date.now();
+  if (notAfter !== undefined && scheduledAt > notAfter) {
+    throw ApplicationFailure.nonRetryable(
+      'the send was scheduled after its window: it may repeat a send made by an earlier run of this task',
+      ProviderFailureType.outcomeUnknown,
+    );
+  }
 }
 
 /**
@@ -134,10 +201,12 @@ export interface SendOptions {
  * re-submission (a new activity, attempt 1 again) asks for the same with `lookUpFirst`.
  */
 async function sendTopupOnce<C>(
-  { lookUpFirst = false, sendOnly = false }: SendOptions,
+  { lookUpFirst = false, sendOnly = false, notAfter }: SendOptions,
   send: () => Promise<{ topupId: string }>,
   checkRef: () => Promise<C>,
+  localSends: boolean,
 ): Promise<Submission<C>> {
+  mayRunThisSend({ notAfter }, localSends);
   if (sendOnly) return justSend(send);
   if (lookUpFirst || Context.current().info.attempt > 1) {
     const earlier = await lookUpEarlierSend(checkRef);
@@ -202,4 +271,132 @@ async function findOut<C>(call: () => Promise<C>): Promise<CheckOutcome<C>> {
     if (isProviderError(err, 'not_found')) return { found: false };
     throw err;
   }
+}
+
+/** Kept of a long polling: the first answers and the latest ones (the history has every attempt's count). */
+const MAX_OBSERVATIONS = 40;
+/** Back-off of failed checks: the first retry after this, doubling up to the plan's cap. */
+const FAILED_CHECK_FIRST_RETRY_MS = 1_000;
+/** A first attempt this close to its due time checks at once rather than wait for a retry. */
+const DUE_SLACK_MS = 50;
+const openStatuses: readonly string[] = ['PENDING', 'HANDLING'];
+
+/**
+ * The lean lifecycle's polling: one activity whose every attempt makes at most one check, and
+ * which fails (retryably, with `nextRetryDelay` following the provider's schedule) while the
+ * order is open, so the server, not the workflow, waits between checks: no history event per
+ * check. What each attempt saw is carried to the next in heartbeat details and returned at the end,
+ * so the history keeps every status the provider reported. The first attempt runs at once and
+ * only schedules the first check (the SDK has no start delay for activities).
+ *
+ * Ends when the provider gives a status other than PENDING / HANDLING (`settled`), or when an
+ * answer comes at or after the order's deadline (not settled: the workflow sends it to review).
+ * A 404 or a failed check counts as "still open": polling goes on until the deadline.
+ */
+async function pollUntilSettled<C extends { status: string }>(
+  plan: PollPlan,
+  call: () => Promise<C>,
+): Promise<PollOutcome<C>> {
+  const context = Context.current();
+  const carried = context.info.heartbeatDetails as PollProgress<C> | undefined;
+  if (!carried) {
+    const wait = context.info.scheduledTimestampMs + plan.firstCheckMs - Date.now();
+    if (wait > DUE_SLACK_MS) throw stillOpen('the first check is not due yet', wait);
+  }
+  const progress: PollProgress<C> = carried ?? {
+    nextCheckMs: plan.firstCheckMs,
+    failuresInARow: 0,
+    checks: 0,
+    observed: [],
+  };
+  progress.checks++;
+  let outcome: CheckOutcome<C>;
+  try {
+    outcome = await findOut(call);
+  } catch (err) {
+    const failure = toTemporalFailure(err);
+    const retryAfterMs = failure instanceof ApplicationFailure ? retryAfterOf(failure) : undefined;
+    observe(progress, { answer: 'CHECK_FAILED', failure: describeCheckFailure(failure) });
+    progress.failuresInARow++;
+    const backoffMs = Math.min(
+      plan.maxIntervalMs,
+      FAILED_CHECK_FIRST_RETRY_MS * 2 ** (progress.failuresInARow - 1),
+    );
+    // A check is always safe to repeat: retried whatever its kind, keeping its type for the record.
+    return next(progress, plan, retryAfterMs ?? backoffMs, (delayMs) =>
+      failure instanceof ApplicationFailure
+        ? ApplicationFailure.create({
+            type: failure.type ?? undefined,
+            message: failure.message,
+            details: failure.details ?? undefined,
+            nextRetryDelay: delayMs,
+          })
+        : ApplicationFailure.create({ message: failure.message, nextRetryDelay: delayMs }),
+    );
+  }
+  progress.failuresInARow = 0;
+  if (!outcome.found) {
+    observe(progress, { answer: 'NOT_FOUND' });
+    progress.nextCheckMs = Math.min(plan.maxIntervalMs, progress.nextCheckMs * 2);
+    return next(progress, plan, progress.nextCheckMs, 'the provider does not know the order (yet)');
+  }
+  const { status } = outcome.check;
+  const previous = lastStatus(progress) ?? plan.lastStatus;
+  observe(progress, { answer: status, check: outcome.check });
+  if (!openStatuses.includes(status)) return { ...progress, settled: true };
+  // HANDLING just began: look again when the provider's HANDLING time should be over.
+  progress.nextCheckMs =
+    status === 'HANDLING' && previous !== 'HANDLING'
+      ? plan.handlingCheckMs
+      : Math.min(plan.maxIntervalMs, progress.nextCheckMs * 2);
+  return next(progress, plan, progress.nextCheckMs, `provider status ${status}`);
+}
+
+/** Still open: at the deadline the polling ends; before it the server retries after `delayMs`. */
+function next<C>(
+  progress: PollProgress<C>,
+  plan: PollPlan,
+  delayMs: number,
+  why: string | ((nextRetryDelayMs: number) => ApplicationFailure),
+): PollOutcome<C> {
+  const left = plan.until - Date.now();
+  if (left <= 0) return { ...progress, settled: false };
+  Context.current().heartbeat(progress);
+  const retryInMs = Math.max(1, Math.round(Math.min(delayMs, left)));
+  throw typeof why === 'string' ? stillOpen(why, retryInMs) : why(retryInMs);
+}
+
+function stillOpen(message: string, nextRetryDelayMs: number): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: ProviderFailureType.stillOpen,
+    message,
+    nextRetryDelay: Math.max(1, Math.round(nextRetryDelayMs)),
+    // The normal course of polling, not an error: logged at debug level, kept out of failure metrics.
+    category: ApplicationFailureCategory.BENIGN,
+  });
+}
+
+function observe<C>(progress: PollProgress<C>, seen: Omit<PollObservation<C>, 'at' | 'times'>): void {
+  const last = progress.observed.at(-1);
+  if (last && last.answer === seen.answer && last.failure === seen.failure) {
+    last.times++;
+    return;
+  }
+  progress.observed.push({ at: new Date().toISOString(), times: 1, ...seen });
+  if (progress.observed.length > MAX_OBSERVATIONS) progress.observed.splice(1, 1);
+}
+
+function lastStatus<C>(progress: PollProgress<C>): string | undefined {
+  for (let i = progress.observed.length - 1; i >= 0; i--) {
+    if (progress.observed[i]!.check !== undefined) return progress.observed[i]!.answer;
+  }
+  return undefined;
+}
+
+function retryAfterOf(failure: ApplicationFailure): number | undefined {
+  return (failure.details?.[0] as { retryAfterMs?: number } | undefined)?.retryAfterMs;
+}
+
+function describeCheckFailure(failure: Error): string {
+  return failure instanceof ApplicationFailure && failure.type ? failure.type : failure.name;
 }

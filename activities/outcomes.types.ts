@@ -21,6 +21,13 @@ export const ProviderFailureType = {
    * longer hold).
    */
   duplicateRef: 'ProviderDuplicateRef',
+  /**
+   * A send asked of this worker as a local activity that it makes only through the task queue
+   * (WORKER_PROVIDER_CALLS_PER_SECOND is set): nothing was sent, send it as a regular activity.
+   */
+  localSendDeclined: 'LocalSendDeclined',
+  /** A polling attempt that found the order still open (or could not ask): the server retries it. */
+  stillOpen: 'ProviderOrderStillOpen',
 } as const;
 export type ProviderFailureType = (typeof ProviderFailureType)[keyof typeof ProviderFailureType];
 
@@ -47,4 +54,48 @@ export interface Submission<C> {
   alreadySent: boolean;
   /** The order's state, when the activity had to look it up. */
   check?: C;
+}
+
+/** What a polling activity is told: the provider's schedule, as the workflow's timings give it. */
+export interface PollPlan {
+  /** The wait before the first check, from when the workflow scheduled the activity. */
+  firstCheckMs: number;
+  /** After HANDLING is first seen, the wait before the next check. */
+  handlingCheckMs: number;
+  /** Cap of the back-off between checks (and between failed checks). */
+  maxIntervalMs: number;
+  /** Epoch ms: the order's deadline. A check answered "still open" at or after it ends the polling. */
+  until: number;
+  /** The provider status the workflow saw last (HANDLING seen before is not news). */
+  lastStatus?: string;
+}
+
+/** One answer of the provider while polling; identical consecutive answers are folded into `times`. */
+export interface PollObservation<C> {
+  /** ISO time of the first of these answers. */
+  at: string;
+  /** The provider's status, `NOT_FOUND` (404) or `CHECK_FAILED` (no answer). */
+  answer: string;
+  times: number;
+  /** The check itself, when the provider knew the order (the first of the folded ones). */
+  check?: C;
+  /** Why a failed check failed (codes, never a body). */
+  failure?: string;
+}
+
+/** A polling activity's progress, carried from attempt to attempt in its heartbeat details. */
+export interface PollProgress<C> {
+  /** The wait before the next check. */
+  nextCheckMs: number;
+  /** Failed checks in a row (their back-off). */
+  failuresInARow: number;
+  /** Provider calls made so far, every attempt together. */
+  checks: number;
+  /** First and latest answers (bounded); the first entry is kept when older ones are dropped. */
+  observed: PollObservation<C>[];
+}
+
+/** What a polling activity returns: `settled` when the provider gave a status other than PENDING / HANDLING. */
+export interface PollOutcome<C> extends PollProgress<C> {
+  settled: boolean;
 }

@@ -103,7 +103,46 @@ const stuck = { deadlineMs: 10_000, reviewRecheckMs: 15_000 } satisfies Partial<
 const holdInHandling = (sandbox: TestSandbox, ref: string) =>
   sandbox.changeTopup(ref, { status: 'HANDLING' });
 
+/**
+ * A normal order of the lean lifecycle (what the API starts today): at most 15 events, the send's
+ * local-activity marker and no patch marker.
+ */
+function verifyLean(history: History): void {
+  const events = history.events ?? [];
+  const markers = events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
+  if (events.length > 15 || markers.some((name) => name !== 'core_local_activity') || markers.length !== 1) {
+    throw new Error(`expected a lean history: ${events.length} events, markers ${markers.join(', ')}`);
+  }
+}
+
 const scenarios: Record<string, Scenario> = {
+  // Recorded by the lean lifecycle (OrderInput.lifecycle = 2); the scenarios below it by older code.
+  'lean-mobile-fulfilled': {
+    request: (ref) => mobileRequest(ref),
+    expected: 'FULFILLED',
+    verify: verifyLean,
+  },
+  'lean-internet-fulfilled': { request: internetRequest, expected: 'FULFILLED', verify: verifyLean },
+  'lean-gift-card-fulfilled': {
+    request: (ref) => giftCardRequest(ref),
+    expected: 'FULFILLED',
+    verify: verifyLean,
+  },
+  'lean-mobile-refunded-plan-mismatch': {
+    request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.planMismatch),
+    expected: 'REFUNDED',
+    verify: verifyLean,
+  },
+  'lean-mobile-send-lost-fulfilled': {
+    request: (ref) => mobileRequest(ref),
+    faults: [{ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 }],
+    expected: 'FULFILLED',
+  },
+  'lean-mobile-stuck-resolved-by-recheck': {
+    request: (ref) => mobileRequest(ref),
+    timings: { deadlineMs: 10_000, reviewRecheckMs: 15_000 },
+    expected: 'FULFILLED',
+  },
   'mobile-fulfilled': { request: (ref) => mobileRequest(ref), expected: 'FULFILLED' },
   'internet-fulfilled': { request: internetRequest, expected: 'FULFILLED' },
   'gift-card-fulfilled': { request: (ref) => giftCardRequest(ref), expected: 'FULFILLED' },

@@ -128,8 +128,18 @@ function defaults(deadlineMs: number): OrderTimings {
   };
 }
 
+/**
+ * The lifecycle new orders take (README "The order lifecycle: lean polling"): the first send as a
+ * local activity in the first workflow task, then one polling activity that the server retries
+ * on the provider's schedule. Set by the starter and carried over continue-as-new; absent in
+ * orders started before it, which keep the older path (and its patch markers).
+ */
+export const LEAN_LIFECYCLE = 2;
+
 export interface OrderInput {
   request: OrderRequest;
+  /** LEAN_LIFECYCLE for orders started since it; absent before. */
+  lifecycle?: typeof LEAN_LIFECYCLE;
   /** ISO time the intake API accepted the order. */
   acceptedAt: string;
   /**

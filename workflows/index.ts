@@ -13,6 +13,7 @@ export const mobileTopupWorkflow = defineOrderWorkflow<MobileTopupRequest, Mobil
   submit: (activities, { request, providerRef }, how) =>
     activities.sendMobileTopup(request, { ...how, providerRef }),
   check: (activities, { providerRef }) => activities.checkMobileTopup(providerRef),
+  poll: (activities, { providerRef }, _topupId, plan) => activities.pollMobileTopup(providerRef, plan),
   fulfilledResult: (check, request) =>
     // The ref is ours, but a 409 could point at an earlier order under the same ref: make sure it is this one.
     check.MSSIDN === request.msisdn && check.topup_amount === request.amount
@@ -31,6 +32,7 @@ export const internetTopupWorkflow = defineOrderWorkflow<InternetTopupRequest, I
     submit: (activities, { request, providerRef }, how) =>
       activities.sendInternetTopup(request, { ...how, providerRef }),
     check: (activities, { providerRef }) => activities.checkInternetTopup(providerRef),
+    poll: (activities, { providerRef }, _topupId, plan) => activities.pollInternetTopup(providerRef, plan),
     fulfilledResult: (check) =>
       check.card_code && check.num_trans
         ? { cardCode: check.card_code, transactionNumber: check.num_trans }
@@ -51,8 +53,14 @@ export const internetTopupWorkflow = defineOrderWorkflow<InternetTopupRequest, I
 export const giftCardWorkflow = defineOrderWorkflow<GiftCardRequest, GiftCardOrderCheck>('gift_card', {
   // placeOrder carries no reference of ours: an attempt whose answer was lost cannot be looked up.
   submitRetry: 'once',
-  submit: (activities, { request }) => activities.placeGiftCardOrder(request),
+  submit: (activities, { request }, { notAfter }) =>
+    // Older workflow code placed with the request alone: the same call, as recorded, when not local.
+    notAfter === undefined
+      ? activities.placeGiftCardOrder(request)
+      : activities.placeGiftCardOrder(request, { notAfter }),
   check: (activities, _request, orderId) => (orderId ? activities.checkGiftCardOrder(orderId) : undefined),
+  poll: (activities, _request, orderId, plan) =>
+    orderId ? activities.pollGiftCardOrder(orderId, plan) : undefined,
   fulfilledResult: (check, request) =>
     check.cards?.length === request.quantity
       ? { cards: check.cards.map((card) => ({ code: card.value, serial: card.serial })) }

@@ -35,6 +35,9 @@ import type { OrderActivities } from '../activities';
 import {
   ProviderFailureType,
   type CheckOutcome,
+  type PollOutcome,
+  type PollPlan,
+  type PollProgress,
   type ProviderFailureDetails,
   type Submission,
 } from '../activities/outcomes.types';
@@ -49,6 +52,7 @@ import {
   decisionStatuses,
   defaultOrderTimings,
   finalStatuses,
+  LEAN_LIFECYCLE,
   OrderStatusAttribute,
   OrderTypeAttribute,
   resolveReviewSignal,
@@ -92,6 +96,8 @@ export interface SubmitHow {
   lookUpFirst?: boolean;
   /** Since the settle patch: just send, once; the lifecycle looks the ref up itself (SendOptions.sendOnly). */
   sendOnly?: boolean;
+  /** The lean lifecycle's first send, a local activity: not after this (SendOptions.notAfter). */
+  notAfter?: number;
 }
 
 export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
@@ -108,6 +114,13 @@ export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
     order: AdaptedOrder<R>,
     providerReference: string | undefined,
   ): Promise<CheckOutcome<C>> | undefined;
+  /** The lean lifecycle's polling (activities pollUntilSettled); undefined like `check`. */
+  poll(
+    activities: OrderActivities,
+    order: AdaptedOrder<R>,
+    providerReference: string | undefined,
+    plan: PollPlan,
+  ): Promise<PollOutcome<C>> | undefined;
   /** What a FULFILLED order delivered, or why that answer cannot be accepted as is. */
   fulfilledResult(check: C, request: R): OrderResult | { problem: string };
   /**
@@ -168,6 +181,24 @@ const announcer = proxyLocalActivities<Pick<OrderActivities, 'announceOrderEvent
 });
 /** ReviewSince is set with the status when an order enters review; histories before it replay without. */
 const REVIEW_SINCE_PATCH = 'review-since-attribute';
+/**
+ * A fresh workflow's first task sees exactly its first three events (started, task scheduled,
+ * task started). A longer history at the first activation means an earlier task failed or timed
+ * out — possibly after its local-activity send reached the provider — or a signal came first.
+ */
+const FIRST_TASK_HISTORY_LENGTH = 3;
+/**
+ * The first send (a local activity) must be scheduled by the worker within this share of the
+ * task timeout after its workflow task started (SendOptions.notAfter). A local activity can run
+ * again without a trace only after the task was completed by a heartbeat — at 80 % of its timeout
+ * — and the task after it was then lost with its worker: never before the task's start + 80 % of
+ * its timeout + that next task's timeout. 70 % leaves the difference for the clocks.
+ */
+const LOCAL_SEND_WINDOW_SHARE = 0.7;
+/** The local send's own limit once started (the call ends with it: attempt-deadline.ts). */
+const LOCAL_SEND_TIMEOUT_MS = 5_000;
+/** How long a local send may wait for a slot; one that never started is sent through the queue. */
+const LOCAL_SEND_QUEUE_MS = 1_000;
 
 type Interpretation =
   | { kind: 'open'; status: 'SUBMITTED' | 'PROCESSING' }
@@ -200,6 +231,10 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private readonly decisions: QueuedDecision[] = [];
   /** This run follows SETTLE_PATCH (decided once, at its first activation). */
   private readonly settles: boolean;
+  /** The lean lifecycle (OrderInput.lifecycle): local first send, one polling activity, no patch markers. */
+  private readonly lean: boolean;
+  /** This is the workflow's first task, never tried before (FIRST_TASK_HISTORY_LENGTH). */
+  private readonly freshFirstTask: boolean;
   /** Set while an operator's decision is watched. */
   private watch: DecisionWatch | undefined;
   /** Webhook events: the last sequence number announced, and the announcements in flight, in order. */
@@ -232,8 +267,10 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     };
     this.deadlineAt = carried?.deadlineAt ?? Date.now() + this.timings.deadlineMs;
     this.nextCheckMs = carried?.nextCheckMs ?? this.timings.firstCheckMs;
+    this.lean = input.lifecycle === LEAN_LIFECYCLE;
+    this.freshFirstTask = workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH;
     // Asked once, before any other command: histories recorded before the patch replay the old path.
-    this.settles = patched(SETTLE_PATCH);
+    this.settles = this.lean || patched(SETTLE_PATCH);
     this.watch = carried?.watch;
     this.eventSequence = carried?.eventSequence ?? 0;
     setHandler(statusQuery, () => this.view, { description: handlerDescriptions.status });
@@ -270,15 +307,39 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   // ---- submission ----
 
   private async submit(): Promise<void> {
-    if (this.settles && this.adapter.submitRetry === 'lookup') return this.sendSettled();
+    if (this.adapter.submitRetry === 'lookup') {
+      if (!this.lean) return this.settles ? this.sendSettled() : this.submitOld();
+      return this.sendSettled(this.freshFirstTask ? 'local-send' : 'settle-first');
+    }
+    if (this.lean && !this.freshFirstTask) {
+      // Its placement may have run in the task before, and a placement cannot be looked up.
+      return this.toReview(
+        'the placement may or may not have reached the provider',
+        'the first workflow task did not complete after it may have placed the order',
+      );
+    }
+    return this.submitOld();
+  }
+
+  /** A gift card's placement; a top-up's submission before SETTLE_PATCH (a retried send looks up first). */
+  private async submitOld(): Promise<void> {
+    let local = this.lean;
     for (let tries = 1; ; tries++) {
       try {
-        const submission = await this.adapter.submit(this.submitActivities(), this.order, {
-          lookUpFirst: tries > 1,
-        });
+        const submission = local
+          ? await this.adapter.submit(this.localSendActivities(), this.order, {
+              notAfter: this.sendWindowEnd(),
+            })
+          : await this.adapter.submit(this.submitActivities(), this.order, { lookUpFirst: tries > 1 });
         return this.onSubmitted(submission);
       } catch (err) {
         const failure = providerFailureOf(err);
+        if (local && (failure?.type === ProviderFailureType.localSendDeclined || neverStarted(err))) {
+          local = false;
+          tries--;
+          continue;
+        }
+        local = false;
         if (failure?.type === ProviderFailureType.rejected) return this.refused(failure);
         if (!failure || !isSafeToRepeat(failure.type)) {
           return this.toReview(
@@ -319,7 +380,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
    * refused, 429) are repeated after a back-off. A 409 means "someone else's top-up" when no send
    * of this order may have reached the provider yet, and "our earlier send" afterwards.
    */
-  private async sendSettled(): Promise<void> {
+  private async sendSettled(start: 'send' | 'local-send' | 'settle-first' = 'send'): Promise<void> {
     const activities = proxyActivities<OrderActivities>({
       startToCloseTimeout: this.timings.activityTimeoutMs,
       summary: 'send to the provider (once)',
@@ -328,14 +389,37 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     const evidence: string[] = [];
     let mayHaveReached = false;
     let repeats = 0;
+    let local = start === 'local-send';
+    if (start === 'settle-first') {
+      mayHaveReached = true;
+      evidence.push('the first workflow task did not complete: its send may have reached the provider');
+      log.warn(
+        'the first workflow task of a lean order did not complete: looking its ref up before any send',
+      );
+      if ((await this.settle(evidence, { mayResend: true })) !== 'resend') return;
+    }
     for (let sends = 1; ; sends++) {
       let err: unknown;
       try {
-        return this.onSubmitted(await this.adapter.submit(activities, this.order, { sendOnly: true }));
+        const submission = local
+          ? await this.adapter.submit(this.localSendActivities(), this.order, {
+              sendOnly: true,
+              notAfter: this.sendWindowEnd(),
+            })
+          : await this.adapter.submit(activities, this.order, { sendOnly: true });
+        return this.onSubmitted(submission);
       } catch (caught) {
         err = caught;
       }
       const failure = providerFailureOf(err);
+      if (local && (failure?.type === ProviderFailureType.localSendDeclined || neverStarted(err))) {
+        // Nothing was sent: the worker sends only through the (rate-limited) task queue, or the
+        // local send timed out waiting for a slot, before it started.
+        local = false;
+        sends--;
+        continue;
+      }
+      local = false;
       if (failure?.type === ProviderFailureType.rejected) return this.refused(failure);
       if (failure?.type === ProviderFailureType.duplicateRef) {
         if (!mayHaveReached) {
@@ -473,6 +557,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   // ---- polling ----
 
   private async pollStep(): Promise<void> {
+    if (this.lean) return this.pollLean();
     const wait = Math.min(this.nextCheckMs, this.deadlineAt - Date.now());
     if (wait > 0) await sleep(wait, { summary: this.pollWaitSummary() });
     const answer = await this.lookUp(this.deadlineAt - Date.now(), 'status check');
@@ -490,6 +575,78 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     return status === 'PENDING' || status === 'HANDLING' || status === undefined
       ? `wait for ${status ?? 'PENDING'} to end`
       : 'wait for the next status check';
+  }
+
+  /**
+   * The lean lifecycle's polling: one activity that the server retries on the provider's schedule
+   * (activities pollUntilSettled) and that returns what the provider said on the way; the view
+   * takes each status change at the time the provider reported it. While it runs the view keeps
+   * the status it had when it started (README "The order lifecycle").
+   */
+  private async pollLean(): Promise<void> {
+    const plan: PollPlan = {
+      firstCheckMs: Math.max(0, Math.min(this.nextCheckMs, this.deadlineAt - Date.now())),
+      handlingCheckMs: this.timings.handlingCheckMs,
+      maxIntervalMs: this.timings.maxIntervalMs,
+      until: this.deadlineAt,
+      ...(this.view.providerStatus && { lastStatus: this.view.providerStatus }),
+    };
+    const activities = proxyActivities<OrderActivities>({
+      startToCloseTimeout: this.timings.activityTimeoutMs,
+      // A backstop only: the activity itself ends at the deadline with the last answer.
+      scheduleToCloseTimeout: Math.max(0, this.deadlineAt - Date.now()) + 2 * this.timings.activityTimeoutMs,
+      retry: this.retryPolicy(),
+    });
+    let progress: PollProgress<C> | undefined;
+    let settled = false;
+    let failed: string | undefined;
+    try {
+      const outcome = this.adapter.poll(activities, this.order, this.view.providerReference, plan);
+      if (!outcome) return this.toReview('stuck: the order cannot be looked up', 'no provider reference');
+      ({ settled, ...progress } = await outcome);
+    } catch (err) {
+      failed = describeFailure(err);
+      const timeout =
+        err instanceof ActivityFailure && err.cause instanceof TimeoutFailure ? err.cause : undefined;
+      progress = timeout?.lastHeartbeatDetails as PollProgress<C> | undefined;
+      log.warn('polling ended without an answer', { failure: failed });
+    }
+    let last: string | undefined;
+    for (const seen of progress?.observed ?? []) {
+      last = seen.check
+        ? `provider status ${seen.answer}`
+        : seen.answer === 'NOT_FOUND'
+          ? PROVIDER_DOES_NOT_KNOW
+          : `the status check failed (${seen.failure ?? 'no answer'})`;
+      if (seen.check && this.isOpen()) this.observePolled(seen.check, seen.at);
+    }
+    if (!this.isOpen()) return;
+    if (settled) return this.publishStatus();
+    if (Date.now() >= this.deadlineAt) {
+      return this.toReview('stuck: no final status by the deadline', failed ?? last ?? 'no answer');
+    }
+    // Not settled before the deadline: only a failure of the polling itself (a bug); try again later.
+    this.publishStatus();
+    await sleep(this.timings.maxIntervalMs);
+  }
+
+  /** One answer the polling activity saw, at the time it saw it. */
+  private observePolled(check: C, at: string): void {
+    this.view.providerStatus = check.status;
+    const meaning = this.meaningOf(check);
+    switch (meaning.kind) {
+      case 'final':
+        return this.finish(meaning.status, `The provider reports ${check.status}`, {
+          result: meaning.result,
+        });
+      case 'review':
+        return this.toReview(meaning.reason, meaning.evidence);
+      case 'open':
+        if (meaning.status !== this.view.status) {
+          // Published with whatever status the polling ends in: one search-attribute update.
+          this.transition(meaning.status, `The provider reports ${check.status}`, { at, publish: false });
+        }
+    }
   }
 
   /** Acts on a check while polling: every answer counts. */
@@ -678,7 +835,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     if (!checked.ok) return checked;
     // decidedBy is older than the patch: the API has sent it since clients had names.
     const newer = (['force', 'orderId'] as const).filter((f) => checked.decision[f] !== undefined);
-    if (newer.length > 0 && !patched(DECISIONS_CHECKED_PATCH)) return { ok: false, fields: [...newer] };
+    if (newer.length > 0 && !this.decisionsChecked()) return { ok: false, fields: [...newer] };
     return checked;
   }
 
@@ -702,7 +859,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       await this.recheck(decision);
       return this.answer(queued, 'rechecked');
     }
-    if (decision.decision !== 'RECHECK' && !patched(DECISIONS_CHECKED_PATCH)) {
+    if (decision.decision !== 'RECHECK' && !this.decisionsChecked()) {
       this.finish(decision.decision, `Resolved as ${decision.decision} by ${decision.operator}`, {
         resolution: decision,
       });
@@ -940,7 +1097,28 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     this.transition('DISPUTED', `Disputed: the provider now reports ${status}, against ${watch.decision}`);
   }
 
+  /** Decisions are checked (always in the lean lifecycle, which records no patch markers). */
+  private decisionsChecked(): boolean {
+    return this.lean || patched(DECISIONS_CHECKED_PATCH);
+  }
+
   // ---- provider calls ----
+
+  /** The lean lifecycle's first send: a local activity in the first workflow task, never retried. */
+  private localSendActivities(): OrderActivities {
+    const { taskTimeoutMs } = workflowInfo();
+    return proxyLocalActivities<OrderActivities>({
+      // Both well inside the task's heartbeat point (80 % of its timeout) in the normal case.
+      scheduleToStartTimeout: Math.min(LOCAL_SEND_QUEUE_MS, taskTimeoutMs / 10),
+      startToCloseTimeout: Math.min(LOCAL_SEND_TIMEOUT_MS, this.timings.activityTimeoutMs, taskTimeoutMs / 2),
+      retry: { maximumAttempts: 1 },
+    });
+  }
+
+  /** SendOptions.notAfter of the local send: Date.now() is this workflow task's start. */
+  private sendWindowEnd(): number {
+    return Date.now() + LOCAL_SEND_WINDOW_SHARE * workflowInfo().taskTimeoutMs;
+  }
 
   private submitActivities(): OrderActivities {
     const base = { startToCloseTimeout: this.timings.activityTimeoutMs, summary: 'submit to the provider' };
@@ -1033,14 +1211,18 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     this.transition(status, event);
   }
 
-  private transition(status: OrderStatus, event: string): void {
+  private transition(
+    status: OrderStatus,
+    event: string,
+    { at, publish = true }: { at?: string; publish?: boolean } = {},
+  ): void {
     this.view.status = status;
-    this.note(event);
-    this.publishStatus();
+    this.note(event, at);
+    if (publish) this.publishStatus();
     log.info('order status changed', { status, event });
     // Decisions that arrived while the order was settled (or went back to polling): recorded, not acted on.
     if (!this.takesDecisions()) this.refuseQueued();
-    if (status !== 'ACCEPTED') this.announce(statusEventType(status));
+    if (status !== 'ACCEPTED') this.announce(statusEventType(status), undefined, at);
   }
 
   /**
@@ -1048,12 +1230,13 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
    * announcements run one after another, in order, and run() waits for the last before it ends.
    * Only for a client that had endpoints: any other order's history is as it was, not one event more.
    */
-  private announce(type: OrderEvent['type'], decision?: OrderEvent['decision']): void {
-    if (!this.input.webhooks || !this.input.clientId || !patched(WEBHOOK_EVENTS_PATCH)) return;
+  private announce(type: OrderEvent['type'], decision?: OrderEvent['decision'], at?: string): void {
+    if (!this.input.webhooks || !this.input.clientId || !(this.lean || patched(WEBHOOK_EVENTS_PATCH))) return;
     const event: OrderEvent = {
       sequence: ++this.eventSequence,
       type,
-      timestamp: new Date().toISOString(),
+      // The lean lifecycle learns of PROCESSING when polling ends: the event keeps the provider's time.
+      timestamp: at ?? new Date().toISOString(),
       client: this.input.clientId,
       ...(this.input.providerRef ? { providerRef: this.input.providerRef } : {}),
       // A copy: the view changes on while the announcement waits its turn.
@@ -1068,8 +1251,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   /** A timeline entry; `event` never holds a phone number or card code. */
-  private note(event: string): void {
-    const at = new Date().toISOString();
+  private note(event: string, at = new Date().toISOString()): void {
     this.view.updatedAt = at;
     this.view.timeline.push({ at, status: this.view.status, event });
     if (this.view.timeline.length > MAX_TIMELINE_ENTRIES) this.view.timeline.splice(1, 1);
@@ -1103,7 +1285,9 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private reviewSinceUpdate(current: Date | undefined): SearchAttributeUpdatePair | undefined {
     const since = this.takesDecisions() ? this.view.review?.since : undefined;
     if (since === undefined || current?.getTime() === Date.parse(since)) return undefined;
-    return patched(REVIEW_SINCE_PATCH) ? { key: ReviewSinceAttribute, value: new Date(since) } : undefined;
+    return this.lean || patched(REVIEW_SINCE_PATCH)
+      ? { key: ReviewSinceAttribute, value: new Date(since) }
+      : undefined;
   }
 
   /** Polling and review can last long; a fresh run with the state carried over keeps history bounded. */
@@ -1150,6 +1334,12 @@ function providerFailureOf(err: unknown): ProviderFailure | undefined {
   return { type: cause.type, message: cause.message, details: cause.details?.[0] as ProviderFailureDetails };
 }
 
+/** A local activity that timed out before the worker started it (schedule-to-start): it did nothing. */
+function neverStarted(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_START';
+}
+
 /** Only these prove that the provider did not act on the request. */
 function isSafeToRepeat(type: string): boolean {
   return type === ProviderFailureType.notReached || type === ProviderFailureType.rateLimited;
@@ -1158,6 +1348,10 @@ function isSafeToRepeat(type: string): boolean {
 /** Evidence for operators: activity, failure type, codes and message — never a request body. */
 function describeFailure(err: unknown): string {
   const parts: string[] = [];
+  // A local activity's failure comes without the ActivityFailure that names it: name its operation.
+  const operation =
+    err instanceof ApplicationFailure ? providerFailureOf(err)?.details?.operation : undefined;
+  if (operation) parts.push(`${operation} failed`);
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
     if (e instanceof ActivityFailure) parts.push(`${e.activityType ?? 'activity'} failed`);
     else if (e instanceof TimeoutFailure) parts.push(`${e.timeoutType} timeout`);

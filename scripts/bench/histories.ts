@@ -5,6 +5,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
+import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { temporal } from '@temporalio/proto';
 import { OrderStatusAttribute } from '../../workflows/contract';
 import { mapBounded, summarize, type Summary } from './stats';
@@ -103,7 +104,12 @@ export interface HistoryFacts {
   /** Attempts by activity type (retries inside one scheduled activity count here, not above). */
   attempts: Record<string, number>;
   timers: number;
-  /** Provider calls visible in the history: send/place activities and check activities. */
+  /**
+   * Provider calls visible in the history: send/place activities (local ones by their markers) and
+   * check activities. `checkAttempts` counts the provider checks: each attempt of a check
+   * activity, and for a polling activity the checks its result reports (its attempts include a
+   * first one that only waits for the first check to be due).
+   */
   sendActivities: number;
   checkActivities: number;
   checkAttempts: number;
@@ -132,10 +138,13 @@ export interface TimeBreakdown {
 }
 
 const isSend = (activityType: string) => /^(bench)?(send|place)/i.test(activityType);
-const isCheck = (activityType: string) => /^(bench)?check/i.test(activityType);
+const isCheck = (activityType: string) => /^(bench)?(check|poll)/i.test(activityType);
+const isPoll = (activityType: string) => /^poll/.test(activityType);
+const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 
 export async function historyFacts(client: Client, workflowId: string): Promise<HistoryFacts> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const converter = client.options.loadedDataConverter;
   const events = history.events ?? [];
   const typeBySchedule = new Map<string, string>();
   const facts: HistoryFacts = {
@@ -198,7 +207,23 @@ export async function historyFacts(client: Client, workflowId: string): Promise<
         const attempt = attrs?.attempt ?? 1;
         facts.time.activityQueueMs += since(attrs?.scheduledEventId, at);
         facts.attempts[type] = (facts.attempts[type] ?? 0) + attempt;
-        if (isCheck(type)) facts.checkAttempts += attempt;
+        if (isCheck(type) && !isPoll(type)) facts.checkAttempts += attempt;
+        break;
+      }
+      case EventType.EVENT_TYPE_MARKER_RECORDED: {
+        const attrs = event.markerRecordedEventAttributes;
+        if (attrs?.markerName !== LOCAL_ACTIVITY_MARKER) break;
+        const data = await decodeFromPayloadsAtIndex<{ activity_type?: string; attempt?: number }>(
+          converter,
+          0,
+          attrs.details?.data?.payloads,
+        );
+        const type = data.activity_type ?? 'unknown';
+        facts.attempts[type] = (facts.attempts[type] ?? 0) + (data.attempt ?? 1);
+        if (isSend(type)) {
+          facts.sendActivities++;
+          if (facts.sendCompletedMs === undefined) facts.sendCompletedMs = at;
+        }
         break;
       }
       case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: {
@@ -206,6 +231,14 @@ export async function historyFacts(client: Client, workflowId: string): Promise<
         facts.time.activityRunMs += since(attrs?.startedEventId, at);
         const type = typeBySchedule.get(String(attrs?.scheduledEventId));
         if (type && isSend(type) && facts.sendCompletedMs === undefined) facts.sendCompletedMs = at;
+        if (type && isPoll(type)) {
+          const outcome = await decodeFromPayloadsAtIndex<{ checks?: number }>(
+            converter,
+            0,
+            attrs?.result?.payloads,
+          );
+          facts.checkAttempts += outcome.checks ?? 0;
+        }
         break;
       }
       case EventType.EVENT_TYPE_TIMER_STARTED: {

@@ -23,7 +23,6 @@ function target(name: string, value: number, comparison: '>=' | '<=', limit: num
 
 export function normalTargets(report: NormalReport): Target[] {
   const { api, rawStart, minimal } = report.phases;
-  const mobile = report.perType.find((t) => t.type === 'mobile_topup');
   const targets = [
     target(
       'intake throughput vs raw start',
@@ -43,18 +42,32 @@ export function normalTargets(report: NormalReport): Target[] {
       'end-to-end completion vs minimal workflow',
       ratio(api.e2e.perSecond, minimal.e2e.perSecond),
       '>=',
-      0.7,
+      1.5,
+      '×',
+    ),
+    target(
+      'Temporal CPU per order vs minimal workflow',
+      ratio(cpuPerWorkflow(api, 'temporal'), cpuPerWorkflow(minimal, 'temporal')),
+      '<=',
+      0.6,
       '×',
     ),
   ];
-  if (mobile) {
-    targets.push(target('mobile top-up check calls (max)', mobile.checkAttempts.max, '<=', 3));
-    targets.push(target('mobile top-up history events (max)', mobile.events.max, '<=', 40));
+  // A normal order of each type (the probe, on the idle stack): issue 16's limits.
+  for (const type of report.perType) {
+    targets.push(target(`${type.type} provider calls (max)`, type.providerCalls.max, '<=', 3));
+    targets.push(target(`${type.type} history events (max)`, type.events.max, '<=', 15));
   }
   targets.push(
     target('orders completed (of submitted)', ratio(api.e2e.completed, api.e2e.submitted), '>=', 1, '×'),
   );
   return targets;
+}
+
+/** CPU ms of one process per workflow of the phase (submissions until every workflow closed). */
+function cpuPerWorkflow(phase: PhaseReport, name: string): number {
+  const usage = phase.usage.total[name];
+  return usage ? (usage.cpuSeconds * 1000) / Math.max(1, phase.load.ok) : NaN;
 }
 
 /** Left-aligned first column, right-aligned others. */

@@ -2,6 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { ProviderFailureType } from '../../activities/outcomes.types';
 import { orderWorkflowId, workflowTypeByOrderType } from '../../workflows/contract';
 
 const orderTypes = Object.values(workflowTypeByOrderType)
@@ -9,6 +10,7 @@ const orderTypes = Object.values(workflowTypeByOrderType)
   .join(', ');
 
 const { EventType } = temporal.api.enums.v1;
+const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 
 /** Events that show an order was hit by trouble: a provider call failed or timed out, or a worker vanished. */
 const troubleEvents = new Map<number, string>([
@@ -45,14 +47,34 @@ export class TemporalProbe {
     }
   }
 
-  /** The first sign of trouble in the order's (latest run's) history, or undefined if it ran clean. */
+  /**
+   * The first sign of trouble in the order's (latest run's) history, or undefined if it ran clean.
+   * The lean lifecycle hides two things from the event types: a local activity's failure (the
+   * first send) is in its marker, and a polling activity is retried by design (each retry is a
+   * check of an open order), so only its last attempt's failure other than "still open" counts.
+   */
   async troubleOf(ref: string): Promise<string | undefined> {
     const history = await this.client.workflow.getHandle(orderWorkflowId(ref)).fetchHistory();
+    const typeBySchedule = new Map<string, string>();
     for (const event of history.events ?? []) {
       const trouble = event.eventType ? troubleEvents.get(event.eventType) : undefined;
       if (trouble) return trouble;
-      const attempt = event.activityTaskStartedEventAttributes?.attempt ?? 1;
-      if (attempt > 1) return `an activity was retried (attempt ${attempt})`;
+      const marker = event.markerRecordedEventAttributes;
+      if (marker?.markerName === LOCAL_ACTIVITY_MARKER && marker.failure) return 'a local activity failed';
+      const scheduled = event.activityTaskScheduledEventAttributes;
+      if (scheduled) typeBySchedule.set(String(event.eventId), scheduled.activityType?.name ?? '');
+      const started = event.activityTaskStartedEventAttributes;
+      if (!started) continue;
+      const attempt = started.attempt ?? 1;
+      if (!/^poll/.test(typeBySchedule.get(String(started.scheduledEventId)) ?? '')) {
+        if (attempt > 1) return `an activity was retried (attempt ${attempt})`;
+      } else if (
+        started.lastFailure &&
+        started.lastFailure.applicationFailureInfo?.type !== ProviderFailureType.stillOpen
+      ) {
+        // Only the last attempt's previous failure is recorded: a check that failed just before.
+        return 'a check failed while polling';
+      }
     }
     return undefined;
   }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities, type OrderProvider } from '../../activities';
-import { ProviderFailureType } from '../../activities/outcomes.types';
+import { ProviderFailureType, type PollOutcome, type PollPlan } from '../../activities/outcomes.types';
 import { ProviderError, type ProviderFailureKind } from '../../src/provider/errors';
 import type { MobileCheck } from '../../src/provider/wire';
 import { giftCardRequest, mobileRequest } from '../helpers/orders';
@@ -17,7 +17,7 @@ type Method = keyof OrderProvider;
 type Answer = unknown;
 
 /** A provider whose methods answer from a script, in order, and record every call. */
-function scriptedProvider(script: Partial<Record<Method, Answer[]>>) {
+function scriptedProvider(script: Partial<Record<Method, Answer[]>>, { localSends = true } = {}) {
   const calls: Method[] = [];
   const provider = new Proxy({} as OrderProvider, {
     get: (_target, method: Method) => async () => {
@@ -28,7 +28,7 @@ function scriptedProvider(script: Partial<Record<Method, Answer[]>>) {
       return answer;
     },
   });
-  return { activities: createActivities({ provider }), calls };
+  return { activities: createActivities({ provider, localSends }), calls };
 }
 
 function providerError(
@@ -279,5 +279,145 @@ describe('status check activities', () => {
       found: true,
       check,
     });
+  });
+});
+
+describe("the lean lifecycle's first send, a local activity", () => {
+  const local = new MockActivityEnvironment({ attempt: 1, isLocal: true, scheduledTimestampMs: Date.now() });
+
+  it('when scheduled after its window (it may re-run a send of a task that ran before), refuses as outcome unknown and sends nothing', async () => {
+    const { activities, calls } = scriptedProvider({ sendMobileTopup: [{ topupId: 't-1' }] });
+    const late = new MockActivityEnvironment({ attempt: 1, isLocal: true, scheduledTimestampMs: Date.now() });
+    const failure = await failureOf(
+      late.run(activities.sendMobileTopup, request, { ...sendOnly, notAfter: Date.now() - 1_000 }),
+    );
+    assert.equal(failure.type, ProviderFailureType.outcomeUnknown);
+    assert.equal(failure.nonRetryable, true);
+    assert.deepEqual(calls, []);
+  });
+
+  it('within its window, sends once', async () => {
+    const { activities, calls } = scriptedProvider({ sendMobileTopup: [{ topupId: 't-1' }] });
+    const submission = await local.run(activities.sendMobileTopup, request, {
+      ...sendOnly,
+      notAfter: Date.now() + 5_000,
+    });
+    assert.deepEqual(submission, { providerReference: 't-1', alreadySent: false });
+    assert.deepEqual(calls, ['sendMobileTopup']);
+  });
+
+  it('on a worker whose provider calls are rate-limited by the task queue, declines a local send or placement unsent', async () => {
+    const { activities, calls } = scriptedProvider(
+      { sendMobileTopup: [{ topupId: 't-1' }], placeGiftCardOrder: [{ orderId: 'o-1' }] },
+      { localSends: false },
+    );
+    const send = await failureOf(local.run(activities.sendMobileTopup, request, sendOnly));
+    const place = await failureOf(local.run(activities.placeGiftCardOrder, giftCardRequest('g-1'), {}));
+    assert.equal(send.type, ProviderFailureType.localSendDeclined);
+    assert.equal(place.type, ProviderFailureType.localSendDeclined);
+    assert.deepEqual(calls, []);
+    // The same worker sends through the task queue.
+    await firstAttempt.run(activities.sendMobileTopup, request, sendOnly);
+    assert.deepEqual(calls, ['sendMobileTopup']);
+  });
+});
+
+describe('polling activity (lean lifecycle): one check per attempt, retried by the server', () => {
+  const plan = (overrides: Partial<PollPlan> = {}): PollPlan => ({
+    firstCheckMs: 5_000,
+    handlingCheckMs: 15_000,
+    maxIntervalMs: 60_000,
+    until: Date.now() + 600_000,
+    ...overrides,
+  });
+  /** An attempt of an activity scheduled `scheduledAgoMs` ago, carrying `heartbeatDetails`; records its heartbeats. */
+  function attempt(scheduledAgoMs: number, heartbeatDetails?: unknown) {
+    const env = new MockActivityEnvironment({
+      attempt: heartbeatDetails ? 3 : 1,
+      scheduledTimestampMs: Date.now() - scheduledAgoMs,
+      heartbeatDetails,
+    });
+    const beats: unknown[] = [];
+    env.on('heartbeat', (details: unknown) => beats.push(details));
+    return { env, beats };
+  }
+
+  it('a first attempt before the first check is due asks nothing and is retried when it is due', async () => {
+    const { activities, calls } = scriptedProvider({});
+    const failure = await failureOf(attempt(0).env.run(activities.pollMobileTopup, 'p-ref', plan()));
+    assert.equal(failure.type, ProviderFailureType.stillOpen);
+    assert.equal(failure.nonRetryable, false);
+    assert.ok(Number(failure.nextRetryDelay) > 4_900 && Number(failure.nextRetryDelay) <= 5_000);
+    assert.deepEqual(calls, []);
+  });
+
+  it('follows the provider: HANDLING → retried after the HANDLING time with what it saw in its heartbeat; FULFILLED → returns every answer', async () => {
+    const handling: MobileCheck = { status: 'HANDLING', MSSIDN: request.msisdn, topup_amount: 500 };
+    const { activities, calls } = scriptedProvider({ checkMobileTopup: [handling, handling, fulfilled] });
+
+    const first = attempt(5_000);
+    const open = await failureOf(first.env.run(activities.pollMobileTopup, 'p-ref', plan()));
+    assert.equal(open.type, ProviderFailureType.stillOpen);
+    assert.equal(open.nextRetryDelay, 15_000);
+    assert.equal(first.beats.length, 1);
+    const progress = first.beats[0] as PollOutcome<MobileCheck>;
+    assert.deepEqual(
+      progress.observed.map((o) => [o.answer, o.times]),
+      [['HANDLING', 1]],
+    );
+
+    // Still HANDLING: folded into the same entry, and the interval doubles from the HANDLING wait.
+    const second = attempt(20_000, progress);
+    const again = await failureOf(second.env.run(activities.pollMobileTopup, 'p-ref', plan()));
+    assert.equal(again.nextRetryDelay, 30_000);
+    const last = attempt(50_000, second.beats[0]);
+    const outcome = (await last.env.run(
+      activities.pollMobileTopup,
+      'p-ref',
+      plan(),
+    )) as PollOutcome<MobileCheck>;
+    assert.equal(outcome.settled, true);
+    assert.equal(outcome.checks, 3);
+    assert.deepEqual(
+      outcome.observed.map((o) => [o.answer, o.times]),
+      [
+        ['HANDLING', 2],
+        ['FULFILLED', 1],
+      ],
+    );
+    assert.deepEqual(outcome.observed.at(-1)?.check, fulfilled);
+    assert.deepEqual(calls, ['checkMobileTopup', 'checkMobileTopup', 'checkMobileTopup']);
+  });
+
+  it('a failed check is retried with back-off (429: after Retry-After), and the order stays open', async () => {
+    const { activities } = scriptedProvider({
+      checkMobileTopup: [
+        providerError('outcome_unknown'),
+        providerError('rate_limited', { retryAfterMs: 7_000 }),
+      ],
+    });
+    const first = attempt(5_000);
+    const failed = await failureOf(first.env.run(activities.pollMobileTopup, 'p-ref', plan()));
+    // Its own type (not "still open"), retryable whatever it is: a check is safe to repeat.
+    assert.equal(failed.type, ProviderFailureType.outcomeUnknown);
+    assert.equal(failed.nonRetryable, false);
+    assert.equal(failed.nextRetryDelay, 1_000);
+    const limited = await failureOf(
+      attempt(6_000, first.beats[0]).env.run(activities.pollMobileTopup, 'p-ref', plan()),
+    );
+    assert.equal(limited.type, ProviderFailureType.rateLimited);
+    assert.equal(limited.nextRetryDelay, 7_000);
+  });
+
+  it('an open answer at or after the deadline ends the polling, not settled', async () => {
+    const handling: MobileCheck = { status: 'HANDLING', MSSIDN: request.msisdn, topup_amount: 500 };
+    const { activities } = scriptedProvider({ checkMobileTopup: [handling] });
+    const outcome = (await attempt(5_000).env.run(
+      activities.pollMobileTopup,
+      'p-ref',
+      plan({ until: Date.now() - 1 }),
+    )) as PollOutcome<MobileCheck>;
+    assert.equal(outcome.settled, false);
+    assert.equal(outcome.observed[0]?.answer, 'HANDLING');
   });
 });

@@ -18,6 +18,7 @@ import type { OutcomeChangeSpecInput } from '../../src/sandbox/outcome-changes';
 import {
   AcceptedAtAttribute,
   defaultOrderTimings,
+  LEAN_LIFECYCLE,
   OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
@@ -175,7 +176,8 @@ export function startOrder(
     {
       taskQueue,
       workflowId: orderWorkflowId(request.ref),
-      args: [{ request, acceptedAt: acceptedAt.toISOString(), ...extra }],
+      // As the API starts orders (lean lifecycle), unless the test gives another `lifecycle`.
+      args: [{ request, acceptedAt: acceptedAt.toISOString(), lifecycle: LEAN_LIFECYCLE, ...extra }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       // The API keeps a fingerprint of the request here; it must survive continue-as-new.
       memo: { requestHash: `test-${request.ref}` },
@@ -258,6 +260,8 @@ export interface OrderTestWorkers<K extends string> {
  */
 export async function startOrderTestWorkers<K extends string>(
   providers: Record<K, OrderProvider>,
+  /** Workers that send only through the task queue (as with WORKER_PROVIDER_CALLS_PER_SECOND). */
+  { queueSendsOnly = [] }: { queueSendsOnly?: NoInfer<K>[] } = {},
 ): Promise<OrderTestWorkers<K>> {
   installTestRuntime();
   const [temporal, workflowCode] = await Promise.all([useTemporal(), bundledWorkflows()]);
@@ -270,7 +274,7 @@ export async function startOrderTestWorkers<K extends string>(
         connection: nativeConnection,
         namespace: temporal.namespace,
         taskQueue,
-        activities: createActivities({ provider }),
+        activities: createActivities({ provider, localSends: !queueSendsOnly.includes(name) }),
         workflowCode,
       });
       return { name, taskQueue, worker, running: worker.run() };

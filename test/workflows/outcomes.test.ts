@@ -39,7 +39,7 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
   let slowSandbox: TestSandbox;
   let slowProvider: ReturnType<typeof testProvider>;
   let slowCounted: typeof counted;
-  let env: OrderTestWorkers<'sandbox' | 'neverFinishing'>;
+  let env: OrderTestWorkers<'sandbox' | 'neverFinishing' | 'queueSends'>;
 
   before(async () => {
     [sandbox, slowSandbox] = await Promise.all([startTestSandbox(), startTestSandbox(1_000)]);
@@ -47,7 +47,10 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     slowProvider = testProvider(slowSandbox.url);
     counted = countingProvider(provider.client);
     slowCounted = countingProvider(slowProvider.client);
-    env = await startOrderTestWorkers({ sandbox: counted.provider, neverFinishing: slowCounted.provider });
+    env = await startOrderTestWorkers(
+      { sandbox: counted.provider, neverFinishing: slowCounted.provider, queueSends: counted.provider },
+      { queueSendsOnly: ['queueSends'] },
+    );
   });
   after(async () => {
     await env.stop();
@@ -66,7 +69,7 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     return waitForView(handle, (v) => v.status === 'NEEDS_REVIEW');
   }
 
-  it('a mobile top-up to a normal number is FULFILLED with number and amount, in at most 3 checks and 40 events', async () => {
+  it('a mobile top-up to a normal number is FULFILLED with number and amount, in at most 3 provider calls and 15 events', async () => {
     const request = mobileRequest(newRef('mobile-ok'));
     const handle = await start(request);
     const view = await handle.result();
@@ -84,27 +87,81 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     assert.equal(await statusAttribute(handle), 'FULFILLED');
     const calls = counted.callsFor(request.ref);
     assert.equal(calls.sendMobileTopup, 1);
-    assert.ok((calls.checkMobileTopup ?? 0) <= 3, `checks: ${calls.checkMobileTopup}`);
+    assert.ok((calls.checkMobileTopup ?? 0) <= 2, `checks: ${calls.checkMobileTopup}`);
     const events = await historyLength(handle);
-    assert.ok(events <= 40, `history events: ${events}`);
+    assert.ok(events <= 15, `history events: ${events}`);
     assert.equal((await sandbox.sendsOf(request.ref)).accepted, 1);
   });
 
-  it('an internet top-up is FULFILLED with the card code and transaction number', async () => {
-    const view = await (await start(internetRequest(newRef('internet-ok')))).result();
+  it('an order started before the lean lifecycle (no lifecycle in its input) still completes on its own path: patch markers, a send activity, checks on timers', async () => {
+    const request = mobileRequest(newRef('mobile-old-path'));
+    const handle = await start(request, { lifecycle: undefined });
+    const view = await handle.result();
+    assert.equal(view.status, 'FULFILLED');
+    const history = (await handle.fetchHistory()).events ?? [];
+    const activities = history.flatMap(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+    );
+    assert.equal(activities[0], 'sendMobileTopup');
+    assert.ok(
+      activities.slice(1).every((name) => name === 'checkMobileTopup'),
+      activities.join(' '),
+    );
+    assert.ok(history.some((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch'));
+    assert.equal((await sandbox.sendsOf(request.ref)).accepted, 1);
+  });
+
+  it('on a worker whose provider calls are rate-limited by the task queue, the send goes through the queue (an activity) and is made once', async () => {
+    const request = mobileRequest(newRef('mobile-queued-send'));
+    const handle = await startOrder(env.client, env.taskQueues.queueSends, request, {
+      timings: scaledTimings(),
+    });
+    const view = await handle.result();
+    assert.equal(view.status, 'FULFILLED');
+    const history = (await handle.fetchHistory()).events ?? [];
+    const activities = history.flatMap(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+    );
+    assert.deepEqual(activities, ['sendMobileTopup', 'pollMobileTopup']);
+    assert.equal(counted.callsFor(request.ref).sendMobileTopup, 1);
+    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+  });
+
+  it('an internet top-up is FULFILLED with the card code and transaction number, in at most 3 provider calls and 15 events', async () => {
+    const request = internetRequest(newRef('internet-ok'));
+    const handle = await start(request);
+    const view = await handle.result();
     assert.equal(view.status, 'FULFILLED');
     assert.match(view.result?.cardCode ?? '', /^\d+$/);
     assert.ok(view.result?.transactionNumber);
+    assert.equal(await statusAttribute(handle), 'FULFILLED');
+    const calls = counted.callsFor(request.ref);
+    assert.equal(calls.sendInternetTopup, 1);
+    assert.ok((calls.checkInternetTopup ?? 0) <= 2, `checks: ${calls.checkInternetTopup}`);
+    const events = await historyLength(handle);
+    assert.ok(events <= 15, `history events: ${events}`);
   });
 
-  it('a gift-card order is FULFILLED with one code and serial per card ordered', async () => {
-    const view = await (await start(giftCardRequest(newRef('gift-ok'), 2))).result();
+  it('a gift-card order is FULFILLED with one code and serial per card ordered, in at most 3 provider calls and 15 events', async () => {
+    const handle = await start(giftCardRequest(newRef('gift-ok'), 2));
+    const view = await handle.result();
     assert.equal(view.status, 'FULFILLED');
     assert.equal(view.result?.cards?.length, 2);
     for (const card of view.result?.cards ?? []) {
       assert.ok(card.code && card.serial, 'each card has a code and a serial');
     }
     assert.ok(view.providerReference, 'the orderId is kept');
+    assert.equal(await statusAttribute(handle), 'FULFILLED');
+    const checks = counted.callsFor(view.providerReference).checkGiftCardOrder ?? 0;
+    assert.ok(checks >= 1 && checks <= 2, `checks: ${checks}`);
+    const history = (await handle.fetchHistory()).events ?? [];
+    assert.ok(history.length <= 15, `history events: ${history.length}`);
+    const placements = history.filter(
+      (e) =>
+        e.markerRecordedEventAttributes ||
+        e.activityTaskScheduledEventAttributes?.activityType?.name === 'placeGiftCardOrder',
+    );
+    assert.equal(placements.length, 1, 'placed once');
   });
 
   it('a top-up to 0600000001 is REFUNDED with the provider message', async () => {

@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { useTemporal, type TestTemporal } from '../helpers/temporal';
 import { workflowBundleOptions } from '../../src/worker/bundle';
@@ -34,7 +35,6 @@ const childHttpTimeouts = {
   PROVIDER_BODY_TIMEOUT_MS: '500',
 };
 const ACTIVITY_TIMEOUT_MS = 6_000;
-const STARTED = 2; // PENDING_ACTIVITY_STATE_STARTED
 
 describe('a worker process killed while an order is in flight', () => {
   let temporal: TestTemporal;
@@ -96,14 +96,27 @@ describe('a worker process killed while an order is in flight', () => {
     return child;
   }
 
-  async function waitForSendInFlight(handle: WorkflowHandle): Promise<void> {
+  /**
+   * Until the provider has received a send since `since` (epoch ms) that is still open. The first
+   * send of a lean order is a local activity, which no pending activity shows: the sandbox is asked.
+   */
+  async function waitForSendInFlight(since: number): Promise<void> {
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const pending = (await handle.describe()).raw.pendingActivities ?? [];
-      if (pending.some((a) => a.activityType?.name === 'sendMobileTopup' && a.state === STARTED)) return;
+      const sends = await sandbox.requests('mobile.send');
+      if (sends.some((r) => r.receivedAt >= since && r.endedAt === undefined)) return;
       assert.ok(Date.now() < deadline, 'the send started');
       await new Promise((r) => setTimeout(r, 50));
     }
+  }
+
+  /** The workflow's history: event type names, and the activities it scheduled in order. */
+  async function historyOf(handle: WorkflowHandle): Promise<{ events: string[]; activities: string[] }> {
+    const events = (await handle.fetchHistory()).events ?? [];
+    return {
+      events: events.map((e) => String(proto.api.enums.v1.EventType[e.eventType ?? 0])),
+      activities: events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),
+    };
   }
 
   it('when SIGKILLed during the send, a new worker process completes the order and the top-up is sent once', async () => {
@@ -111,10 +124,11 @@ describe('a worker process killed while an order is in flight', () => {
     await sandbox.addFault({ kind: 'latency', latencyMs: 1_000, routes: ['mobile.send'], times: 1 });
     const first = await startWorkerProcess();
     const request = mobileRequest(newRef('killed'));
+    const since = Date.now();
     const handle = await startOrder(client, taskQueue, request, {
       timings: scaledTimings({ activityTimeoutMs: ACTIVITY_TIMEOUT_MS }),
     });
-    await waitForSendInFlight(handle);
+    await waitForSendInFlight(since);
 
     first.kill('SIGKILL');
     await once(first, 'exit');
@@ -137,10 +151,11 @@ describe('a worker process killed while an order is in flight', () => {
     try {
       const first = await startWorkerProcess();
       const request = mobileRequest(newRef('killed-late'));
+      const since = Date.now();
       const handle = await startOrder(client, taskQueue, request, {
         timings: scaledTimings({ activityTimeoutMs: 3_000, settleMs: 3_000 }),
       });
-      await waitForSendInFlight(handle);
+      await waitForSendInFlight(since);
 
       first.kill('SIGKILL');
       await once(first, 'exit');
@@ -150,6 +165,47 @@ describe('a worker process killed while an order is in flight', () => {
 
       assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
       assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+      second.kill('SIGKILL');
+      await once(second, 'exit');
+    } finally {
+      await sandbox.clearFaults();
+      await sandbox.settings({ uniqueRefs: true });
+    }
+  });
+
+  it('when SIGKILLed during the local-activity send of the first workflow task, the task that runs again looks the ref up and never sends twice', async () => {
+    // The provider commits 2 s after receiving the send, and keeps no unique refs: a second send
+    // would be a second top-up. The dead worker's first task left no marker of its send in the
+    // history; the task that runs again on the new worker sees that it is not the first try.
+    await sandbox.settings({ uniqueRefs: false });
+    await sandbox.addFault({ kind: 'late_commit', commitDelayMs: 2_000, routes: ['mobile.send'], times: 1 });
+    try {
+      const first = await startWorkerProcess();
+      const request = mobileRequest(newRef('killed-local'));
+      const since = Date.now();
+      const handle = await startOrder(client, taskQueue, request, {
+        timings: scaledTimings({ activityTimeoutMs: 3_000, settleMs: 3_000 }),
+      });
+      await waitForSendInFlight(since);
+
+      first.kill('SIGKILL');
+      await once(first, 'exit');
+      const second = await startWorkerProcess();
+      const view = await handle.result();
+      await sandbox.pendingCommitsDone('mobile.send', 2_000);
+
+      assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
+      assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+      assert.match(
+        view.timeline.map((e) => e.event).join('\n'),
+        /The provider already had this order from an earlier attempt; not sent again/,
+      );
+      const { events, activities } = await historyOf(handle);
+      assert.ok(events.includes('EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT'), 'the first task timed out');
+      // No send was made again, as a local activity or otherwise: the ref was looked up first.
+      assert.ok(!events.includes('EVENT_TYPE_MARKER_RECORDED'), events.join(' '));
+      assert.equal(activities[0], 'checkMobileTopup');
+      assert.ok(!activities.some((name) => name.startsWith('send')), activities.join(' '));
       second.kill('SIGKILL');
       await once(second, 'exit');
     } finally {
