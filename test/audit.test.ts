@@ -199,13 +199,20 @@ describe('audit export', () => {
     assert.deepEqual([disputed.previous, disputed.providerStatus], ['FULFILLED', 'REFUNDED']);
 
     // The send and the answer that sent it to review, with timing and the worker that made them.
+    // The send is a local activity (its marker); the polling activity lists every answer it saw.
     const [send, ...more] = ofKind(audit, 'activity');
     assert.equal(send!.activityType, 'sendMobileTopup');
     assert.equal(send!.outcome, 'completed');
-    assert.ok(send!.worker, 'the worker that ran it');
-    assert.ok(Number(send!.durationMs) >= 0 && send!.startedAt && send!.scheduledAt);
-    const check = more.find((e) => e.activityType === 'checkMobileTopup');
-    assert.equal(check?.providerStatus, 'UNKNOWN_ERROR');
+    assert.equal(send!.local, true);
+    const poll = more.find((e) => e.activityType === 'pollMobileTopup');
+    assert.ok(poll?.worker, 'the worker that ran it');
+    assert.ok(Number(poll!.durationMs) >= 0 && poll!.startedAt && poll!.scheduledAt);
+    assert.equal(poll!.providerStatus, 'UNKNOWN_ERROR');
+    assert.deepEqual(
+      (poll!.answers as { status: string }[]).map((a) => a.status).at(-1),
+      'UNKNOWN_ERROR',
+      'the answers it saw, the last one sending the order to review',
+    );
 
     // Each decision: what, by whom (the body's display name and the API client, set from its key),
     // who sent it as Temporal recorded it (the API process), and what the order answered.
@@ -438,7 +445,7 @@ describe('audit export', () => {
       text.stdout,
       /decideReview: REFUNDED by amina \(client operator\) “no credit” → applied · sent by /,
     );
-    assert.match(text.stdout, /checkMobileTopup → UNKNOWN_ERROR/);
+    assert.match(text.stdout, /pollMobileTopup → UNKNOWN_ERROR/);
     assert.match(text.stdout, /checkMobileTopup → REFUNDED/);
     assert.match(text.stdout, /NEEDS_REVIEW → REFUNDED/);
     assert.ok(!text.stdout.includes(UNKNOWN), 'masked by default');

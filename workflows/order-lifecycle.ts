@@ -596,6 +596,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       // A backstop only: the activity itself ends at the deadline with the last answer.
       scheduleToCloseTimeout: Math.max(0, this.deadlineAt - Date.now()) + 2 * this.timings.activityTimeoutMs,
       retry: this.retryPolicy(),
+      summary: 'status checks until the order settles (one per attempt)',
     });
     let progress: PollProgress<C> | undefined;
     let settled = false;

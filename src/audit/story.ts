@@ -523,14 +523,35 @@ class RunStory {
  * the order (`check.status`), one that did not (`found: false`: NOT_FOUND), or a result that is
  * itself a status.
  */
-function answerOf(result: unknown): { providerStatus?: string } {
+function answerOf(result: unknown): { providerStatus?: string; answers?: ProviderAnswerSeen[] } {
   const value = result as
-    { found?: unknown; check?: { status?: unknown }; status?: unknown } | null | undefined;
+    | { found?: unknown; check?: { status?: unknown }; status?: unknown; observed?: unknown }
+    | null
+    | undefined;
   if (typeof value !== 'object' || value === null) return {};
+  // The lean lifecycle's polling activity: every answer it saw, with its time, in one result.
+  if (Array.isArray(value.observed)) {
+    const answers = (value.observed as { at?: unknown; answer?: unknown; times?: unknown }[])
+      .filter((seen) => typeof seen.answer === 'string' && typeof seen.at === 'string')
+      .map((seen) => ({
+        at: seen.at as string,
+        status: seen.answer as string,
+        ...(typeof seen.times === 'number' && seen.times > 1 ? { times: seen.times } : {}),
+      }));
+    const last = answers.at(-1);
+    return { ...(last ? { providerStatus: last.status } : {}), answers };
+  }
   if (value.found === false) return { providerStatus: 'NOT_FOUND' };
   if (typeof value.check?.status === 'string') return { providerStatus: value.check.status };
   if (typeof value.status === 'string') return { providerStatus: value.status };
   return {};
+}
+
+/** One answer a polling activity saw: the provider's status (or NOT_FOUND, a failed check) and how often in a row. */
+interface ProviderAnswerSeen {
+  at: string;
+  status: string;
+  times?: number;
 }
 
 function decisionIn(payload: unknown): { decision?: AuditDecision } {

@@ -156,8 +156,8 @@ describe('traces', () => {
     assert.ok(check, 'a span for a status check');
     assert.deepEqual(ancestry(check).slice(0, 4), [
       'GET',
-      'RunActivity:checkMobileTopup',
-      'StartActivity:checkMobileTopup',
+      'RunActivity:pollMobileTopup',
+      'StartActivity:pollMobileTopup',
       'RunWorkflow:mobileTopupWorkflow',
     ]);
     // The provider key travels in a header, never in a span.
