@@ -31,7 +31,6 @@ import {
   OrderStatusAttribute,
   OrderTypeAttribute,
   orderWorkflowId,
-  statusQuery,
   workflowTypeByOrderType,
   type DecisionRefusal,
   type OrderInput,
@@ -42,10 +41,11 @@ import type { Caller, ClientRegistry } from '../clients/registry';
 import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../orders/schemas';
 import { providerRefFor } from '../orders/provider-ref';
 import { accessTo, inOperatorReach, maskCardCodes, type Purpose } from './access';
-import { temporarilyUnavailable } from './error-handler';
 import { ApiError, type FieldError } from './errors';
+import { temporarilyUnavailable } from './error-handler';
 import { OrderListing, type OrderList } from './order-list';
-import type { ListOrdersQuery } from './schemas';
+import { acceptedView, OrderReader, type ReadView } from './order-read';
+import { workflowStatuses, type ListOrdersQuery } from './schemas';
 
 export interface OrderServiceOptions {
   client: Client;
@@ -64,6 +64,8 @@ export interface OrderServiceOptions {
   timingsFor: (type: OrderType) => Partial<OrderTimings> | undefined;
   /** For calls made outside a request; routes pass the request's logger (with its request ID). */
   logger: Logger;
+  /** After a status query no worker answered, how long reads skip the query (order-read.ts QueryGate). */
+  queryRetryMs?: number;
 }
 
 /** An order as a client names it: its owner and its ref. */
@@ -72,13 +74,28 @@ export interface OrderAddress {
   ref: string;
 }
 
-/** What the API adds to the workflow's view: whose order it is, and its names in Temporal and at the provider. */
+/** What the API adds to the workflow's view: whose order it is, its names in Temporal and at the provider, how it was read. */
 export interface OrderIdentity {
   client: string;
   /** For Temporal UI and the CLI (`temporal workflow show --workflow-id …`). */
   workflowId: string;
   /** Top-ups: the ref the provider knows the order by (its support asks for it). */
   providerRef?: string;
+  /** The workflow's state in Temporal (FAILED, TERMINATED… for one that ended without its view). */
+  workflowStatus: WorkflowStatusName;
+  /**
+   * `false`: the workflow could not give its view (no worker answered, or it ended without one),
+   * so the view is rebuilt from Temporal's records (order-read.ts). Absent when it is the workflow's own.
+   */
+  live?: false;
+}
+
+/** Temporal's execution status, as the API names it (the SDK's UNSPECIFIED and PAUSED read UNKNOWN). */
+export type WorkflowStatusName = (typeof workflowStatuses)[number];
+
+function workflowStatusOf(description: WorkflowExecutionDescription): WorkflowStatusName {
+  const name = description.status.name;
+  return (workflowStatuses as readonly string[]).includes(name) ? (name as WorkflowStatusName) : 'UNKNOWN';
 }
 
 export type OrderView = WorkflowOrderView & OrderIdentity;
@@ -109,39 +126,15 @@ function sendsRef(type: OrderType): boolean {
   return type !== 'gift_card';
 }
 
-/** The view of an order just started: the workflow may not have run its first task yet. */
-export function acceptedView(input: OrderInput): WorkflowOrderView {
-  const { request, acceptedAt } = input;
-  return {
-    ref: request.ref,
-    type: request.type,
-    status: 'ACCEPTED',
-    request,
-    acceptedAt,
-    updatedAt: acceptedAt,
-    timeline: [{ at: acceptedAt, status: 'ACCEPTED', event: 'Order accepted' }],
-  };
-}
-
-/** A workflow result is trusted as a view only if it has a view's shape. */
-function looksLikeView(value: unknown, ref: string): value is WorkflowOrderView {
-  const v = value as Partial<WorkflowOrderView> | null;
-  return (
-    typeof v === 'object' &&
-    v !== null &&
-    v.ref === ref &&
-    typeof v.status === 'string' &&
-    Array.isArray(v.timeline)
-  );
-}
-
 export class OrderService {
   readonly #o: OrderServiceOptions;
   readonly #listing: OrderListing;
+  readonly #reader: OrderReader;
 
   constructor(options: OrderServiceOptions) {
     this.#o = options;
     this.#listing = new OrderListing(options.client, options.clients, (fn) => this.#timed(fn));
+    this.#reader = new OrderReader(options.client, (fn) => this.#timed(fn), options.queryRetryMs);
   }
 
   /** Every Temporal call under one deadline; a missed deadline surfaces as a gRPC error (→ 503). */
@@ -163,9 +156,9 @@ export class OrderService {
     return description.typedSearchAttributes.get(OrderClientAttribute) ?? this.#o.clients.defaultClientId;
   }
 
-  /** The workflow's view with what the API adds: owner, workflow ID, provider ref. */
+  /** The workflow's view with what the API adds: owner, workflow ID, provider ref, how it was read. */
   #withIdentity(
-    view: WorkflowOrderView,
+    { view, live }: ReadView,
     address: OrderAddress,
     description: WorkflowExecutionDescription,
   ): OrderView {
@@ -178,6 +171,8 @@ export class OrderService {
       client: address.client,
       workflowId: this.workflowIdOf(address),
       ...(providerRef ? { providerRef } : {}),
+      workflowStatus: workflowStatusOf(description),
+      ...(live ? {} : { live: false as const }),
     };
   }
 
@@ -227,6 +222,7 @@ export class OrderService {
           client: caller.id,
           workflowId: this.workflowIdOf(address),
           ...(providerRef ? { providerRef } : {}),
+          workflowStatus: 'RUNNING',
         },
       };
     } catch (err) {
@@ -243,20 +239,7 @@ export class OrderService {
         `An order with ref ${request.ref} exists with a different request; use a new ref for a new order.`,
       );
     }
-    try {
-      return { created: false, view: await this.#viewOf(address, handle, description, log) };
-    } catch (err) {
-      if (!(err instanceof ApiError && err.key === 'temporarily-unavailable')) throw err;
-      // No worker answers the status query right now (all restarting, say). The order exists and
-      // is this very request, so a repeat still gets its 200 with what Temporal itself knows.
-      const status = description.typedSearchAttributes.get(OrderStatusAttribute) as
-        WorkflowOrderView['status'] | undefined;
-      const accepted = acceptedView({ ...input, acceptedAt: description.startTime.toISOString() });
-      return {
-        created: false,
-        view: this.#withIdentity({ ...accepted, status: status ?? accepted.status }, address, description),
-      };
-    }
+    return { created: false, view: await this.#read(address, log, description) };
   }
 
   /**
@@ -278,56 +261,57 @@ export class OrderService {
     return maskCardCodes(view);
   }
 
-  /** The order's current view, whoever asks; 404 unless the workflow itself says `address.client` owns it. */
-  async #read(address: OrderAddress, log: Logger): Promise<OrderView> {
+  /**
+   * The order's current view, whoever asks; 404 unless the workflow itself says `address.client`
+   * owns it. `described`: the current run, if the caller has just described it.
+   */
+  async #read(
+    address: OrderAddress,
+    log: Logger,
+    described?: WorkflowExecutionDescription,
+  ): Promise<OrderView> {
     const handle = this.#handle(address);
-    // Both at once: the query is read-only, and its answer is dropped unless the owner matches.
-    const [described, queried] = await Promise.allSettled([
-      this.#timed(() => handle.describe()),
-      this.#timed(() => handle.query(statusQuery)),
-    ]);
-    if (described.status === 'rejected') {
-      throw described.reason instanceof WorkflowNotFoundError ? orderNotFound(address.ref) : described.reason;
+    let description = described ?? (await this.#describe(address, handle));
+    try {
+      return await this.#viewOf(address, handle, description, log);
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
-    return this.#viewOf(address, handle, described.value, log, queried);
+    // The run described continued as new (or was reset, or deleted) meanwhile: read the current one.
+    description = await this.#describe(address, handle);
+    try {
+      return await this.#viewOf(address, handle, description, log);
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      throw temporarilyUnavailable('The order is changing runs right now; retry.', err);
+    }
+  }
+
+  async #describe(address: OrderAddress, handle: WorkflowHandle): Promise<WorkflowExecutionDescription> {
+    try {
+      return await this.#timed(() => handle.describe());
+    } catch (err) {
+      throw err instanceof WorkflowNotFoundError ? orderNotFound(address.ref) : err;
+    }
   }
 
   /**
-   * The view from the workflow's `status` query (`queried`, if already asked). A closed workflow
-   * answers the query too while a worker runs; without one, a completed workflow's result is its
-   * final view.
+   * The view of the run `description` describes, for its owner only: the workflow's result once it
+   * completed, its answer to the `status` query while it runs, or, when it cannot give either (no
+   * worker answers, or it ended without a view), rebuilt from Temporal's records (order-read.ts).
    */
   async #viewOf(
     address: OrderAddress,
     handle: WorkflowHandle,
     description: WorkflowExecutionDescription,
     log: Logger,
-    queried?: PromiseSettledResult<WorkflowOrderView>,
   ): Promise<OrderView> {
     if (this.#ownerOf(description) !== address.client) throw orderNotFound(address.ref);
-    const answer =
-      queried ??
-      (await this.#timed(() => handle.query(statusQuery)).then(
-        (value) => ({ status: 'fulfilled', value }) as const,
-        (reason: unknown) => ({ status: 'rejected', reason }) as const,
-      ));
-    if (answer.status === 'fulfilled') return this.#withIdentity(answer.value, address, description);
-    const queryError: unknown = answer.reason;
-    if (queryError instanceof WorkflowNotFoundError) throw orderNotFound(address.ref);
-    try {
-      if (description.status.name === 'COMPLETED') {
-        const result: unknown = await this.#timed(() => handle.result());
-        if (looksLikeView(result, address.ref)) return this.#withIdentity(result, address, description);
-      }
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw orderNotFound(address.ref);
-      log.warn({ err, ref: address.ref }, 'order view: fallback to the workflow result failed');
+    if (description.status.name === 'CONTINUED_AS_NEW') {
+      throw new WorkflowNotFoundError('the run continued as new', description.workflowId, description.runId);
     }
-    log.warn({ err: queryError, ref: address.ref }, 'order view: status query failed');
-    throw temporarilyUnavailable(
-      'The order exists but its status cannot be read right now; retry later.',
-      queryError,
-    );
+    const read = await this.#reader.read(handle, description, address.ref, log);
+    return this.#withIdentity(read, address, description);
   }
 
   /** Newest accepted first, from Temporal visibility, only the orders the caller reaches: see order-list.ts. */
