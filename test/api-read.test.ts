@@ -75,6 +75,7 @@ describe('reading orders with no worker running', () => {
     closed: newRef('closed'),
     acmeClosed: newRef('acme'),
     open: newRef('open'),
+    acmeOpen: newRef('acme-open'),
     terminated: newRef('terminated'),
     continued: newRef('continued'),
   };
@@ -162,12 +163,14 @@ describe('reading orders with no worker running', () => {
       submit('shop', mobileRequest(refs.closed)),
       submit('acme', giftCardRequest(refs.acmeClosed, 1)),
       submit('shop', mobileRequest(refs.open, sandboxSpecialNumbers.unknownError)),
+      submit('acme', mobileRequest(refs.acmeOpen, sandboxSpecialNumbers.unknownError)),
       submit('shop', mobileRequest(refs.terminated, sandboxSpecialNumbers.unknownError)),
     ]);
     await Promise.all([
       client.workflow.getHandle(orderWorkflowId(refs.closed)).result(),
       client.workflow.getHandle(orderWorkflowId(refs.acmeClosed, 'acme')).result(),
       pollUntil('shop', refs.open, (v) => v.status === 'NEEDS_REVIEW'),
+      pollUntil('acme', refs.acmeOpen, (v) => v.status === 'NEEDS_REVIEW' && v.live === undefined),
       pollUntil('shop', refs.terminated, (v) => v.status === 'NEEDS_REVIEW'),
     ]);
     await client.workflow.getHandle(orderWorkflowId(refs.terminated)).terminate('test: ended by hand');
@@ -193,10 +196,12 @@ describe('reading orders with no worker running', () => {
     await api?.close();
     if (workerRun && worker.getState() === 'RUNNING') worker.shutdown();
     await workerRun;
-    await client?.workflow
-      .getHandle(orderWorkflowId(refs.open))
-      .terminate('test done')
-      .catch(() => {});
+    for (const id of [orderWorkflowId(refs.open), orderWorkflowId(refs.acmeOpen, 'acme')]) {
+      await client?.workflow
+        .getHandle(id)
+        .terminate('test done')
+        .catch(() => {});
+    }
     await Promise.all([connection?.close(), nativeConnection?.close(), provider?.close(), sandbox?.close()]);
     await temporal?.stop();
   });
@@ -241,6 +246,14 @@ describe('reading orders with no worker running', () => {
         assert.equal(view.timeline[0]?.status, 'ACCEPTED');
       }
       assert.equal((await read('acme', refs.open, impatient)).status, 404);
+
+      // Another client's order (its workflow ID names it): the same, and shop cannot see it.
+      const acme = okView(await read('acme', refs.acmeOpen, impatient));
+      assert.equal(acme.status, 'NEEDS_REVIEW');
+      assert.equal(acme.live, false);
+      assert.equal(acme.client, 'acme');
+      assert.equal(acme.providerRef, providerRefFor('acme', refs.acmeOpen));
+      assert.equal((await read('shop', refs.acmeOpen, impatient)).status, 404);
       assert.equal((await read('writer', refs.open, impatient)).status, 403);
       assert.equal((await read('nobody', refs.open, impatient)).status, 401);
     } finally {

@@ -131,7 +131,12 @@ function isUnanswered(err: unknown): boolean {
   return code === GrpcStatus.DEADLINE_EXCEEDED || code === GrpcStatus.CANCELLED;
 }
 
-const { HistoryEventFilterType } = temporal.api.enums.v1;
+/** The close event of a closed run, nothing for a running one: never waits. */
+const CLOSE_EVENT_ONLY = {
+  historyEventFilterType: temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
+  waitNewEvent: false,
+  skipArchival: true,
+};
 
 export class OrderReader {
   readonly #client: Client;
@@ -153,48 +158,66 @@ export class OrderReader {
     description: WorkflowExecutionDescription,
     ref: string,
     log: Logger,
+    { asked = false }: { asked?: boolean } = {},
   ): Promise<ReadView> {
     const status = description.status.name;
-    if (status === 'RUNNING') return this.#readOpen(handle, description, log);
+    if (status === 'RUNNING') {
+      // Asked already (and unanswered): straight to the records.
+      const view = asked ? undefined : await this.queried(handle, log);
+      return view ? { view, live: true } : { view: await this.fromRecords(description), live: false };
+    }
     if (status === 'COMPLETED') {
       const result = await this.#result(description);
       if (looksLikeView(result, ref)) return { view: result, live: true };
       log.warn({ ref }, 'order view: the workflow result is not an order view; rebuilt from records');
     }
-    return { view: await this.#fromRecords(description), live: false };
+    return { view: await this.fromRecords(description), live: false };
   }
 
-  async #readOpen(
-    handle: WorkflowHandle,
-    description: WorkflowExecutionDescription,
-    log: Logger,
-  ): Promise<ReadView> {
+  /**
+   * The current run's final view when it completed with one, from its close event alone (one RPC,
+   * no describe); `open` while it runs; `other` when it ended otherwise or the result is no view.
+   * Throws WorkflowNotFoundError when there is no such workflow.
+   */
+  async closedView(
+    workflowId: string,
+    ref: string,
+  ): Promise<{ kind: 'completed'; view: OrderView } | { kind: 'open' | 'other' }> {
+    const event = (await this.#history({ execution: { workflowId }, ...CLOSE_EVENT_ONLY }))[0];
+    if (!event) return { kind: 'open' };
+    const completed = event.workflowExecutionCompletedEventAttributes;
+    if (!completed) return { kind: 'other' };
+    const result = await this.#decode(completed.result?.payloads);
+    return looksLikeView(result, ref) ? { kind: 'completed', view: result } : { kind: 'other' };
+  }
+
+  /**
+   * A running order's view: the workflow's answer to the status query, or, when the query goes
+   * unanswered or is skipped (QueryGate), undefined: the caller rebuilds it from the records.
+   */
+  async queried(handle: WorkflowHandle, log: Logger): Promise<OrderView | undefined> {
     if (!this.#gate.open) {
       this.#gate.probe(() => this.#timed(() => handle.query(statusQuery)));
-      return { view: await this.#fromRecords(description), live: false };
+      return undefined;
     }
     try {
       const view = await this.#timed(() => handle.query(statusQuery));
       this.#gate.answered();
-      return { view, live: true };
+      return view;
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw err;
       if (isUnanswered(err)) this.#gate.unanswered();
-      log.warn({ err, ref: description.workflowId }, 'order view: status query failed; rebuilt from records');
-      return { view: await this.#fromRecords(description), live: false };
+      log.warn(
+        { err, workflowId: handle.workflowId },
+        'order view: status query failed; rebuilt from records',
+      );
+      return undefined;
     }
   }
 
   /** The completed run's result, from its close event: one history read, whatever the history's length. */
   async #result({ workflowId, runId }: WorkflowExecutionDescription): Promise<unknown> {
-    const event = (
-      await this.#history({
-        execution: { workflowId, runId },
-        historyEventFilterType: HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
-        waitNewEvent: false,
-        skipArchival: true,
-      })
-    )[0];
+    const event = (await this.#history({ execution: { workflowId, runId }, ...CLOSE_EVENT_ONLY }))[0];
     return this.#decode(event?.workflowExecutionCompletedEventAttributes?.result?.payloads);
   }
 
@@ -202,7 +225,7 @@ export class OrderReader {
    * What Temporal's records say without the workflow's help: the run's input (the request; after a
    * continue-as-new, the view it carried over) and the status the workflow last published.
    */
-  async #fromRecords(description: WorkflowExecutionDescription): Promise<OrderView> {
+  async fromRecords(description: WorkflowExecutionDescription): Promise<OrderView> {
     const { workflowId, runId } = description;
     const started = (await this.#history({ execution: { workflowId, runId }, maximumPageSize: 1 }))[0];
     const input = (await this.#decode(started?.workflowExecutionStartedEventAttributes?.input?.payloads)) as

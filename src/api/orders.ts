@@ -157,23 +157,39 @@ export class OrderService {
   }
 
   /** The workflow's view with what the API adds: owner, workflow ID, provider ref, how it was read. */
-  #withIdentity(
-    { view, live }: ReadView,
-    address: OrderAddress,
-    description: WorkflowExecutionDescription,
-  ): OrderView {
+  #withIdentity(read: ReadView, address: OrderAddress, description: WorkflowExecutionDescription): OrderView {
     const fromMemo = description.memo?.[PROVIDER_REF_MEMO];
     // Every top-up started since clients exist has it; one from before sent its own ref (the
     // workflow still falls back to it the same way).
-    const providerRef = typeof fromMemo === 'string' ? fromMemo : sendsRef(view.type) ? view.ref : undefined;
+    const providerRef =
+      typeof fromMemo === 'string' ? fromMemo : sendsRef(read.view.type) ? read.view.ref : undefined;
+    return this.#identified(read, address, workflowStatusOf(description), providerRef);
+  }
+
+  #identified(
+    { view, live }: ReadView,
+    address: OrderAddress,
+    workflowStatus: WorkflowStatusName,
+    providerRef: string | undefined,
+  ): OrderView {
     return {
       ...view,
       client: address.client,
       workflowId: this.workflowIdOf(address),
       ...(providerRef ? { providerRef } : {}),
-      workflowStatus: workflowStatusOf(description),
+      workflowStatus,
       ...(live ? {} : { live: false as const }),
     };
+  }
+
+  /**
+   * Whether the workflow ID alone names the owner: `order:<client>:<ref>`, which only the API
+   * starts, for the authenticated client, with that client in OrderClient and the provider ref
+   * derived from (client, ref) in the memo. The default client's `order-<ref>` does not: it is
+   * shared with orders from before clients and from an earlier default client (OrderClient says).
+   */
+  #idNamesOwner(address: OrderAddress): boolean {
+    return address.client !== this.#o.clients.defaultClientId;
   }
 
   /**
@@ -271,19 +287,59 @@ export class OrderService {
     described?: WorkflowExecutionDescription,
   ): Promise<OrderView> {
     const handle = this.#handle(address);
+    let asked = false;
+    if (!described && this.#idNamesOwner(address)) {
+      const read = await this.#readNamedOwner(address, handle, log);
+      if (read.view) return read.view;
+      asked = read.asked;
+    }
     let description = described ?? (await this.#describe(address, handle));
     try {
-      return await this.#viewOf(address, handle, description, log);
+      return await this.#viewOf(address, handle, description, log, asked);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
     // The run described continued as new (or was reset, or deleted) meanwhile: read the current one.
     description = await this.#describe(address, handle);
     try {
-      return await this.#viewOf(address, handle, description, log);
+      return await this.#viewOf(address, handle, description, log, asked);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
       throw temporarilyUnavailable('The order is changing runs right now; retry.', err);
+    }
+  }
+
+  /**
+   * An order whose workflow ID names its owner, without describing it: a completed one from its
+   * close event alone (one RPC), a running one from the status query. No view when it needs
+   * Temporal's records (no worker answered, or it ended without a view); `asked` when the query
+   * was put already.
+   */
+  async #readNamedOwner(
+    address: OrderAddress,
+    handle: WorkflowHandle,
+    log: Logger,
+  ): Promise<{ view?: OrderView; asked: boolean }> {
+    const providerRefOf = (view: WorkflowOrderView) =>
+      sendsRef(view.type) ? providerRefFor(address.client, view.ref) : undefined;
+    try {
+      const closed = await this.#reader.closedView(handle.workflowId, address.ref);
+      if (closed.kind === 'completed') {
+        const view = closed.view;
+        return {
+          view: this.#identified({ view, live: true }, address, 'COMPLETED', providerRefOf(view)),
+          asked: false,
+        };
+      }
+      if (closed.kind === 'other') return { asked: false };
+      const view = await this.#reader.queried(handle, log);
+      if (!view) return { asked: true };
+      return {
+        view: this.#identified({ view, live: true }, address, 'RUNNING', providerRefOf(view)),
+        asked: true,
+      };
+    } catch (err) {
+      throw err instanceof WorkflowNotFoundError ? orderNotFound(address.ref) : err;
     }
   }
 
@@ -305,12 +361,13 @@ export class OrderService {
     handle: WorkflowHandle,
     description: WorkflowExecutionDescription,
     log: Logger,
+    asked = false,
   ): Promise<OrderView> {
     if (this.#ownerOf(description) !== address.client) throw orderNotFound(address.ref);
     if (description.status.name === 'CONTINUED_AS_NEW') {
       throw new WorkflowNotFoundError('the run continued as new', description.workflowId, description.runId);
     }
-    const read = await this.#reader.read(handle, description, address.ref, log);
+    const read = await this.#reader.read(handle, description, address.ref, log, { asked });
     return this.#withIdentity(read, address, description);
   }
 
