@@ -85,11 +85,15 @@ export function apiSubmitter(apiUrl: string, apiKey: string, connections: number
 
 /**
  * The API's own start path (OrderService.submit) without HTTP: where the API's time goes. The
- * service is configured as the API the bench started is (task queue, timings, its one API_KEYS client).
+ * service is configured as the API the bench started is (task queue, timings, its clients; the bench's key is the default client's).
  */
-export function directSubmitter(client: Client, stack: Pick<Stack, 'taskQueue' | 'partEnv' | 'apiKey'>) {
+type DirectStack = Pick<Stack, 'taskQueue' | 'partEnv' | 'apiKey' | 'clients'>;
+
+function directService(client: Client, stack: DirectStack) {
   const partConfig = loadConfig({ ...process.env, ...stack.partEnv });
-  const clients = new ClientRegistry(legacyClientsFile([stack.apiKey]), { legacy: true });
+  const clients = stack.clients
+    ? new ClientRegistry(stack.clients.file)
+    : new ClientRegistry(legacyClientsFile([stack.apiKey]), { legacy: true });
   const caller = clients.identify(stack.apiKey)!;
   const service = new OrderService({
     client,
@@ -100,9 +104,23 @@ export function directSubmitter(client: Client, stack: Pick<Stack, 'taskQueue' |
     timingsFor: (type) => timingsFromConfig(partConfig, type),
     logger: pino({ level: 'silent' }),
   });
+  return { service, caller };
+}
+
+export function directSubmitter(client: Client, stack: DirectStack) {
+  const { service, caller } = directService(client, stack);
   return async (order: OrderRequest): Promise<string> => {
     const { created } = await service.submit(caller, order);
     return created ? 'ok' : 'already existed';
+  };
+}
+
+/** The API's read path (OrderService.view) without HTTP, configured as the API the bench started. */
+export function directReader(client: Client, stack: DirectStack) {
+  const { service, caller } = directService(client, stack);
+  return async (ref: string): Promise<string> => {
+    await service.view(caller, { client: caller.id, ref });
+    return 'ok';
   };
 }
 

@@ -23,6 +23,7 @@ import {
 import { sandboxSends, type SendReport } from './sandbox-admin';
 import { apiSubmitter, closedLoop, directSubmitter, rawStarter, type Call, type LoadResult } from './load';
 import { orderAt, workflowIdPrefix } from './orders';
+import { runReads, type ReadReport } from './run-read';
 import type { PhaseUsage, ProcMonitor } from './proc';
 import type { Stack } from './stack';
 import { summarize, type Summary } from './stats';
@@ -90,6 +91,8 @@ export interface NormalReport {
     minimal: Record<string, Summary>;
     underLoad: Record<string, Summary>;
   };
+  /** GET /v1/orders/{ref} against a raw describe of the same workflows (absent with --reads 0). */
+  reads?: ReadReport;
 }
 
 export interface RunContext {
@@ -324,7 +327,7 @@ async function analyseOrders(
     const id = orderWorkflowId(order.ref);
     ids.push(id);
     typeOf.set(id, order.type);
-    // The provider counts sends by the ref derived from (client, ref); the bench's API is one API_KEYS client.
+    // The provider counts sends by the ref derived from (client, ref); the bench's key is the default client, `default`.
     refOf.set(id, providerRefFor(LEGACY_CLIENT_ID, order.ref));
   }
   const closed = new Set(
@@ -481,6 +484,14 @@ export async function runNormal(ctx: RunContext): Promise<NormalReport> {
 
     log('reading the orders’ histories…');
     const underLoad = await analyseOrders(ctx, 'api', options.orders, sends.before, sends.after);
+    // The API phase's orders, all closed by now: the closed orders the read phase reads.
+    const reads =
+      options.reads > 0
+        ? await runReads(
+            ctx,
+            Array.from({ length: options.orders }, (_, i) => orderAt(runId, 'api', mix, i).ref),
+          )
+        : undefined;
     return {
       kind: 'normal',
       orders: options.orders,
@@ -506,6 +517,7 @@ export async function runNormal(ctx: RunContext): Promise<NormalReport> {
       perType: normalOrders.perType,
       perTypeUnderLoad: underLoad.perType,
       time: { normal: normalOrders.time, minimal: normalOrders.minimalTime, underLoad: underLoad.time },
+      reads,
     };
   } finally {
     await api.close();

@@ -5,12 +5,16 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { DataConverter } from '@temporalio/common';
+import { stringify } from 'yaml';
+import { hashApiKey } from '../../src/clients/keys';
+import type { ClientsFile } from '../../src/clients/model';
+import { legacyClientsFile } from '../../src/clients/registry';
 import { dataConverterFromConfig } from '../../src/codec/data-converter';
 import { loadConfig } from '../../src/config';
 import { temporalConnectionOptions } from '../../src/temporal/connection';
@@ -32,6 +36,11 @@ export interface Stack {
   taskQueue?: string;
   baselineTaskQueue: string;
   sandbox?: { url: string; adminToken: string };
+  /**
+   * The API's clients when we started it: the bench's key is the default client's (`default`, its
+   * orders keep `order-<ref>`), `another` is a second client (its workflow IDs name it).
+   */
+  clients?: { file: ClientsFile; another: { id: string; apiKey: string } };
   pids: { worker?: number; api?: number; temporal?: number; sandbox?: number; baselineWorker?: number };
   /** The environment given to the worker and API we started (no secrets), for the report. */
   partEnv: Record<string, string>;
@@ -131,6 +140,9 @@ export function serverDynamicConfig(timeScale: number): Record<string, string> {
 }
 
 const TAIL_LINES = 40;
+
+/** The second client of the stack we start (Stack.clients). */
+export const ANOTHER_CLIENT_ID = 'another';
 
 interface Part {
   name: string;
@@ -266,6 +278,7 @@ export async function startStack(
   let apiKey = options.apiKey;
   let taskQueue: string | undefined;
   let sandbox: Stack['sandbox'];
+  let clients: Stack['clients'];
   let partEnv: Record<string, string> = {};
   // A given stack's keys come from our environment, like its parts'.
   let encryptionKeys = options.apiUrl ? process.env.PAYLOAD_ENCRYPTION_KEYS : undefined;
@@ -302,9 +315,32 @@ export async function startStack(
       ...(bundles.orders ? { WORKER_WORKFLOW_BUNDLE_PATH: bundles.orders } : {}),
       ...options.partEnv,
     };
+    const anotherKey = `bench-${randomBytes(12).toString('hex')}`;
+    const defaultClient = legacyClientsFile([apiKey]).clients[0]!;
+    clients = {
+      another: { id: ANOTHER_CLIENT_ID, apiKey: anotherKey },
+      file: {
+        defaultClient: defaultClient.id,
+        clients: [
+          defaultClient,
+          {
+            id: ANOTHER_CLIENT_ID,
+            name: 'bench: another client',
+            scopes: ['orders:write', 'orders:read'],
+            keys: [{ id: 'k1', hash: hashApiKey(anotherKey) }],
+          },
+        ],
+      },
+    };
+    const clientsDir = mkdtempSync(join(tmpdir(), `topup-bench-clients-${runId}-`));
+    onCleanup('clients file', async () => rmSync(clientsDir, { recursive: true, force: true }));
+    const clientsPath = join(clientsDir, 'clients.yaml');
+    writeFileSync(clientsPath, stringify(clients.file));
     const secrets: NodeJS.ProcessEnv = {
       PROVIDER_API_KEY: defaults.SANDBOX_KEY,
-      API_KEYS: apiKey,
+      // A clients file, as in production: the bench's own key is the default client.
+      API_KEYS: '',
+      API_CLIENTS_FILE: clientsPath,
       ...(options.encrypt ? { PAYLOAD_ENCRYPTION_KEYS: `bench:${randomBytes(32).toString('base64')}` } : {}),
     };
     const appEnv = { ...common, ...partEnv, ...secrets };
@@ -351,6 +387,7 @@ export async function startStack(
     taskQueue,
     baselineTaskQueue,
     sandbox,
+    clients,
     pids,
     partEnv,
     started,
