@@ -4,17 +4,21 @@
  * that is stopped once the orders are seeded. A closed order is read from its close event, an open
  * one is rebuilt from Temporal's records (`live: false`), a terminated one likewise, and an order
  * that continued as new is read from its last run — for the owner only, as every read is.
+ * Payloads are encrypted (PAYLOAD_ENCRYPTION_KEYS), so every view read from a history goes
+ * through the payload codec.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { OrderView } from '../src/api/orders';
 import { requestHash } from '../src/api/orders';
 import { OrderView as OrderViewSchema } from '../src/api/schemas';
+import { dataConverterFromConfig } from '../src/codec/data-converter';
 import {
   apiTestConfig,
   startTestApi,
@@ -71,6 +75,9 @@ describe('reading orders with no worker running', () => {
   let workerRun: Promise<void> | undefined;
   let api: TestApi;
   const taskQueue = `api-read-${randomUUID()}`;
+  const dataConverter = dataConverterFromConfig({
+    PAYLOAD_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+  });
   const refs = {
     closed: newRef('closed'),
     acmeClosed: newRef('acme'),
@@ -143,10 +150,11 @@ describe('reading orders with no worker running', () => {
       taskQueue,
       activities: createActivities({ provider: provider.client }),
       workflowCode: workflowCodeOptions(),
+      dataConverter,
     });
     workerRun = worker.run();
     connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
+    client = new Client({ connection, namespace: temporal.namespace, dataConverter });
     api = await startTestApi({
       client,
       taskQueue,
@@ -213,6 +221,17 @@ describe('reading orders with no worker running', () => {
     assert.equal(view.live, undefined, 'the workflow’s own final view');
     assert.equal(view.result?.msisdn, mobileRequest(refs.closed).msisdn);
     assert.equal(view.providerRef, providerRefFor('shop', refs.closed));
+    const { history } = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: temporal.namespace,
+      execution: { workflowId: orderWorkflowId(refs.closed) },
+      historyEventFilterType: proto.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
+    });
+    const stored = history?.events?.[0]?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0];
+    assert.equal(
+      Buffer.from(stored?.metadata?.encoding ?? []).toString(),
+      'binary/encrypted',
+      'the view was stored encrypted and read through the codec',
+    );
     assert.equal(view.timeline[0]?.status, 'ACCEPTED');
     assert.equal(view.timeline.at(-1)?.status, 'FULFILLED');
     assert.deepEqual(okView(await readAs('auditor', 'shop', refs.closed)), view);
