@@ -76,7 +76,7 @@ export const usage = `npm run bench -- [flags]
   --bundle-at-start        workers bundle their workflows at start (default: pre-built, as in production)
   --isolate-intake         freeze the workers we started while each phase submits (intake alone)
   --skip-direct            leave out the phase that submits through OrderService in-process (no HTTP)
-  --reads N                read phase: N GETs and N raw describes per case (default 1000; 0 = no read phase)
+  --reads N                read phase: N GETs and N raw describes per case (default 2000; 0 = no read phase)
   --log-level L            LOG_LEVEL of the parts we start (default info)
   --out DIR                where the JSON goes (default bench-results)
   --label TEXT             stored in the JSON (e.g. the tuning being tried)
@@ -202,7 +202,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     encrypt: values.encrypt ?? false,
     bundleAtStart: values['bundle-at-start'] ?? false,
     skipDirect: values['skip-direct'] ?? false,
-    reads: values.reads === '0' ? 0 : positive('reads', values.reads, 1_000),
+    reads: values.reads === '0' ? 0 : positive('reads', values.reads, 2_000),
     isolateIntake: values['isolate-intake'] ?? false,
     logLevel: values['log-level'] ?? 'info',
     outDir: values.out ?? 'bench-results',
