@@ -87,6 +87,16 @@ describe('reading orders with no worker running', () => {
     continued: newRef('continued'),
   };
 
+  const newWorker = () =>
+    createOrderWorker({
+      connection: nativeConnection,
+      namespace: temporal.namespace,
+      taskQueue,
+      activities: createActivities({ provider: provider.client }),
+      workflowCode: workflowCodeOptions(),
+      dataConverter,
+    });
+
   const read = (caller: Caller, ref: string, through: TestApi = api) =>
     through.request<OrderView>('GET', `/v1/orders/${ref}`, { apiKey: keyOf(caller) });
   const readAs = (caller: Caller, owner: TestClientId, ref: string) =>
@@ -144,14 +154,7 @@ describe('reading orders with no worker running', () => {
     [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox()]);
     provider = testProvider(sandbox.url);
     nativeConnection = await NativeConnection.connect({ address: temporal.address });
-    worker = await createOrderWorker({
-      connection: nativeConnection,
-      namespace: temporal.namespace,
-      taskQueue,
-      activities: createActivities({ provider: provider.client }),
-      workflowCode: workflowCodeOptions(),
-      dataConverter,
-    });
+    worker = await newWorker();
     workerRun = worker.run();
     connection = await Connection.connect({ address: temporal.address });
     client = new Client({ connection, namespace: temporal.namespace, dataConverter });
@@ -273,6 +276,26 @@ describe('reading orders with no worker running', () => {
       assert.equal(acme.client, 'acme');
       assert.equal(acme.providerRef, providerRefFor('acme', refs.acmeOpen));
       assert.equal((await read('shop', refs.acmeOpen, impatient)).status, 404);
+
+      // A worker again: a background query finds it, and the views are the workflow's own again.
+      const back = await newWorker();
+      const backRun = back.run();
+      try {
+        const deadline = Date.now() + 30_000;
+        for (;;) {
+          const view = okView(await read('shop', refs.open, impatient));
+          if (view.live === undefined) {
+            assert.equal(view.status, 'NEEDS_REVIEW');
+            assert.equal(view.review?.reason !== undefined, true, 'the live view has the review details');
+            break;
+          }
+          assert.ok(Date.now() < deadline, 'live views are back once a worker answers');
+          await sleep(200);
+        }
+      } finally {
+        back.shutdown();
+        await backRun;
+      }
       assert.equal((await read('writer', refs.open, impatient)).status, 403);
       assert.equal((await read('nobody', refs.open, impatient)).status, 401);
     } finally {
