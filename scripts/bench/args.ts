@@ -38,6 +38,8 @@ export interface BenchOptions {
   /** The batch phase: orders per POST /v1/orders/batch, and batches in flight at once. */
   batchSize: number;
   batchConcurrency: number;
+  /** Read phase: GETs (and as many describes) per case; 0 leaves the phase out. */
+  reads: number;
   /** Let the workers bundle their workflows at start instead of running pre-built bundles. */
   bundleAtStart: boolean;
   /** Encrypt payloads (PAYLOAD_ENCRYPTION_KEYS with a random key) in the parts we start. */
@@ -80,6 +82,7 @@ export const usage = `npm run bench -- [flags]
   --batch-size N           the batch phase: orders per POST /v1/orders/batch (default 100)
   --batch-concurrency N    the batch phase: batches in flight at once (default 1; the API runs
                            API_BATCH_CONCURRENCY starts of each at once, 16 = the baseline's concurrency)
+  --reads N                read phase: N GETs and N raw describes per case (default 2000; 0 = no read phase)
   --log-level L            LOG_LEVEL of the parts we start (default info)
   --out DIR                where the JSON goes (default bench-results)
   --label TEXT             stored in the JSON (e.g. the tuning being tried)
@@ -143,6 +146,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       'skip-direct': { type: 'boolean' },
       'batch-size': { type: 'string' },
       'batch-concurrency': { type: 'string' },
+      reads: { type: 'string' },
       'isolate-intake': { type: 'boolean' },
       'log-level': { type: 'string' },
       out: { type: 'string' },
@@ -208,6 +212,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     skipDirect: values['skip-direct'] ?? false,
     batchSize: positive('batch-size', values['batch-size'], 100),
     batchConcurrency: positive('batch-concurrency', values['batch-concurrency'], 1),
+    reads: values.reads === '0' ? 0 : positive('reads', values.reads, 2_000),
     isolateIntake: values['isolate-intake'] ?? false,
     logLevel: values['log-level'] ?? 'info',
     outDir: values.out ?? 'bench-results',

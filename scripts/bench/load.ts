@@ -85,15 +85,14 @@ export function apiSubmitter(apiUrl: string, apiKey: string, connections: number
 
 /**
  * The API's own start path (OrderService.submit) without HTTP: where the API's time goes. The
- * service is configured as the API the bench started is (task queue, timings, its clients).
+ * service is configured as the API the bench started is (task queue, timings, its clients; the bench's key is the default client's).
  */
-export function directSubmitter(
-  client: Client,
-  stack: Pick<Stack, 'taskQueue' | 'partEnv' | 'apiKey' | 'clientsFile'>,
-) {
+type DirectStack = Pick<Stack, 'taskQueue' | 'partEnv' | 'apiKey' | 'clients'>;
+
+function directService(client: Client, stack: DirectStack) {
   const partConfig = loadConfig({ ...process.env, ...stack.partEnv });
-  const clients = stack.clientsFile
-    ? new ClientRegistry(stack.clientsFile)
+  const clients = stack.clients
+    ? new ClientRegistry(stack.clients.file)
     : new ClientRegistry(legacyClientsFile([stack.apiKey]), { legacy: true });
   const caller = clients.identify(stack.apiKey)!;
   const service = new OrderService({
@@ -105,6 +104,11 @@ export function directSubmitter(
     timingsFor: (type) => timingsFromConfig(partConfig, type),
     logger: pino({ level: 'silent' }),
   });
+  return { service, caller };
+}
+
+export function directSubmitter(client: Client, stack: DirectStack) {
+  const { service, caller } = directService(client, stack);
   return async (order: OrderRequest): Promise<string> => {
     const { created } = await service.submit(caller, order);
     return created ? 'ok' : 'already existed';
@@ -180,6 +184,15 @@ export async function batchLoop(
     perSecond: good.length / durationS,
     // Per order, the latency of the request that carried it.
     latencyMs: summarize(good.map((c) => c.endMs - c.startMs)),
+  };
+}
+
+/** The API's read path (OrderService.view) without HTTP, configured as the API the bench started. */
+export function directReader(client: Client, stack: DirectStack) {
+  const { service, caller } = directService(client, stack);
+  return async (ref: string): Promise<string> => {
+    await service.view(caller, { client: caller.id, ref });
+    return 'ok';
   };
 }
 

@@ -4,6 +4,7 @@
  */
 import type { PhaseUsage } from './proc';
 import type { NormalReport, PerTypeReport, PhaseReport } from './run-normal';
+import { ANOTHER_FROZEN, type ReadMeasurement } from './run-read';
 import type { ScaleReport } from './run-scale';
 import { fmt, ratio, type Summary } from './stats';
 
@@ -20,6 +21,9 @@ function target(name: string, value: number, comparison: '>=' | '<=', limit: num
   const pass = Number.isFinite(value) && (comparison === '>=' ? value >= limit : value <= limit);
   return { name, value, limit, comparison, pass, unit };
 }
+
+/** The read case the target is about: a closed order read while no worker answers. */
+const CLOSED_NO_WORKER = 'closed orders, workers frozen';
 
 export function normalTargets(report: NormalReport): Target[] {
   const { api, rawStart, minimal } = report.phases;
@@ -61,6 +65,24 @@ export function normalTargets(report: NormalReport): Target[] {
   targets.push(
     target('orders completed (of submitted)', ratio(api.e2e.completed, api.e2e.submitted), '>=', 1, '×'),
   );
+  const closedNoWorker = report.reads?.cases.find((c) => c.name === CLOSED_NO_WORKER);
+  if (closedNoWorker) {
+    targets.push(
+      target('closed-order read, workers frozen, vs describe', closedNoWorker.ratio, '>=', 0.8, '×'),
+    );
+  }
+  const anotherNoWorker = report.reads?.cases.find((c) => c.name === ANOTHER_FROZEN);
+  if (anotherNoWorker) {
+    targets.push(
+      target(
+        'closed read, another client, workers frozen, vs describe',
+        anotherNoWorker.ratio,
+        '>=',
+        0.8,
+        '×',
+      ),
+    );
+  }
   return targets;
 }
 
@@ -345,6 +367,66 @@ export function formatNormal(report: NormalReport, header: string[]): string {
   lines.push('  others: CPU the rest of the machine used meanwhile (other users of the same cores: noise)');
   lines.push('');
 
+  if (report.reads) {
+    const { cases, readsPerCase } = report.reads;
+    lines.push(
+      `READ PATH  (GET /v1/orders/{ref} vs a raw describe of the same workflows; ${readsPerCase} of each per case, ` +
+        `concurrency ${report.concurrency}; frozen = workers SIGSTOPped)`,
+    );
+    lines.push(
+      table([
+        [
+          '',
+          'orders',
+          'ours req/s',
+          'describe req/s',
+          'ratio',
+          'ours p50 / p99 ms',
+          'describe p50 / p99 ms',
+          'not live',
+          'errors',
+        ],
+        ...cases.map((c) => [
+          c.name,
+          c.orders,
+          fmt(c.ours.perSecond, 0),
+          fmt(c.describe.perSecond, 0),
+          fmt(c.ratio, 2),
+          `${fmt(c.ours.latencyMs.p50, 1)} / ${fmt(c.ours.latencyMs.p99, 1)}`,
+          `${fmt(c.describe.latencyMs.p50, 1)} / ${fmt(c.describe.latencyMs.p99, 1)}`,
+          c.ours.notLive ?? 0,
+          Object.values(c.ours.failures).reduce((a, b) => a + b, 0) +
+            Object.values(c.describe.failures).reduce((a, b) => a + b, 0),
+        ]),
+      ]),
+    );
+    const discovery = cases.find((c) => c.discoveryS !== undefined);
+    if (discovery) {
+      lines.push(
+        `  open orders, workers frozen: the first ${report.concurrency} reads (unmeasured) took ${fmt(discovery.discoveryS, 1)} s ` +
+          '(they wait for the query deadline; then reads stop asking until a background query is answered)',
+      );
+    }
+    const cpu = (m: ReadMeasurement) =>
+      ['api', 'temporal', 'worker', 'bench'].map((name) => fmt(m.cpuMsPerRead[name], 2)).join(' / ');
+    lines.push('  CPU ms per read (api / temporal / worker / bench; the bench is the describes’ client):');
+    lines.push(
+      table(
+        [
+          ['', 'ours', 'describe'],
+          ...cases.map((c) => [c.name, cpu(c.ours), cpu(c.describe)]),
+          ...report.reads.diagnostics.map((d) => [
+            `${d.name}: ${fmt(d.measurement.perSecond, 0)}/s`,
+            cpu(d.measurement),
+            '',
+          ]),
+        ],
+        '    ',
+      ),
+    );
+    lines.push('');
+  }
+
   lines.push('TARGETS');
   lines.push(
     table(
@@ -491,6 +573,19 @@ export function formatComparison(runs: SavedRun[]): string {
     ['temporal CPU ms/order', (r) => fmt(cpuPerOrder(r.phases.api, 'temporal'), 1)],
     ['temporal CPU ms/minimal wf', (r) => fmt(cpuPerOrder(r.phases.minimal, 'temporal'), 1)],
     ['worker peak RSS MB', (r) => fmt(r.phases.api.usage.total.worker?.peakRssMb, 0)],
+    ...[
+      'closed orders, workers up',
+      CLOSED_NO_WORKER,
+      ANOTHER_FROZEN,
+      'open orders, workers up',
+      'open orders, workers frozen',
+    ].map((name): [string, (r: NormalReport) => string] => [
+      `read ${name.replace(' orders, workers', ',')}: ratio (req/s)`,
+      (r) => {
+        const c = r.reads?.cases.find((x) => x.name === name);
+        return c ? `${fmt(c.ratio, 2)} (${fmt(c.ours.perSecond, 0)})` : 'n/a';
+      },
+    ]),
     ['others CPU s (noise)', (r) => fmt(r.phases.api.usage.total.others?.cpuSeconds, 1)],
     [
       'mobile: events / checks',

@@ -31,6 +31,7 @@ import {
   type LoadResult,
 } from './load';
 import { orderAt, refPrefix, workflowIdPrefix } from './orders';
+import { runReads, type ReadReport } from './run-read';
 import type { PhaseUsage, ProcMonitor } from './proc';
 import type { Stack } from './stack';
 import { summarize, type Summary } from './stats';
@@ -122,6 +123,8 @@ export interface NormalReport {
     minimal: Record<string, Summary>;
     underLoad: Record<string, Summary>;
   };
+  /** GET /v1/orders/{ref} against a raw describe of the same workflows (absent with --reads 0). */
+  reads?: ReadReport;
 }
 
 export interface RunContext {
@@ -581,6 +584,14 @@ export async function runNormal(ctx: RunContext): Promise<NormalReport> {
 
     log('reading the orders’ histories…');
     const underLoad = await analyseOrders(ctx, 'api', options.orders, sends.before, sends.after);
+    // The API phase's orders, all closed by now: the closed orders the read phase reads.
+    const reads =
+      options.reads > 0
+        ? await runReads(
+            ctx,
+            Array.from({ length: options.orders }, (_, i) => orderAt(runId, 'api', mix, i).ref),
+          )
+        : undefined;
     return {
       kind: 'normal',
       orders: options.orders,
@@ -614,6 +625,7 @@ export async function runNormal(ctx: RunContext): Promise<NormalReport> {
       perTypeWithWebhooks: normalOrders.perTypeWithWebhooks,
       perTypeUnderLoad: underLoad.perType,
       time: { normal: normalOrders.time, minimal: normalOrders.minimalTime, underLoad: underLoad.time },
+      reads,
     };
   } finally {
     await Promise.all([api.close(), batches.close(), hooksApi?.close()]);

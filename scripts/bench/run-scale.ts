@@ -166,7 +166,7 @@ export async function runScale(ctx: RunContext): Promise<ScaleReport> {
     for (let i = 0; i < n; i++) {
       const order = orderAt(runId, phaseName, mix, i);
       typeOf.set(orderWorkflowId(order.ref), order.type);
-      // The provider counts sends by the ref derived from (client, ref); the bench's API is one API_KEYS client.
+      // The provider counts sends by the ref derived from (client, ref); the bench's key is the default client, `default`.
       refOf.set(orderWorkflowId(order.ref), providerRefFor(LEGACY_CLIENT_ID, order.ref));
     }
 

@@ -5,7 +5,8 @@
  *
  * Our own stack has two API clients: `default` (the default client, as the API_KEYS client was, so
  * workflow IDs and provider refs are as before) without webhooks, and `hooks`, whose one endpoint
- * is a receiver in the bench's own process: the webhook phase submits as `hooks`.
+ * is a receiver in the bench's own process: the webhook phase submits as `hooks`; and `another`,
+ * whose workflow IDs name it, for the read phase.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -47,6 +48,11 @@ export interface Stack {
   taskQueue?: string;
   baselineTaskQueue: string;
   sandbox?: { url: string; adminToken: string };
+  /**
+   * The API's clients when we started it: the bench's key is the default client's (`default`, its
+   * orders keep `order-<ref>`), `another` is a second client (its workflow IDs name it).
+   */
+  clients?: { file: ClientsFile; another: { id: string; apiKey: string } };
   pids: { worker?: number; api?: number; temporal?: number; sandbox?: number; baselineWorker?: number };
   /** The environment given to the worker and API we started (no secrets), for the report. */
   partEnv: Record<string, string>;
@@ -146,6 +152,9 @@ export function serverDynamicConfig(timeScale: number): Record<string, string> {
 }
 
 const TAIL_LINES = 40;
+
+/** The second client of the stack we start (Stack.clients). */
+export const ANOTHER_CLIENT_ID = 'another';
 
 interface Part {
   name: string;
@@ -281,6 +290,7 @@ export async function startStack(
   let apiKey = options.apiKey;
   let taskQueue: string | undefined;
   let sandbox: Stack['sandbox'];
+  let clients: Stack['clients'];
   let partEnv: Record<string, string> = {};
   let clientsFile: ClientsFile | undefined;
   let webhooks: Stack['webhooks'];
@@ -318,6 +328,7 @@ export async function startStack(
     });
     onCleanup('webhook receiver', () => receiver.close());
     webhooks = { ...hooks, receiver };
+    const another = { id: ANOTHER_CLIENT_ID, apiKey: `bench-${randomBytes(12).toString('hex')}` };
     clientsFile = {
       defaultClient: LEGACY_CLIENT_ID,
       clients: [
@@ -334,8 +345,15 @@ export async function startStack(
           keys: [{ id: 'k1', hash: hashApiKey(hooks.apiKey) }],
           webhooks: [{ id: 'bench', url: `${receiver.url}/webhooks` }],
         },
+        {
+          id: another.id,
+          name: 'Bench: another client (its workflow IDs name it)',
+          scopes: ['orders:write', 'orders:read'],
+          keys: [{ id: 'k1', hash: hashApiKey(another.apiKey) }],
+        },
       ],
     };
+    clients = { file: clientsFile, another };
     const clientsDir = mkdtempSync(join(tmpdir(), `topup-bench-clients-${runId}-`));
     onCleanup('clients file', async () => rmSync(clientsDir, { recursive: true, force: true }));
     const clientsPath = join(clientsDir, 'clients.yaml');
@@ -361,6 +379,8 @@ export async function startStack(
     const secrets: NodeJS.ProcessEnv = {
       PROVIDER_API_KEY: defaults.SANDBOX_KEY,
       WEBHOOK_SIGNING_KEY: signingKey.toString('base64'),
+      // The clients file, as in production, is the only source of clients.
+      API_KEYS: '',
       ...(options.encrypt ? { PAYLOAD_ENCRYPTION_KEYS: `bench:${randomBytes(32).toString('base64')}` } : {}),
     };
     const appEnv = { ...common, ...partEnv, ...secrets };
@@ -410,6 +430,7 @@ export async function startStack(
     taskQueue,
     baselineTaskQueue,
     sandbox,
+    clients,
     pids,
     partEnv,
     started,

@@ -31,7 +31,6 @@ import {
   OrderStatusAttribute,
   OrderTypeAttribute,
   orderWorkflowId,
-  statusQuery,
   workflowTypeByOrderType,
   type DecisionRefusal,
   type OrderInput,
@@ -43,10 +42,11 @@ import type { Caller, ClientRegistry } from '../clients/registry';
 import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../orders/schemas';
 import { providerRefFor } from '../orders/provider-ref';
 import { accessTo, inOperatorReach, maskCardCodes, type Purpose } from './access';
-import { temporarilyUnavailable } from './error-handler';
 import { ApiError, type FieldError } from './errors';
+import { temporarilyUnavailable } from './error-handler';
 import { OrderListing, type OrderList } from './order-list';
-import type { ListOrdersQuery } from './schemas';
+import { acceptedView, OrderReader, type ReadView } from './order-read';
+import { workflowStatuses, type ListOrdersQuery } from './schemas';
 import { metricCatalog } from '../observability/catalog';
 import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
 import { workflowUiUrl } from '../temporal/ui-links';
@@ -74,6 +74,8 @@ export interface OrderServiceOptions {
   metrics?: Metrics;
   /** Temporal UI (TEMPORAL_UI_URL) and the namespace, for the view's link to the workflow. */
   temporalUi?: { baseUrl: string; namespace: string };
+  /** After a status query no worker answered, how long reads skip the query (order-read.ts QueryGate). */
+  queryRetryMs?: number;
 }
 
 /** The order's URL for its owner (another client, even one that reaches it, adds `?client=`). */
@@ -87,7 +89,7 @@ export interface OrderAddress {
   ref: string;
 }
 
-/** What the API adds to the workflow's view: whose order it is, and its names in Temporal and at the provider. */
+/** What the API adds to the workflow's view: whose order it is, its names in Temporal and at the provider, how it was read. */
 export interface OrderIdentity {
   client: string;
   /** For Temporal UI and the CLI (`temporal workflow show --workflow-id …`). */
@@ -96,6 +98,21 @@ export interface OrderIdentity {
   providerRef?: string;
   /** The workflow in Temporal UI, when TEMPORAL_UI_URL is configured. */
   temporalUiUrl?: string;
+  /** The workflow's state in Temporal (FAILED, TERMINATED… for one that ended without its view). */
+  workflowStatus: WorkflowStatusName;
+  /**
+   * `false`: the workflow could not give its view (no worker answered, or it ended without one),
+   * so the view is rebuilt from Temporal's records (order-read.ts). Absent when it is the workflow's own.
+   */
+  live?: false;
+}
+
+/** Temporal's execution status, as the API names it (the SDK's UNSPECIFIED and PAUSED read UNKNOWN). */
+export type WorkflowStatusName = (typeof workflowStatuses)[number];
+
+function workflowStatusOf(description: WorkflowExecutionDescription): WorkflowStatusName {
+  const name = description.status.name;
+  return (workflowStatuses as readonly string[]).includes(name) ? (name as WorkflowStatusName) : 'UNKNOWN';
 }
 
 export type OrderView = WorkflowOrderView & OrderIdentity;
@@ -126,41 +143,17 @@ function sendsRef(type: OrderType): boolean {
   return type !== 'gift_card';
 }
 
-/** The view of an order just started: the workflow may not have run its first task yet. */
-export function acceptedView(input: OrderInput): WorkflowOrderView {
-  const { request, acceptedAt } = input;
-  return {
-    ref: request.ref,
-    type: request.type,
-    status: 'ACCEPTED',
-    request,
-    acceptedAt,
-    updatedAt: acceptedAt,
-    timeline: [{ at: acceptedAt, status: 'ACCEPTED', event: 'Order accepted' }],
-  };
-}
-
-/** A workflow result is trusted as a view only if it has a view's shape. */
-function looksLikeView(value: unknown, ref: string): value is WorkflowOrderView {
-  const v = value as Partial<WorkflowOrderView> | null;
-  return (
-    typeof v === 'object' &&
-    v !== null &&
-    v.ref === ref &&
-    typeof v.status === 'string' &&
-    Array.isArray(v.timeline)
-  );
-}
-
 export class OrderService {
   readonly #o: OrderServiceOptions;
   readonly #listing: OrderListing;
   readonly #accepted: Counter<'order_type' | 'client'>;
+  readonly #reader: OrderReader;
 
   constructor(options: OrderServiceOptions) {
     this.#o = options;
     this.#accepted = (options.metrics ?? noMetrics).counter(metricCatalog.ordersAccepted);
     this.#listing = new OrderListing(options.client, options.clients, (fn) => this.#timed(fn));
+    this.#reader = new OrderReader(options.client, (fn) => this.#timed(fn), options.queryRetryMs);
   }
 
   /** Every Temporal call under one deadline; a missed deadline surfaces as a gRPC error (→ 503). */
@@ -193,17 +186,39 @@ export class OrderService {
     return description.typedSearchAttributes.get(OrderClientAttribute) ?? this.#o.clients.defaultClientId;
   }
 
-  /** The workflow's view with what the API adds: owner, workflow ID, provider ref. */
-  #withIdentity(
-    view: WorkflowOrderView,
-    address: OrderAddress,
-    description: WorkflowExecutionDescription,
-  ): OrderView {
+  /** The workflow's view with what the API adds: owner, workflow ID, provider ref, how it was read. */
+  #withIdentity(read: ReadView, address: OrderAddress, description: WorkflowExecutionDescription): OrderView {
     const fromMemo = description.memo?.[PROVIDER_REF_MEMO];
     // Every top-up started since clients exist has it; one from before sent its own ref (the
     // workflow still falls back to it the same way).
-    const providerRef = typeof fromMemo === 'string' ? fromMemo : sendsRef(view.type) ? view.ref : undefined;
-    return { ...view, ...this.#identity(address), ...(providerRef ? { providerRef } : {}) };
+    const providerRef =
+      typeof fromMemo === 'string' ? fromMemo : sendsRef(read.view.type) ? read.view.ref : undefined;
+    return this.#identified(read, address, workflowStatusOf(description), providerRef);
+  }
+
+  #identified(
+    { view, live }: ReadView,
+    address: OrderAddress,
+    workflowStatus: WorkflowStatusName,
+    providerRef: string | undefined,
+  ): OrderView {
+    return {
+      ...view,
+      ...this.#identity(address),
+      ...(providerRef ? { providerRef } : {}),
+      workflowStatus,
+      ...(live ? {} : { live: false as const }),
+    };
+  }
+
+  /**
+   * Whether the workflow ID alone names the owner: `order:<client>:<ref>`, which only the API
+   * starts, for the authenticated client, with that client in OrderClient and the provider ref
+   * derived from (client, ref) in the memo. The default client's `order-<ref>` does not: it is
+   * shared with orders from before clients and from an earlier default client (OrderClient says).
+   */
+  #idNamesOwner(address: OrderAddress): boolean {
+    return address.client !== this.#o.clients.defaultClientId;
   }
 
   /**
@@ -253,7 +268,12 @@ export class OrderService {
       this.#accepted.add({ order_type: request.type, client: caller.id });
       return {
         created: true,
-        view: { ...acceptedView(input), ...this.#identity(address), ...(providerRef ? { providerRef } : {}) },
+        view: {
+          ...acceptedView(input),
+          ...this.#identity(address),
+          ...(providerRef ? { providerRef } : {}),
+          workflowStatus: 'RUNNING',
+        },
       };
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
@@ -269,20 +289,7 @@ export class OrderService {
         `An order with ref ${request.ref} exists with a different request; use a new ref for a new order.`,
       );
     }
-    try {
-      return { created: false, view: await this.#viewOf(address, handle, description, log) };
-    } catch (err) {
-      if (!(err instanceof ApiError && err.key === 'temporarily-unavailable')) throw err;
-      // No worker answers the status query right now (all restarting, say). The order exists and
-      // is this very request, so a repeat still gets its 200 with what Temporal itself knows.
-      const status = description.typedSearchAttributes.get(OrderStatusAttribute) as
-        WorkflowOrderView['status'] | undefined;
-      const accepted = acceptedView({ ...input, acceptedAt: description.startTime.toISOString() });
-      return {
-        created: false,
-        view: this.#withIdentity({ ...accepted, status: status ?? accepted.status }, address, description),
-      };
-    }
+    return { created: false, view: await this.#read(address, log, description) };
   }
 
   /**
@@ -304,56 +311,98 @@ export class OrderService {
     return maskCardCodes(view);
   }
 
-  /** The order's current view, whoever asks; 404 unless the workflow itself says `address.client` owns it. */
-  async #read(address: OrderAddress, log: Logger): Promise<OrderView> {
+  /**
+   * The order's current view, whoever asks; 404 unless the workflow itself says `address.client`
+   * owns it. `described`: the current run, if the caller has just described it.
+   */
+  async #read(
+    address: OrderAddress,
+    log: Logger,
+    described?: WorkflowExecutionDescription,
+  ): Promise<OrderView> {
     const handle = this.#handle(address);
-    // Both at once: the query is read-only, and its answer is dropped unless the owner matches.
-    const [described, queried] = await Promise.allSettled([
-      this.#timed(() => handle.describe()),
-      this.#timed(() => handle.query(statusQuery)),
-    ]);
-    if (described.status === 'rejected') {
-      throw described.reason instanceof WorkflowNotFoundError ? orderNotFound(address.ref) : described.reason;
+    let asked = false;
+    if (!described && this.#idNamesOwner(address)) {
+      const read = await this.#readNamedOwner(address, handle, log);
+      if (read.view) return read.view;
+      asked = read.asked;
     }
-    return this.#viewOf(address, handle, described.value, log, queried);
+    let description = described ?? (await this.#describe(address, handle));
+    try {
+      return await this.#viewOf(address, handle, description, log, asked);
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+    // The run described continued as new (or was reset, or deleted) meanwhile: read the current one.
+    description = await this.#describe(address, handle);
+    try {
+      return await this.#viewOf(address, handle, description, log, asked);
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      throw temporarilyUnavailable('The order is changing runs right now; retry.', err);
+    }
   }
 
   /**
-   * The view from the workflow's `status` query (`queried`, if already asked). A closed workflow
-   * answers the query too while a worker runs; without one, a completed workflow's result is its
-   * final view.
+   * An order whose workflow ID names its owner, without describing it: a completed one from its
+   * close event alone (one RPC), a running one from the status query. No view when it needs
+   * Temporal's records (no worker answered, or it ended without a view); `asked` when the query
+   * was put already.
+   */
+  async #readNamedOwner(
+    address: OrderAddress,
+    handle: WorkflowHandle,
+    log: Logger,
+  ): Promise<{ view?: OrderView; asked: boolean }> {
+    const providerRefOf = (view: WorkflowOrderView) =>
+      sendsRef(view.type) ? providerRefFor(address.client, view.ref) : undefined;
+    try {
+      const closed = await this.#reader.closedView(handle.workflowId, address.ref);
+      if (closed.kind === 'completed') {
+        const view = closed.view;
+        return {
+          view: this.#identified({ view, live: true }, address, 'COMPLETED', providerRefOf(view)),
+          asked: false,
+        };
+      }
+      if (closed.kind === 'other') return { asked: false };
+      const view = await this.#reader.queried(handle, log);
+      if (!view) return { asked: true };
+      return {
+        view: this.#identified({ view, live: true }, address, 'RUNNING', providerRefOf(view)),
+        asked: true,
+      };
+    } catch (err) {
+      throw err instanceof WorkflowNotFoundError ? orderNotFound(address.ref) : err;
+    }
+  }
+
+  async #describe(address: OrderAddress, handle: WorkflowHandle): Promise<WorkflowExecutionDescription> {
+    try {
+      return await this.#timed(() => handle.describe());
+    } catch (err) {
+      throw err instanceof WorkflowNotFoundError ? orderNotFound(address.ref) : err;
+    }
+  }
+
+  /**
+   * The view of the run `description` describes, for its owner only: the workflow's result once it
+   * completed, its answer to the `status` query while it runs, or, when it cannot give either (no
+   * worker answers, or it ended without a view), rebuilt from Temporal's records (order-read.ts).
    */
   async #viewOf(
     address: OrderAddress,
     handle: WorkflowHandle,
     description: WorkflowExecutionDescription,
     log: Logger,
-    queried?: PromiseSettledResult<WorkflowOrderView>,
+    asked = false,
   ): Promise<OrderView> {
     if (this.#ownerOf(description) !== address.client) throw orderNotFound(address.ref);
-    const answer =
-      queried ??
-      (await this.#timed(() => handle.query(statusQuery)).then(
-        (value) => ({ status: 'fulfilled', value }) as const,
-        (reason: unknown) => ({ status: 'rejected', reason }) as const,
-      ));
-    if (answer.status === 'fulfilled') return this.#withIdentity(answer.value, address, description);
-    const queryError: unknown = answer.reason;
-    if (queryError instanceof WorkflowNotFoundError) throw orderNotFound(address.ref);
-    try {
-      if (description.status.name === 'COMPLETED') {
-        const result: unknown = await this.#timed(() => handle.result());
-        if (looksLikeView(result, address.ref)) return this.#withIdentity(result, address, description);
-      }
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw orderNotFound(address.ref);
-      log.warn({ err, ref: address.ref }, 'order view: fallback to the workflow result failed');
+    if (description.status.name === 'CONTINUED_AS_NEW') {
+      throw new WorkflowNotFoundError('the run continued as new', description.workflowId, description.runId);
     }
-    log.warn({ err: queryError, ref: address.ref }, 'order view: status query failed');
-    throw temporarilyUnavailable(
-      'The order exists but its status cannot be read right now; retry later.',
-      queryError,
-    );
+    const read = await this.#reader.read(handle, description, address.ref, log, { asked });
+    return this.#withIdentity(read, address, description);
   }
 
   /**

@@ -139,6 +139,18 @@ export const ReviewResolution = ReviewDecisionPayload.safeExtend({
   }),
 }).meta({ id: 'ReviewResolution', description: 'The operator decision that settled the order.' });
 
+/** Temporal's execution statuses, as the SDK names them. */
+export const workflowStatuses = [
+  'RUNNING',
+  'COMPLETED',
+  'FAILED',
+  'CANCELLED',
+  'TERMINATED',
+  'CONTINUED_AS_NEW',
+  'TIMED_OUT',
+  'UNKNOWN',
+] as const;
+
 export const OrderView = z
   .object({
     ref: z.string(),
@@ -188,6 +200,21 @@ export const OrderView = z
     updatedAt: IsoTime,
     completedAt: IsoTime.optional(),
     timeline: z.array(TimelineEntry),
+    workflowStatus: z.enum(workflowStatuses).meta({
+      description:
+        'The order’s workflow in Temporal: RUNNING until the order is final (and any watch over), then COMPLETED; ' +
+        'FAILED, TERMINATED, CANCELLED or TIMED_OUT when it ended without its view (see `live`).',
+    }),
+    live: z
+      .literal(false)
+      .optional()
+      .meta({
+        description:
+          'Absent when the view is the workflow’s own (its answer while it runs, its result once completed). ' +
+          'false: no worker answered, or the workflow ended without a view, so it is rebuilt from Temporal’s ' +
+          'records: `status` is the last the workflow published; the rest is as of its current run’s start ' +
+          '(the request, and what a continue-as-new carried over), so the timeline and provider details may lag.',
+      }),
   })
   .meta({ id: 'OrderView', description: 'An order as the workflow sees it now.' });
 
@@ -297,17 +324,6 @@ export const OrderViewWithDeliveries = OrderView.extend({
         '(details: GET /v1/orders/{ref}/webhooks).',
     }),
 }).meta({ id: 'OrderViewWithDeliveries' });
-
-export const workflowStatuses = [
-  'RUNNING',
-  'COMPLETED',
-  'FAILED',
-  'CANCELLED',
-  'TERMINATED',
-  'CONTINUED_AS_NEW',
-  'TIMED_OUT',
-  'UNKNOWN',
-] as const;
 
 export const OrderSummary = z
   .object({

@@ -39,6 +39,8 @@ export function webhookMessage(
     client: event.client,
     workflowId: event.orderWorkflowId,
     ...(event.providerRef ? { providerRef: event.providerRef } : {}),
+    // Events come from the running workflow, as it changes the order (a final one just before it ends).
+    workflowStatus: 'RUNNING',
   };
   return {
     id: event.id,
