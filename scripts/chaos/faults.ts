@@ -89,8 +89,11 @@ export function faultLabel(rule: Pick<FaultRule, 'kind'> & { afterCommit?: boole
   return rule.afterCommit ? `${rule.kind} after commit` : rule.kind;
 }
 
-/** The phase every run has, whatever the dice say: the second. */
-const LATE_COMMIT_PHASE_NUMBER = 2;
+/**
+ * The phase every run has, whatever the dice say: the first, while orders are still being
+ * submitted — the lean lifecycle sends at submission, so a later phase may find no send to delay.
+ */
+const LATE_COMMIT_PHASE_NUMBER = 1;
 
 /**
  * Applies phase after phase and counts how many requests each kind of fault hit. A sandbox
