@@ -94,6 +94,7 @@ async function main(): Promise<number> {
     POSTGRES_PASSWORD: 'temporal',
     API_CLIENTS_FILE: './clients.yaml',
     CODEC_AUTH_TOKENS: randomBytes(16).toString('hex'),
+    GRAFANA_ADMIN_PASSWORD: randomBytes(16).toString('hex'),
     PAYLOAD_ENCRYPTION_KEYS: `cluster:${encryptionKey}`,
   });
 

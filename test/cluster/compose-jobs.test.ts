@@ -28,6 +28,7 @@ const vars = {
   POSTGRES_PASSWORD: 'temporal',
   API_CLIENTS_FILE: './clients.yaml',
   CODEC_AUTH_TOKENS: randomBytes(16).toString('hex'),
+  GRAFANA_ADMIN_PASSWORD: randomBytes(16).toString('hex'),
   PAYLOAD_ENCRYPTION_KEYS: `t:${randomBytes(32).toString('base64')}`,
 };
 const services = readComposeServices(vars);

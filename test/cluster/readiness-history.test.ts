@@ -45,6 +45,7 @@ describe('/readyz while the history service is down', () => {
       POSTGRES_PASSWORD: pg.password,
       API_CLIENTS_FILE: './clients.yaml',
       CODEC_AUTH_TOKENS: randomBytes(16).toString('hex'),
+      GRAFANA_ADMIN_PASSWORD: randomBytes(16).toString('hex'),
       PAYLOAD_ENCRYPTION_KEYS: `k:${randomBytes(32).toString('base64')}`,
     });
     const schema = runComposeSchemaJob(services, install, pg);
