@@ -16,6 +16,7 @@ import { isProviderError } from '../src/provider/errors';
 import type { GiftCardOrderCheck, InternetCheck, MobileCheck } from '../src/provider/wire';
 import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '../src/orders/schemas';
 import {
+  nextCheckDelayMs,
   ProviderFailureType,
   type CheckOutcome,
   type PollObservation,
@@ -344,11 +345,7 @@ async function pollUntilSettled<C extends { status: string }>(
   const previous = lastStatus(progress) ?? plan.lastStatus;
   observe(progress, { answer: status, check: outcome.check });
   if (!openStatuses.includes(status)) return { ...progress, settled: true };
-  // HANDLING just began: look again when the provider's HANDLING time should be over.
-  progress.nextCheckMs =
-    status === 'HANDLING' && previous !== 'HANDLING'
-      ? plan.handlingCheckMs
-      : Math.min(plan.maxIntervalMs, progress.nextCheckMs * 2);
+  progress.nextCheckMs = nextCheckDelayMs(plan, progress.nextCheckMs, status, previous);
   return next(progress, plan, progress.nextCheckMs, `provider status ${status}`);
 }
 

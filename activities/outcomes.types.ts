@@ -70,6 +70,22 @@ export interface PollPlan {
   lastStatus?: string;
 }
 
+/**
+ * The wait before the next status check of an open order, for both ways of polling (the
+ * workflow's timers and the lean lifecycle's retried activity): when HANDLING has just begun, the
+ * provider's HANDLING time; otherwise the last wait doubled, up to the cap.
+ */
+export function nextCheckDelayMs(
+  timings: Pick<PollPlan, 'handlingCheckMs' | 'maxIntervalMs'>,
+  lastWaitMs: number,
+  status: string,
+  previous: string | undefined,
+): number {
+  return status === 'HANDLING' && previous !== 'HANDLING'
+    ? timings.handlingCheckMs
+    : Math.min(timings.maxIntervalMs, lastWaitMs * 2);
+}
+
 /** One answer of the provider while polling; identical consecutive answers are folded into `times`. */
 export interface PollObservation<C> {
   /** ISO time of the first of these answers. */

@@ -33,6 +33,7 @@ import {
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import type { OrderActivities } from '../activities';
 import {
+  nextCheckDelayMs,
   ProviderFailureType,
   type CheckOutcome,
   type PollOutcome,
@@ -270,7 +271,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     this.lean = input.lifecycle === LEAN_LIFECYCLE;
     this.freshFirstTask = workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH;
     // Asked once, before any other command: histories recorded before the patch replay the old path.
-    this.settles = this.lean || patched(SETTLE_PATCH);
+    this.settles = this.patchApplies(SETTLE_PATCH);
     this.watch = carried?.watch;
     this.eventSequence = carried?.eventSequence ?? 0;
     setHandler(statusQuery, () => this.view, { description: handlerDescriptions.status });
@@ -323,23 +324,15 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
 
   /** A gift card's placement; a top-up's submission before SETTLE_PATCH (a retried send looks up first). */
   private async submitOld(): Promise<void> {
-    let local = this.lean;
     for (let tries = 1; ; tries++) {
       try {
-        const submission = local
-          ? await this.adapter.submit(this.localSendActivities(), this.order, {
-              notAfter: this.sendWindowEnd(),
-            })
-          : await this.adapter.submit(this.submitActivities(), this.order, { lookUpFirst: tries > 1 });
+        const viaQueue = () =>
+          this.adapter.submit(this.submitActivities(), this.order, { lookUpFirst: tries > 1 });
+        const submission =
+          this.lean && tries === 1 ? await this.submitLocalFirst({}, viaQueue) : await viaQueue();
         return this.onSubmitted(submission);
       } catch (err) {
         const failure = providerFailureOf(err);
-        if (local && (failure?.type === ProviderFailureType.localSendDeclined || neverStarted(err))) {
-          local = false;
-          tries--;
-          continue;
-        }
-        local = false;
         if (failure?.type === ProviderFailureType.rejected) return this.refused(failure);
         if (!failure || !isSafeToRepeat(failure.type)) {
           return this.toReview(
@@ -389,7 +382,6 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     const evidence: string[] = [];
     let mayHaveReached = false;
     let repeats = 0;
-    let local = start === 'local-send';
     if (start === 'settle-first') {
       mayHaveReached = true;
       evidence.push('the first workflow task did not complete: its send may have reached the provider');
@@ -401,25 +393,16 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     for (let sends = 1; ; sends++) {
       let err: unknown;
       try {
-        const submission = local
-          ? await this.adapter.submit(this.localSendActivities(), this.order, {
-              sendOnly: true,
-              notAfter: this.sendWindowEnd(),
-            })
-          : await this.adapter.submit(activities, this.order, { sendOnly: true });
+        const viaQueue = () => this.adapter.submit(activities, this.order, { sendOnly: true });
+        const submission =
+          start === 'local-send' && sends === 1
+            ? await this.submitLocalFirst({ sendOnly: true }, viaQueue)
+            : await viaQueue();
         return this.onSubmitted(submission);
       } catch (caught) {
         err = caught;
       }
       const failure = providerFailureOf(err);
-      if (local && (failure?.type === ProviderFailureType.localSendDeclined || neverStarted(err))) {
-        // Nothing was sent: the worker sends only through the (rate-limited) task queue, or the
-        // local send timed out waiting for a slot, before it started.
-        local = false;
-        sends--;
-        continue;
-      }
-      local = false;
       if (failure?.type === ProviderFailureType.rejected) return this.refused(failure);
       if (failure?.type === ProviderFailureType.duplicateRef) {
         if (!mayHaveReached) {
@@ -663,11 +646,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       case 'review':
         return this.toReview(meaning.reason, meaning.evidence);
       case 'open':
-        // HANDLING just began: look again when the provider's HANDLING time should be over.
-        this.nextCheckMs =
-          check.status === 'HANDLING' && previous !== 'HANDLING'
-            ? this.timings.handlingCheckMs
-            : this.backoff(this.nextCheckMs, 2);
+        this.nextCheckMs = nextCheckDelayMs(this.timings, this.nextCheckMs, check.status, previous);
         if (meaning.status !== this.view.status) {
           this.transition(meaning.status, `The provider reports ${check.status}`);
         }
@@ -1098,9 +1077,17 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     this.transition('DISPUTED', `Disputed: the provider now reports ${status}, against ${watch.decision}`);
   }
 
-  /** Decisions are checked (always in the lean lifecycle, which records no patch markers). */
+  /** Decisions are checked against the provider (DECISIONS_CHECKED_PATCH). */
   private decisionsChecked(): boolean {
-    return this.lean || patched(DECISIONS_CHECKED_PATCH);
+    return this.patchApplies(DECISIONS_CHECKED_PATCH);
+  }
+
+  /**
+   * Whether the change a patch guards applies to this order. The lean lifecycle is newer than
+   * every patch and records no markers: each applies. Older orders ask `patched()` as they always did.
+   */
+  private patchApplies(patchId: string): boolean {
+    return this.lean || patched(patchId);
   }
 
   // ---- provider calls ----
@@ -1114,6 +1101,27 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       startToCloseTimeout: Math.min(LOCAL_SEND_TIMEOUT_MS, this.timings.activityTimeoutMs, taskTimeoutMs / 2),
       retry: { maximumAttempts: 1 },
     });
+  }
+
+  /**
+   * The lean lifecycle's first send, as a local activity. One the worker declined (its provider
+   * calls are rate-limited by the task queue) or that never got a slot was not sent: it goes
+   * through the task queue instead (`viaQueue`), at once.
+   */
+  private async submitLocalFirst(
+    how: SubmitHow,
+    viaQueue: () => Promise<Submission<C>>,
+  ): Promise<Submission<C>> {
+    try {
+      return await this.adapter.submit(this.localSendActivities(), this.order, {
+        ...how,
+        notAfter: this.sendWindowEnd(),
+      });
+    } catch (err) {
+      const declined = providerFailureOf(err)?.type === ProviderFailureType.localSendDeclined;
+      if (!declined && !neverStarted(err)) throw err;
+      return viaQueue();
+    }
   }
 
   /** SendOptions.notAfter of the local send: Date.now() is this workflow task's start. */
@@ -1232,7 +1240,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
    * Only for a client that had endpoints: any other order's history is as it was, not one event more.
    */
   private announce(type: OrderEvent['type'], decision?: OrderEvent['decision'], at?: string): void {
-    if (!this.input.webhooks || !this.input.clientId || !(this.lean || patched(WEBHOOK_EVENTS_PATCH))) return;
+    if (!this.input.webhooks || !this.input.clientId || !this.patchApplies(WEBHOOK_EVENTS_PATCH)) return;
     const event: OrderEvent = {
       sequence: ++this.eventSequence,
       type,
@@ -1286,7 +1294,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private reviewSinceUpdate(current: Date | undefined): SearchAttributeUpdatePair | undefined {
     const since = this.takesDecisions() ? this.view.review?.since : undefined;
     if (since === undefined || current?.getTime() === Date.parse(since)) return undefined;
-    return this.lean || patched(REVIEW_SINCE_PATCH)
+    return this.patchApplies(REVIEW_SINCE_PATCH)
       ? { key: ReviewSinceAttribute, value: new Date(since) }
       : undefined;
   }
