@@ -3,7 +3,12 @@
  * short timeouts, scaled timings, order requests and a way to start an order as the API does.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  type WorkflowHandle,
+  type WorkflowHandleWithFirstExecutionRunId,
+} from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Runtime } from '@temporalio/worker';
 import { createWorkerLogger } from '../../src/worker/logger';
 import { createActivities, type OrderProvider } from '../../activities';
@@ -169,7 +174,7 @@ export function startOrder(
   taskQueue: string,
   request: OrderRequest,
   extra: Omit<OrderInput, 'request' | 'acceptedAt'> = {},
-): Promise<WorkflowHandle<(input: OrderInput) => Promise<OrderView>>> {
+): Promise<WorkflowHandleWithFirstExecutionRunId<(input: OrderInput) => Promise<OrderView>>> {
   const acceptedAt = new Date();
   return client.workflow.start<(input: OrderInput) => Promise<OrderView>>(
     workflowTypeByOrderType[request.type],
@@ -295,7 +300,7 @@ export async function startOrderTestWorkers<K extends string>(
 }
 
 /** The run's pre-built bundle, or one bundle for all the workers of this file. */
-async function bundledWorkflows(): Promise<WorkflowCode> {
+export async function bundledWorkflows(): Promise<WorkflowCode> {
   const options = workflowCodeOptions();
   if ('workflowBundle' in options) return options;
   const { code } = await bundleWorkflowCode({ ...workflowBundleOptions, logger: undefined });

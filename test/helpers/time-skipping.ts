@@ -1,0 +1,70 @@
+/**
+ * The fast tier's Temporal: the SDK's time-skipping test environment on the test server that
+ * `npm run setup` installs from Maven Central (src/temporal/test-server-install.ts), with workers
+ * running the real workflows and activities against a provider over real HTTP. Timers skip ahead
+ * whenever the workflows wait, so the lifecycle's real timings (30-minute deadlines and rechecks)
+ * take seconds.
+ */
+import { randomUUID } from 'node:crypto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { createActivities, type OrderProvider } from '../../activities';
+import { findTestServer } from '../../src/temporal/test-server-install';
+import { createOrderWorker } from '../../src/worker/worker';
+import { searchAttributeDefinitions } from '../../workflows/contract';
+import { bundledWorkflows, installTestRuntime } from './orders';
+
+export interface TimeSkippingWorkers<K extends string> {
+  env: TestWorkflowEnvironment;
+  client: Client;
+  taskQueues: Record<K, string>;
+  stop(): Promise<void>;
+}
+
+/** A time-skipping environment and one worker per named provider, each on a task queue of its own. */
+export async function startTimeSkippingWorkers<K extends string>(
+  providers: Record<K, OrderProvider>,
+): Promise<TimeSkippingWorkers<K>> {
+  const path = findTestServer();
+  if (!path) throw new Error("Temporal's test server is not installed: run `npm run setup`");
+  installTestRuntime();
+  const [env, workflowCode] = await Promise.all([
+    TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path } } }),
+    bundledWorkflows(),
+  ]);
+  // The test server knows no custom search attributes until told, as a fresh cluster.
+  const { INDEXED_VALUE_TYPE_KEYWORD, INDEXED_VALUE_TYPE_DATETIME } = temporal.api.enums.v1.IndexedValueType;
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: env.namespace ?? 'default',
+    searchAttributes: Object.fromEntries(
+      Object.entries(searchAttributeDefinitions).map(([name, type]) => [
+        name,
+        type === 'Keyword' ? INDEXED_VALUE_TYPE_KEYWORD : INDEXED_VALUE_TYPE_DATETIME,
+      ]),
+    ),
+  });
+  const workers = await Promise.all(
+    (Object.entries(providers) as [K, OrderProvider][]).map(async ([name, provider]) => {
+      const taskQueue = `orders-fast-${name}-${randomUUID()}`;
+      const worker = await createOrderWorker({
+        connection: env.nativeConnection,
+        namespace: env.namespace ?? 'default',
+        taskQueue,
+        activities: createActivities({ provider }),
+        workflowCode,
+      });
+      return { name, taskQueue, worker, running: worker.run() };
+    }),
+  );
+  return {
+    env,
+    client: env.client,
+    taskQueues: Object.fromEntries(workers.map((w) => [w.name, w.taskQueue])) as Record<K, string>,
+    async stop() {
+      for (const { worker } of workers) worker.shutdown();
+      await Promise.all(workers.map((w) => w.running));
+      await env.teardown();
+    },
+  };
+}
