@@ -175,8 +175,9 @@ function devWebhookEndpoint(file: string, receiverUrl: string): void {
 
 async function main() {
   const config = loadConfig();
-  process.once('SIGINT', () => void shutdown(0));
-  process.once('SIGTERM', () => void shutdown(0));
+  // `on`, not `once`: Ctrl-C reaches the stack twice (from the terminal and forwarded by npm start),
+  // and a second signal must not kill it while it stops its parts.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(0));
 
   const dataDir = resolve(projectRoot, config.DEV_DATA_DIR);
   mkdirSync(dataDir, { recursive: true });

@@ -132,6 +132,9 @@ async function stopStack(stack: RunningStack): Promise<void> {
   const leftovers = processesInGroup(pgid);
   if (leftovers.length > 0) process.kill(-pgid, 'SIGKILL');
   assert.notEqual(code, 'timeout', `npm start stops on Ctrl-C:\n${stack.output()}`);
+  // Ctrl-C reaches every process of the group, and npm start forwards it to the stack once more:
+  // the stack must outlive both until it has stopped each part, not leave a slow one behind.
+  assert.match(stack.output(), /\[stack\] stopped/, 'the stack itself saw its parts stop');
   assert.deepEqual(leftovers, [], 'nothing is left running after Ctrl-C');
 }
 
