@@ -299,9 +299,10 @@ async function pollUntilSettled<C extends { status: string }>(
   call: () => Promise<C>,
 ): Promise<PollOutcome<C>> {
   const context = Context.current();
+  const now = serverClock(context.info);
   const carried = context.info.heartbeatDetails as PollProgress<C> | undefined;
   if (!carried) {
-    const wait = context.info.scheduledTimestampMs + plan.firstCheckMs - Date.now();
+    const wait = context.info.scheduledTimestampMs + plan.firstCheckMs - now();
     if (wait > DUE_SLACK_MS) throw stillOpen('the first check is not due yet', wait);
   }
   const progress: PollProgress<C> = carried ?? {
@@ -324,7 +325,7 @@ async function pollUntilSettled<C extends { status: string }>(
       FAILED_CHECK_FIRST_RETRY_MS * 2 ** (progress.failuresInARow - 1),
     );
     // A check is always safe to repeat: retried whatever its kind, keeping its type for the record.
-    return next(progress, plan, retryAfterMs ?? backoffMs, (delayMs) =>
+    return next(progress, plan, now, retryAfterMs ?? backoffMs, (delayMs) =>
       failure instanceof ApplicationFailure
         ? ApplicationFailure.create({
             type: failure.type ?? undefined,
@@ -339,24 +340,35 @@ async function pollUntilSettled<C extends { status: string }>(
   if (!outcome.found) {
     observe(progress, { answer: 'NOT_FOUND' });
     progress.nextCheckMs = Math.min(plan.maxIntervalMs, progress.nextCheckMs * 2);
-    return next(progress, plan, progress.nextCheckMs, 'the provider does not know the order (yet)');
+    return next(progress, plan, now, progress.nextCheckMs, 'the provider does not know the order (yet)');
   }
   const { status } = outcome.check;
   const previous = lastStatus(progress) ?? plan.lastStatus;
   observe(progress, { answer: status, check: outcome.check });
   if (!openStatuses.includes(status)) return { ...progress, settled: true };
   progress.nextCheckMs = nextCheckDelayMs(plan, progress.nextCheckMs, status, previous);
-  return next(progress, plan, progress.nextCheckMs, `provider status ${status}`);
+  return next(progress, plan, now, progress.nextCheckMs, `provider status ${status}`);
+}
+
+/**
+ * The polling's clock: the time the server scheduled this attempt, advanced by the worker's own
+ * elapsed time since. Due times and the deadline come from the server and the workflow, so a worker
+ * whose clock is off (or a time-skipping test server) neither checks early nor polls past the deadline.
+ */
+function serverClock(info: { currentAttemptScheduledTimestampMs: number }): () => number {
+  const startedLocally = Date.now();
+  return () => info.currentAttemptScheduledTimestampMs + (Date.now() - startedLocally);
 }
 
 /** Still open: at the deadline the polling ends; before it the server retries after `delayMs`. */
 function next<C>(
   progress: PollProgress<C>,
   plan: PollPlan,
+  now: () => number,
   delayMs: number,
   why: string | ((nextRetryDelayMs: number) => ApplicationFailure),
 ): PollOutcome<C> {
-  const left = plan.until - Date.now();
+  const left = plan.until - now();
   if (left <= 0) return { ...progress, settled: false };
   Context.current().heartbeat(progress);
   const retryInMs = Math.max(1, Math.round(Math.min(delayMs, left)));

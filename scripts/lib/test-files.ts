@@ -3,8 +3,8 @@
  * server) and `npm run test:cluster` (against the cluster tier): one place that knows how.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { workflowBundleOptions } from '../../src/worker/bundle';
 
@@ -19,6 +19,30 @@ export function testFiles(dir = join(projectRoot, 'test')): string[] {
       return entry.name.endsWith('.test.ts') ? [relative(projectRoot, path)] : [];
     })
     .sort();
+}
+
+/**
+ * The fast tier (`npm run test:fast`): the time-skipping tests under test/fast/ and every unit test,
+ * that is every file that does not reach the dev server through its imports.
+ */
+export function fastTierFiles(files = testFiles()): string[] {
+  const devServer = join(projectRoot, 'src', 'temporal', 'dev-server.ts');
+  return files.filter(
+    (f) => f.startsWith(join('test', 'fast')) || !reaches(join(projectRoot, f), devServer, new Set()),
+  );
+}
+
+/** Whether `module` imports `target`, directly or through other project modules. */
+function reaches(module: string, target: string, seen: Set<string>): boolean {
+  if (module === target) return true;
+  if (seen.has(module)) return false;
+  seen.add(module);
+  const specifiers = readFileSync(module, 'utf8').matchAll(/(?:from|import)\s*\(?\s*'(\.[^']+)'/g);
+  return [...specifiers].some(([, specifier]) => {
+    const base = resolve(dirname(module), specifier!);
+    const found = [`${base}.ts`, join(base, 'index.ts')].find((candidate) => existsSync(candidate));
+    return found !== undefined && reaches(found, target, seen);
+  });
 }
 
 /** Bundles the workflows once for the whole run (as `npm run build:bundle` does) into `outDir`. */

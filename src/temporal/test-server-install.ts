@@ -32,14 +32,7 @@ export function findTestServer(version = TEMPORAL_TEST_SERVER_VERSION): string |
 export function ensureTestServer(log: (line: string) => void = (l) => console.error(l)): string {
   const found = findTestServer();
   if (found) return found;
-  for (const [tool, pkg] of [
-    ['java', 'openjdk-17-jre-headless'],
-    ['mvn', 'maven'],
-  ] as const) {
-    if (spawnSync(tool, ['-version']).status !== 0) {
-      throw new Error(`The time-skipping test server needs ${tool} (Debian: apt-get install ${pkg})`);
-    }
-  }
+  ensureJavaAndMaven(log);
   const dir = installDir(TEMPORAL_TEST_SERVER_VERSION);
   const partial = `${dir}.partial`;
   rmSync(partial, { recursive: true, force: true });
@@ -77,6 +70,34 @@ export function ensureTestServer(log: (line: string) => void = (l) => console.er
   renameSync(partial, dir);
   log(`Temporal's test server installed at ${dir}`);
   return join(dir, 'temporal-test-server');
+}
+
+const javaAndMaven = [
+  ['java', 'openjdk-17-jre-headless'],
+  ['mvn', 'maven'],
+] as const;
+
+/**
+ * Java and Maven come from Debian. As root (CI, a fresh machine) the missing ones are installed, as
+ * `.ci/run` does; anyone else is told the command.
+ */
+function ensureJavaAndMaven(log: (line: string) => void): void {
+  const has = (tool: string) => spawnSync(tool, ['-version'], { stdio: 'ignore' }).status === 0;
+  const missing = javaAndMaven.filter(([tool]) => !has(tool)).map(([, pkg]) => pkg);
+  if (missing.length === 0) return;
+  const command = `apt-get install -y --no-install-recommends ${missing.join(' ')}`;
+  if (process.getuid?.() !== 0 || !has('apt-get')) {
+    throw new Error(`The time-skipping test server needs Java and Maven (Debian: ${command})`);
+  }
+  log(`Installing ${missing.join(' and ')} from Debian for the time-skipping test server…`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', '--no-install-recommends', ...missing],
+  ]) {
+    const run = spawnSync('apt-get', args, { stdio: ['ignore', 'ignore', 'inherit'], env });
+    if (run.status !== 0) throw new Error(`${command} failed (exit ${run.status})`);
+  }
 }
 
 function pom(version: string): string {

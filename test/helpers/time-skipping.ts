@@ -10,7 +10,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { createActivities, type OrderProvider } from '../../activities';
-import { findTestServer } from '../../src/temporal/test-server-install';
+import { ensureTestServer } from '../../src/temporal/test-server-install';
 import { createOrderWorker } from '../../src/worker/worker';
 import { searchAttributeDefinitions } from '../../workflows/contract';
 import { bundledWorkflows, installTestRuntime } from './orders';
@@ -26,8 +26,7 @@ export interface TimeSkippingWorkers<K extends string> {
 export async function startTimeSkippingWorkers<K extends string>(
   providers: Record<K, OrderProvider>,
 ): Promise<TimeSkippingWorkers<K>> {
-  const path = findTestServer();
-  if (!path) throw new Error("Temporal's test server is not installed: run `npm run setup`");
+  const path = ensureTestServer();
   installTestRuntime();
   const [env, workflowCode] = await Promise.all([
     TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path } } }),
