@@ -3,7 +3,7 @@
  * the provider client, so tests can inject a fake. Every provider call ends with the activity
  * attempt that makes it (attempt-deadline.ts).
  *
- * Never send twice (README): workflows since the settle patch send a top-up with `sendOnly` — one
+ * Never send twice (docs/contributors.md): workflows since the settle patch send a top-up with `sendOnly` — one
  * send, never repeated by Temporal, a 409 reported as such — and run the look-ups themselves, a
  * settle window apart, on durable timers. Activities scheduled by older workflow code keep the
  * older rule: a retried send (attempt > 1) first looks its ref up. A gift-card placement has no

@@ -1,5 +1,5 @@
 /**
- * The webhook activities (README "Webhooks"):
+ * The webhook activities (docs/integrators.md "Webhooks"):
  *
  * - `announceOrderEvent`, a *local* activity of the order workflow, run at each status change of an
  *   order whose client had endpoints: it picks the endpoints subscribed to the event from the
@@ -88,7 +88,7 @@ export interface DeliveryDeps {
   signingKey: Buffer | undefined;
   sender: { post(url: string, body: string, headers: Record<string, string>): Promise<DeliveryOutcome> };
   clock?: () => Date;
-  /** Delivery outcomes and lag (README "Metrics"); none by default. */
+  /** Delivery outcomes and lag (docs/deployers.md "Metrics"); none by default. */
   metrics?: Metrics;
 }
 

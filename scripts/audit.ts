@@ -1,6 +1,6 @@
 /**
  * `npm run audit -- <ref> [--client <id>]`: an order's story from its workflow history, for a
- * person (README "Audit export"). Talks to Temporal directly (TEMPORAL_* settings) and decodes
+ * person (docs/operators.md "Audit export"). Talks to Temporal directly (TEMPORAL_* settings) and decodes
  * payloads with PAYLOAD_ENCRYPTION_KEYS, as the worker does; the API is not involved, so whoever
  * runs it already holds what reading Temporal takes.
  */

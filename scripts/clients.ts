@@ -1,7 +1,7 @@
 /**
  * `npm run clients -- <command>`: edits the clients file (API_CLIENTS_FILE, or --file) and prints a
  * new key once, on stdout alone (so `KEY=$(npm run --silent clients -- add-key acme)` works);
- * everything else goes to stderr. See the README, "Clients and keys".
+ * everything else goes to stderr. See docs/deployers.md, "Clients and keys".
  */
 import { parseArgs } from 'node:util';
 import { EditableClientsFile } from '../src/clients/edit';

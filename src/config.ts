@@ -1,8 +1,8 @@
 /**
  * Configuration, parsed and validated once at start-up from the environment.
  *
- * Every variable is declared here with its default and documented in the README's configuration
- * table. Bad configuration stops the program with a message naming each bad variable (never its
+ * Every variable is declared here with its default and documented in the configuration
+ * table of docs/deployers.md (test/readme.test.ts checks it). Bad configuration stops the program with a message naming each bad variable (never its
  * value: several are secrets).
  */
 import ipaddr from 'ipaddr.js';
@@ -82,7 +82,7 @@ const schema = z.object({
   /**
    * After a send whose outcome is unknown, the longest the provider may take to show it in
    * check-ref (its processing plus read lag); no new send before two "not found" that far after
-   * the send and that far apart (README "Never send twice"). 60 s: three times the longest a
+   * the send and that far apart (docs/contributors.md "Never send twice"). 60 s: three times the longest a
    * worker waits for a send's answer by default (headers + body timeouts, 20 s). Read by the API,
    * which fixes it in each new order's input.
    */
@@ -116,7 +116,7 @@ const schema = z.object({
   /** Largest request body: the UI and CLI send a batch of payloads (each up to a few MB) at once. */
   CODEC_BODY_LIMIT: z.string().default('8mb'),
 
-  // -- webhooks (README "Webhooks") --
+  // -- webhooks (docs/integrators.md "Webhooks") --
   /**
    * The key every endpoint's signing secret is derived from (base64, at least 32 bytes): the
    * worker signs with it, `npm run clients` prints an endpoint's secret from it. Unset: the worker
@@ -213,7 +213,7 @@ const schema = z.object({
   /** Path to a pre-built workflow bundle (npm run build:bundle); unset = bundle at start. */
   WORKER_WORKFLOW_BUNDLE_PATH: z.string().optional(),
 
-  // -- order polling (durations in ms; see README "Polling") --
+  // -- order polling (durations in ms; see docs/contributors.md "Polling") --
   POLL_FIRST_CHECK_MS: millis.default(5_000),
   POLL_HANDLING_CHECK_MS: millis.default(15_000),
   POLL_MAX_INTERVAL_MS: millis.default(60_000),
@@ -240,7 +240,7 @@ const schema = z.object({
   /** The watch's first check; then the interval doubles up to REVIEW_RECHECK_INTERVAL_MS. */
   REVIEW_WATCH_FIRST_CHECK_MS: millis.default(5 * 60_000),
 
-  // -- observability (README "Metrics and traces") --
+  // -- observability (docs/deployers.md "Metrics and traces") --
   /**
    * Temporal UI's address as operators open it (e.g. http://127.0.0.1:8233): order views link to
    * their workflow there. Unset = no link.

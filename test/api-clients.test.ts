@@ -497,7 +497,7 @@ describe('clients, scopes and tenant isolation', () => {
     assert.equal(done.review?.resolution?.operator, 'amina', 'the display name, beside who decided');
   });
 
-  // GET /v1/orders/{ref}/audit: audit:read only, which reaches every client's orders (README
+  // GET /v1/orders/{ref}/audit: audit:read only, which reaches every client's orders (docs/operators.md
   // "Audit export"); the order must be the named client's all the same. Runs after the REVIEW
   // cases, whose decisions it reads back.
   const AUDIT = 'GET /v1/orders/{ref}/audit';

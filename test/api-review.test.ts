@@ -2,7 +2,7 @@
  * Operator decisions checked against the provider, end to end: the API's review route (a Workflow
  * Update) and the `resolveReview` signal (Temporal UI, the `temporal` CLI), a real Temporal
  * server, real workers and the sandbox over HTTP, whose "outcomes that change later" make the
- * provider say what each case needs. The decision table itself: README "Operator's guide".
+ * provider say what each case needs. The decision table itself: docs/operators.md "Operator's guide".
  *
  * Four sandboxes, because fault rules apply to a whole sandbox: `main` behaves; on `lostSends`
  * every mobile send fails before reaching the provider (so it has no trace of the top-up); on
@@ -692,7 +692,7 @@ describe('review decisions checked against the provider', { concurrency: true },
     assert.equal(view.review?.resolution?.decidedBy, undefined, 'Temporal records who sent a signal');
   });
 
-  it('the decideReview update sent with the temporal CLI answers the outcome (README: operator’s guide)', async () => {
+  it('the decideReview update sent with the temporal CLI answers the outcome (docs/operators.md: operator’s guide)', async () => {
     const cli = findTemporalCli();
     assert.ok(cli, 'the Temporal CLI is installed (npm run setup)');
     const refused = await unknownThen('cli-update', 'FULFILLED');

@@ -129,7 +129,7 @@ function defaults(deadlineMs: number): OrderTimings {
 }
 
 /**
- * The lifecycle new orders take (README "The order lifecycle: lean polling"): the first send as a
+ * The lifecycle new orders take (docs/contributors.md "The order lifecycle: lean polling"): the first send as a
  * local activity in the first workflow task, then one polling activity that the server retries
  * on the provider's schedule. Set by the starter and carried over continue-as-new; absent in
  * orders started before it, which keep the older path (and its patch markers).
@@ -155,7 +155,7 @@ export interface OrderInput {
   timings?: Partial<OrderTimings>;
   /**
    * The client had webhook endpoints when it submitted the order: the workflow announces each
-   * status change (README "Webhooks"). Unset, the workflow's history is exactly as without webhooks.
+   * status change (docs/integrators.md "Webhooks"). Unset, the workflow's history is exactly as without webhooks.
    */
   webhooks?: boolean;
   /**

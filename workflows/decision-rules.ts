@@ -1,7 +1,7 @@
 /**
  * Whether an operator's FULFILLED / REFUNDED decision may be applied, given what the provider
- * says about the order right now. Pure: the lifecycle asks the provider, this judges, the README's
- * operator's guide has the same table in words.
+ * says about the order right now. Pure: the lifecycle asks the provider, this judges, the
+ * operator's guide (docs/operators.md) has the same table in words.
  *
  * The principle: an operator may add knowledge the provider does not have (it answers
  * UNKNOWN_ERROR, or has no trace of a top-up that was never sent), but not overrule what it says.

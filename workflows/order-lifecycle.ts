@@ -159,7 +159,7 @@ const ACCEPTED_AT_PATCH = 'accepted-at-attribute';
 /** lookUp's answer when the provider has no trace of the ref or order. */
 const PROVIDER_DOES_NOT_KNOW = 'the provider does not know the order';
 /**
- * The send path of README "Never send twice: what we assume of the provider": one send per
+ * The send path of docs/contributors.md "Never send twice: what we assume of the provider": one send per
  * activity, never repeated by Temporal, settle windows on durable timers before any new send, a
  * 409 on a fresh order's first send to review, and check answers that are not this order's never
  * adopted. Orders started before it keep the older path (a retried send looks the ref up first).
@@ -365,7 +365,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   /**
-   * A top-up's send since SETTLE_PATCH (README "Never send twice: what we assume of the provider").
+   * A top-up's send since SETTLE_PATCH (docs/contributors.md "Never send twice: what we assume of the provider").
    * Each send is one activity that Temporal never repeats — a timed-out attempt (a dead worker)
    * may have reached the provider — so every decision to send again is taken here, on durable
    * timers. After a send whose outcome is unknown, nothing is sent again until check-ref has not
@@ -564,7 +564,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
    * The lean lifecycle's polling: one activity that the server retries on the provider's schedule
    * (activities pollUntilSettled) and that returns what the provider said on the way; the view
    * takes each status change at the time the provider reported it. While it runs the view keeps
-   * the status it had when it started (README "The order lifecycle").
+   * the status it had when it started (docs/contributors.md "The order lifecycle").
    */
   private async pollLean(): Promise<void> {
     const plan: PollPlan = {
@@ -1235,7 +1235,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   /**
-   * Hands the event to the order's webhook delivery (README "Webhooks") without waiting for it:
+   * Hands the event to the order's webhook delivery (docs/integrators.md "Webhooks") without waiting for it:
    * announcements run one after another, in order, and run() waits for the last before it ends.
    * Only for a client that had endpoints: any other order's history is as it was, not one event more.
    */

@@ -3,7 +3,7 @@
  * delivery workflow, the worker's activities and the intake API: event and state types, the
  * delivery workflow's ID, signals and query. Safe to import from workflow code (no I/O).
  *
- * How an event travels (README "Webhooks"): a status change in the order workflow → one local
+ * How an event travels (docs/integrators.md "Webhooks"): a status change in the order workflow → one local
  * activity (`announceOrderEvent`) that signals-with-start the order's delivery workflow → one
  * delivery activity per endpoint and attempt, retried by the delivery workflow with back-off. The
  * order never waits for a receiver.

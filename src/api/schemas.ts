@@ -359,7 +359,7 @@ const AuditEntry = z
   .meta({
     id: 'AuditEntry',
     description:
-      'One step of the order’s story; the fields beside `kind` are listed per kind in the README ' +
+      'One step of the order’s story; the fields beside `kind` are listed per kind in docs/operators.md ' +
       '(“Audit export”). Highlights: `activity` has `activityType`, `input`, `outcome`, `result` or ' +
       '`failure`, `providerStatus`, `worker`, timing, and `repeats`/`lastAt` when identical answers ' +
       'were folded; `signal` and `update` have `name`, `identity` (as Temporal recorded the sender) ' +

@@ -1,5 +1,5 @@
 /**
- * What the webhook routes do (README "Webhooks"): a client's endpoints as the clients file lists
+ * What the webhook routes do (docs/integrators.md "Webhooks"): a client's endpoints as the clients file lists
  * them (never a secret: there is none in the file), the delivery state of one of its orders, read
  * from the order's delivery workflow, and a redelivery of one event.
  *

@@ -77,7 +77,7 @@ const WebhookUrl = z
   .refine((value) => !value.includes('#'), 'no #fragment: it is never sent');
 
 /**
- * Where a client receives its orders' events (README "Webhooks"). The signing secret is not stored
+ * Where a client receives its orders' events (docs/integrators.md "Webhooks"). The signing secret is not stored
  * here: it is derived from WEBHOOK_SIGNING_KEY, the client id, the endpoint id and
  * `secretVersion` (src/webhooks/secrets.ts), so this file stays free of secrets.
  */

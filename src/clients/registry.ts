@@ -22,7 +22,7 @@ export interface Client {
   scopes: ReadonlySet<Scope>;
   /** Sees and decides the review queue of every client (within its scopes). */
   operator: boolean;
-  /** Where its orders' events go (README "Webhooks"); empty for most clients. */
+  /** Where its orders' events go (docs/integrators.md "Webhooks"); empty for most clients. */
   webhooks: readonly WebhookEndpoint[];
 }
 

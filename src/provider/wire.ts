@@ -3,7 +3,7 @@
  *
  * The sandbox validates request bodies with these schemas and the client parses response data
  * with them, so the two cannot drift apart. Where the spec is silent the choice is recorded here
- * (and in the README): error shape, the REFUNDED `message` / `suggested_plans` fields, the
+ * (and in docs/contributors.md, "Provider sandbox"): error shape, the REFUNDED `message` / `suggested_plans` fields, the
  * catalog shape, the 4G type identifier and the bounds on amounts, quantities and refs.
  */
 import { z } from 'zod';

@@ -59,7 +59,7 @@ export type TemporalServices = Pick<Connection, 'workflowService' | 'operatorSer
 
 export interface TemporalSetupOptions {
   namespace: string;
-  /** Closed workflows are kept this long; see README "Going to production" for what it means. */
+  /** Closed workflows are kept this long; see docs/deployers.md "Going to production" for what it means. */
   retentionMs: number;
   /** Default: the service's own, `searchAttributeDefinitions`. */
   searchAttributes?: Readonly<Record<string, SearchAttributeTypeName>>;

@@ -7,7 +7,7 @@
  * install that instead: Maven resolves it and its dependencies into
  * `.tools/temporal-test-server-<version>/lib`, and a small launcher script there takes the port
  * argument the SDK passes (`<port>`), exactly as the native binary does. Needs `java` (17+) and
- * `mvn`; both come from Debian (openjdk-17-jre-headless, maven). Idempotent: a complete install is
+ * `mvn`; both come from Debian (default-jre-headless, maven). Idempotent: a complete install is
  * found and nothing is downloaded again.
  */
 import { spawnSync } from 'node:child_process';
@@ -73,7 +73,7 @@ export function ensureTestServer(log: (line: string) => void = (l) => console.er
 }
 
 const javaAndMaven = [
-  ['java', 'openjdk-17-jre-headless'],
+  ['java', 'default-jre-headless'],
   ['mvn', 'maven'],
 ] as const;
 

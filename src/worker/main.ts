@@ -1,5 +1,5 @@
 /**
- * `npm run worker`: runs the order worker and the webhook worker from the environment (README
+ * `npm run worker`: runs the order worker and the webhook worker from the environment (docs/deployers.md
  * "Configuration") until SIGTERM or SIGINT, then drains: in-flight tasks finish, then the provider
  * pool, the webhook sender and the Temporal connection close, then buffered spans are exported.
  *

@@ -135,7 +135,7 @@ describe('order workflows when the provider misbehaves', () => {
       assert.match(view.review?.evidence ?? '', /placeGiftCardOrder.*ProviderOutcomeUnknown/);
       assert.equal(view.providerReference, undefined);
       await sandbox.clearFaults();
-      // No orderId to check and deliver cards with: FULFILLED needs force (README: decision table).
+      // No orderId to check and deliver cards with: FULFILLED needs force (docs/operators.md: the decision table).
       await handle.signal(resolveReviewSignal, {
         decision: 'FULFILLED',
         operator: 'amina',

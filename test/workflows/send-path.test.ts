@@ -1,6 +1,6 @@
 /**
  * Never send twice against a provider that commits late, reads behind its writes, enforces no
- * unique ref and sometimes cannot be asked (README "Never send twice: what we assume of the
+ * unique ref and sometimes cannot be asked (docs/contributors.md "Never send twice: what we assume of the
  * provider"). Real Temporal, real workers, the sandbox over HTTP with the faults real providers
  * have. Fault rules and settings apply to the whole sandbox, so these tests run one after another
  * and each leaves none behind.

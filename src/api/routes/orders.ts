@@ -74,7 +74,7 @@ export function ordersRouter(
   });
 
   // audit:read reaches every client's orders; the owner without it gets 403 like anyone else
-  // (README "Audit export": the story names operators and Temporal identities).
+  // (docs/operators.md "Audit export": the story names operators and Temporal identities).
   router.get('/v1/orders/:ref/audit', requireScope('audit:read'), async (req, res) => {
     const { path, query } = validateRequest({ path: RefParams, query: AuditQuery }, parts(req));
     const caller = callerOf(res);
