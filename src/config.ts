@@ -73,8 +73,8 @@ const schema = z.object({
   /**
    * Connections to the provider per process. As many as the worker runs activities at once
    * (WORKER_MAX_CONCURRENT_ACTIVITIES): with fewer, a slow provider makes activities queue for a
-   * socket while holding their slots (npm run bench -- --provider-latency 1000: activity time per
-   * order 5.3 s with 32, 2.2 s with 100). Undici opens them only as needed.
+   * socket while holding their slots (docs/contributors.md, "What the code's choices cost").
+   * Undici opens them only as needed.
    */
   PROVIDER_POOL_CONNECTIONS: positiveInt.default(100),
   /** Which kind of provider key the worker expects: a mismatch stops it at start. */

@@ -130,9 +130,9 @@ type WorkflowTracing = typeof WorkflowTracingModule;
 /**
  * OpenTelemetry for one workflow, loaded on first use. The bundle carries it, but every module of
  * a workflow bundle is evaluated anew for each workflow in the worker's cache: imported at the
- * top, OpenTelemetry's API and SDK (about 700 KB of code) would be evaluated and kept for every
- * order, traced or not (measured: +300 MB of worker RSS with 1,000 orders cached). Required here,
- * only traced orders pay for it.
+ * top, OpenTelemetry's API and SDK would be evaluated and kept for every order, traced or not
+ * (its memory cost: docs/contributors.md, "What the code's choices cost"). Required here, only
+ * traced orders pay for it.
  */
 function workflowTracing(): WorkflowTracing {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- deliberately lazy, see above

@@ -3,9 +3,8 @@
  * update, without zod.
  *
  * Why not the API's zod schema (schemas.ts)? Inside the workflow sandbox zod is loaded into the
- * bundle and kept per cached workflow: the worker's peak RSS in `npm run bench` was 610 MB with it
- * and 335 MB without, and its CPU per order 35.8 ms against 30.7 ms. The rule is a handful of
- * fields, so it is written out here; test/orders/review-decision.test.ts checks with fast-check
+ * bundle and kept per cached workflow, which costs every worker memory and CPU per order (figures:
+ * docs/contributors.md, "What the code's choices cost"). The rule is a handful of fields, so it is written out here; test/orders/review-decision.test.ts checks with fast-check
  * that it accepts and refuses exactly what the zod schema of the payload does, so the two cannot
  * drift apart.
  */

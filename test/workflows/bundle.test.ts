@@ -1,6 +1,6 @@
 /**
  * What goes into the workflow bundle is loaded into every worker's sandbox: zod there cost about
- * 300 MB of worker RSS (src/orders/review-decision.ts). ESLint refuses direct value imports of it;
+ * hundreds of MB of worker RSS (docs/contributors.md, "What the code's choices cost"). ESLint refuses direct value imports of it;
  * this checks the bundle itself, so an indirect import is caught too. The interceptors
  * (workflows/interceptors.ts) bring OpenTelemetry's API and span classes in — required only when a
  * traced order runs, since each cached workflow evaluates what it loads — and nothing of its Node
