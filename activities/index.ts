@@ -351,13 +351,15 @@ async function pollUntilSettled<C extends { status: string }>(
 }
 
 /**
- * The polling's clock: the time the server scheduled this attempt, advanced by the worker's own
- * elapsed time since. Due times and the deadline come from the server and the workflow, so a worker
- * whose clock is off (or a time-skipping test server) neither checks early nor polls past the deadline.
+ * The polling's clock: the worker's, but never behind the time the server scheduled this attempt
+ * (advanced by the attempt's own elapsed time). Due times and the deadline come from the server and
+ * the workflow, so a worker whose clock runs behind (or a time-skipping test server) neither waits
+ * past a due check nor polls past the deadline; with clocks that agree it is the worker's clock,
+ * which also counts the time the attempt waited in the task queue.
  */
 function serverClock(info: { currentAttemptScheduledTimestampMs: number }): () => number {
   const startedLocally = Date.now();
-  return () => info.currentAttemptScheduledTimestampMs + (Date.now() - startedLocally);
+  return () => Math.max(Date.now(), info.currentAttemptScheduledTimestampMs + (Date.now() - startedLocally));
 }
 
 /** Still open: at the deadline the polling ends; before it the server retries after `delayMs`. */
