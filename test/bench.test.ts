@@ -156,10 +156,12 @@ describe('npm run bench', () => {
     assert.equal(report.perType.length, 3);
     for (const type of report.perType) {
       assert.equal(type.sends.max, 1, `${type.type}: sent once`);
-      // One polling activity (the lean lifecycle); its checks follow the provider: at most two here.
+      // One polling activity (the lean lifecycle); its checks follow the provider's schedule: the
+      // send, then at most one check per status it goes through (PENDING, HANDLING, final). Which
+      // of them a check meets depends on timing (under load the first check can still meet PENDING).
       assert.equal(type.checkActivities.max, 1, `${type.type}: one polling activity`);
       assert.ok(type.checkAttempts.min >= 1, `${type.type}: checks counted`);
-      assert.ok(type.providerCalls.max <= 3, `${type.type}: ${type.providerCalls.max} provider calls`);
+      assert.ok(type.providerCalls.max <= 4, `${type.type}: ${type.providerCalls.max} provider calls`);
       assert.ok(type.events.max <= 15, `${type.type}: ${type.events.max} history events`);
     }
     assert.ok(saved.targets.length >= 5);
