@@ -118,12 +118,17 @@ async function buildBundles(
 ): Promise<{ orders?: string; baseline?: string }> {
   const dir = mkdtempSync(join(tmpdir(), `topup-bench-${runId}-`));
   onCleanup('bundles', async () => rmSync(dir, { recursive: true, force: true }));
-  const build = (script: string, outFile: string) =>
+  const build = (outFile: string, ...args: string[]) =>
     new Promise<string>((resolveBuild, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(projectRoot, script), outFile], {
-        cwd: projectRoot,
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      const script = 'scripts/build-workflow-bundle.ts';
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', join(projectRoot, script), outFile, ...args],
+        {
+          cwd: projectRoot,
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
       trackChild(child);
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2_000)));
@@ -135,8 +140,14 @@ async function buildBundles(
       });
     });
   const [orders, baseline] = await Promise.all([
-    which.orders ? build('scripts/build-workflow-bundle.ts', join(dir, 'orders.js')) : undefined,
-    which.baseline ? build('scripts/bench/bundle.ts', join(dir, 'baseline.js')) : undefined,
+    which.orders ? build(join(dir, 'orders.js')) : undefined,
+    which.baseline
+      ? build(
+          join(dir, 'baseline.js'),
+          '--workflows',
+          join(projectRoot, 'scripts/bench/baseline-workflows.ts'),
+        )
+      : undefined,
   ]);
   return { orders, baseline };
 }

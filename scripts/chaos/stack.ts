@@ -8,11 +8,10 @@
  */
 import type { Secret } from './log-secrets';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { knownEnvironmentVariables } from '../../src/config';
-import { workflowBundleOptions } from '../../src/worker/bundle';
+import { writeWorkflowBundle } from '../lib/bundle';
 import { freePort, startDevServer, type DevServer } from '../../src/temporal/dev-server';
 import {
   startBuiltScript,
@@ -66,28 +65,15 @@ export function scaledTimingEnv(timeScale: number): Record<string, string> {
   };
 }
 
-const quietBundlerLogger = {
-  log: () => {},
-  trace: () => {},
-  debug: () => {},
-  info: () => {},
-  warn: () => {},
-  error: (message: string) => process.stderr.write(`[bundle] ${message}\n`),
-};
-
 /**
  * The test runner's pre-built bundle, or a fresh one in `dir`: workers then start in seconds, not
- * tens. Built like `npm run build:bundle`, with the failure converter that encrypts failure messages.
+ * tens. Built as `npm run build:bundle` builds it.
  */
 export async function buildWorkflowBundle(dir: string): Promise<string> {
   const prebuilt = process.env.TEST_WORKFLOW_BUNDLE_PATH;
   if (prebuilt) return prebuilt;
-  const { code } = await bundleWorkflowCode({
-    ...workflowBundleOptions,
-    logger: quietBundlerLogger,
-  });
   const path = join(dir, 'workflow-bundle.js');
-  writeFileSync(path, code);
+  await writeWorkflowBundle(path);
   return path;
 }
 
