@@ -14,7 +14,6 @@ import { basename, join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { projectRoot } from './lib/processes';
 import { parseBenchArgs, usage, type BenchOptions } from './bench/args';
-import { cleanUp, installSignalHandlers, onCleanup, wasInterrupted } from './bench/cleanup';
 import { ProcMonitor } from './bench/proc';
 import { addProviderLatency } from './bench/sandbox-admin';
 import { formatComparison, formatNormal, formatScale, normalTargets } from './bench/report';
@@ -22,10 +21,14 @@ import type { NormalReport } from './bench/run-normal';
 import { runNormal } from './bench/run-normal';
 import { runScale } from './bench/run-scale';
 import { startStack } from './bench/stack';
+import { Launcher } from './lib/stack';
 
 function log(line: string): void {
   process.stderr.write(`[bench] ${line}\n`);
 }
+
+/** Everything the bench starts; stopped at the end of the run, on an error and on Ctrl-C / SIGTERM. */
+const launcher = new Launcher({ output: 'none', log });
 
 function gitRevision(): string | undefined {
   try {
@@ -50,11 +53,14 @@ function timestamp(date: Date): string {
 async function main(options: BenchOptions): Promise<void> {
   const startedAt = new Date();
   const runId = Date.now().toString(36);
-  installSignalHandlers(log);
+  launcher.stopOnSignals();
 
-  const stack = await startStack(options, runId, { withBaselineWorker: options.scale === undefined, log });
+  const stack = await startStack(launcher, options, runId, {
+    withBaselineWorker: options.scale === undefined,
+    log,
+  });
   const connection = await Connection.connect(stack.connectionOptions);
-  onCleanup('bench client connection', () => connection.close());
+  launcher.onStop('bench client connection', () => connection.close());
   const client = new Client({ connection, namespace: stack.namespace, dataConverter: stack.dataConverter });
   const monitor = new ProcMonitor({
     worker: stack.pids.worker,
@@ -64,7 +70,7 @@ async function main(options: BenchOptions): Promise<void> {
     sandbox: stack.pids.sandbox,
     bench: process.pid,
   });
-  onCleanup('monitor', async () => monitor.close());
+  launcher.onStop('monitor', async () => monitor.close());
 
   if (options.providerLatencyMs > 0) await addProviderLatency(stack.sandbox, options.providerLatencyMs);
   const ctx = { options, stack, client, monitor, runId, log };
@@ -135,13 +141,13 @@ if (options === 'help') {
 } else {
   main(options)
     .then(
-      () => cleanUp(),
+      () => launcher.stop(),
       async (err: unknown) => {
         // After Ctrl-C the parts stop under the run's feet: the signal handler exits, quietly.
-        if (wasInterrupted()) return new Promise<never>(() => {});
+        if (launcher.stopping) return new Promise<never>(() => {});
         log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
         process.exitCode = 1;
-        await cleanUp();
+        await launcher.stop();
       },
     )
     .finally(() => process.exit());

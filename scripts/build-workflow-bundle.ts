@@ -1,22 +1,20 @@
 /**
- * `npm run build:bundle [out-file]`: bundles the workflows once (default dist/workflow-bundle.js)
- * for WORKER_WORKFLOW_BUNDLE_PATH, so workers start fast and all run exactly the same code.
+ * `npm run build:bundle [out-file] [--workflows <file>]`: bundles the workflows once (default
+ * dist/workflow-bundle.js) for WORKER_WORKFLOW_BUNDLE_PATH, so workers start fast and all run exactly
+ * the same code. `--workflows` bundles other workflows instead (bench's baselines).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import { workflowBundleOptions } from '../src/worker/bundle';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { writeWorkflowBundle } from './lib/bundle';
 
 async function main(): Promise<void> {
-  const outFile = resolve(process.argv[2] ?? resolve(__dirname, '..', 'dist', 'workflow-bundle.js'));
-  // WARN: webpack's per-module report is noise here.
-  const { code } = await bundleWorkflowCode({
-    ...workflowBundleOptions,
-    logger: new DefaultLogger('WARN'),
+  const { positionals, values } = parseArgs({
+    allowPositionals: true,
+    options: { workflows: { type: 'string' } },
   });
-  mkdirSync(dirname(outFile), { recursive: true });
-  writeFileSync(outFile, code);
-  console.log(`workflow bundle written to ${outFile} (${Math.round(code.length / 1024)} KiB)`);
+  const outFile = resolve(positionals[0] ?? resolve(__dirname, '..', 'dist', 'workflow-bundle.js'));
+  const size = await writeWorkflowBundle(outFile, values.workflows);
+  console.log(`workflow bundle written to ${outFile} (${Math.round(size / 1024)} KiB)`);
 }
 
 main().catch((err: unknown) => {

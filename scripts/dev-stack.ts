@@ -11,96 +11,26 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Connection } from '@temporalio/client';
-import { temporal as proto } from '@temporalio/proto';
-import { prettyFactory } from 'pino-pretty';
 import { EditableClientsFile } from '../src/clients/edit';
-import { loadConfig, type Config } from '../src/config';
+import { loadConfig } from '../src/config';
 import { endpointSecrets, signingKeyFrom } from '../src/webhooks/secrets';
-import { temporalConnectionOptions } from '../src/temporal/connection';
-import { startDevServer, type DevServer } from '../src/temporal/dev-server';
 import { reviewQueueUiUrl } from '../src/temporal/ui-links';
-import { projectRoot, startPart, waitForHttp, type ManagedProcess, type PartName } from './lib/processes';
+import { projectRoot } from './lib/processes';
+import { Launcher } from './lib/stack';
 
 const DEV_SANDBOX_ADMIN_TOKEN = 'dev-admin-token';
 /** Metrics listeners of the dev stack's API and worker, unless API_/WORKER_METRICS_ADDRESS say otherwise. */
 const DEV_API_METRICS_ADDRESS = '127.0.0.1:9464';
 const DEV_WORKER_METRICS_ADDRESS = '127.0.0.1:9465';
-const pretty = prettyFactory({
-  colorize: process.stdout.isTTY,
-  translateTime: 'SYS:HH:MM:ss.l',
-  ignore: 'pid,hostname',
+
+const stack: Launcher = new Launcher({
+  output: 'terminal',
+  log: (line) => process.stdout.write(`[stack] ${line}\n`),
+  onUnexpectedExit: (part, how) => {
+    process.stdout.write(`[stack] ${part.name} exited unexpectedly (${how}); stopping the stack\n`);
+    void stack.shutdown(1);
+  },
 });
-
-const parts: ManagedProcess[] = [];
-let temporal: DevServer | undefined;
-let stopping = false;
-
-function log(line: string) {
-  process.stdout.write(`[stack] ${line}\n`);
-}
-
-/** A child's line, pretty-printed when it is a pino JSON line, behind the part's name. */
-function relay(name: string) {
-  return (line: string, stream: 'stdout' | 'stderr') => {
-    let text = line;
-    if (line.startsWith('{')) {
-      try {
-        text = pretty(JSON.parse(line) as object).trimEnd();
-      } catch {
-        // not JSON after all: print as is
-      }
-    }
-    (stream === 'stdout' ? process.stdout : process.stderr).write(`[${name}] ${text}\n`);
-  };
-}
-
-function start(part: PartName, env: NodeJS.ProcessEnv): ManagedProcess {
-  const managed = startPart(part, { env, onLine: relay(part) });
-  parts.push(managed);
-  void managed.exited.then(({ code, signal }) => {
-    if (stopping) return;
-    log(`${part} exited unexpectedly (${signal ?? `code ${code}`}); stopping the stack`);
-    void shutdown(1);
-  });
-  return managed;
-}
-
-/**
- * Waits until a worker polls the order task queue, as Temporal itself sees it (the worker bundles
- * the workflows first, which takes a while): the banner should promise only what is ready.
- */
-async function waitForWorker(config: Config, timeoutMs = 180_000) {
-  const { TEMPORAL_NAMESPACE: namespace, TEMPORAL_TASK_QUEUE: taskQueue } = config;
-  // The same TLS / API-key settings the worker and API use, for an external TEMPORAL_ADDRESS.
-  const connection = await Connection.connect(temporalConnectionOptions(config));
-  try {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline && !stopping) {
-      const { pollers } = await connection.workflowService.describeTaskQueue({
-        namespace,
-        taskQueue: { name: taskQueue },
-        taskQueueType: proto.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-      });
-      if (pollers && pollers.length > 0) return;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    throw new Error(`no worker polled ${taskQueue} within ${timeoutMs / 1000} s`);
-  } finally {
-    await connection.close();
-  }
-}
-
-async function shutdown(code: number): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  log('stopping…');
-  // API first (no new orders), then the worker (finishes its tasks), then what they depend on.
-  for (const part of [...parts].reverse()) await part.stop();
-  await temporal?.stop();
-  log('stopped');
-  process.exit(code);
-}
 
 /**
  * The dev stack encrypts payloads like production does. Its key lives beside Temporal's database:
@@ -175,9 +105,7 @@ function devWebhookEndpoint(file: string, receiverUrl: string): void {
 
 async function main() {
   const config = loadConfig();
-  // `on`, not `once`: Ctrl-C reaches the stack twice (from the terminal and forwarded by npm start),
-  // and a second signal must not kill it while it stops its parts.
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void shutdown(0));
+  stack.stopOnSignals(0);
 
   const dataDir = resolve(projectRoot, config.DEV_DATA_DIR);
   mkdirSync(dataDir, { recursive: true });
@@ -189,15 +117,19 @@ async function main() {
   const codecUrl = `http://127.0.0.1:${config.CODEC_PORT}`;
   const baseEnv: NodeJS.ProcessEnv = { ...process.env, PAYLOAD_ENCRYPTION_KEYS: encryptionKeys };
 
-  start('codec', { ...baseEnv, CODEC_CORS_ORIGINS: process.env.CODEC_CORS_ORIGINS ?? uiOrigins.join(',') });
-  await waitForHttp(`${codecUrl}/healthz`);
+  await stack.startServer('codec', {
+    port: config.CODEC_PORT,
+    env: { ...baseEnv, CODEC_CORS_ORIGINS: process.env.CODEC_CORS_ORIGINS ?? uiOrigins.join(',') },
+  });
 
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
   // An external Temporal's UI is whatever TEMPORAL_UI_URL says, if anything.
   let uiUrl = config.TEMPORAL_UI_URL;
   if (!temporalAddress) {
-    log(`starting Temporal dev server (state in ${join(config.DEV_DATA_DIR, 'temporal.db')})…`);
-    temporal = await startDevServer({
+    process.stdout.write(
+      `[stack] starting Temporal dev server (state in ${join(config.DEV_DATA_DIR, 'temporal.db')})…\n`,
+    );
+    const temporal = await stack.startTemporal({
       port: config.DEV_TEMPORAL_PORT,
       uiPort: config.DEV_TEMPORAL_UI_PORT,
       dbFile: join(dataDir, 'temporal.db'),
@@ -216,11 +148,10 @@ async function main() {
   if (!providerBaseUrl) {
     providerBaseUrl = `http://127.0.0.1:${config.SANDBOX_PORT}`;
     providerApiKey = config.SANDBOX_KEY;
-    start('sandbox', {
-      ...baseEnv,
-      SANDBOX_ADMIN_TOKEN: config.SANDBOX_ADMIN_TOKEN ?? DEV_SANDBOX_ADMIN_TOKEN,
+    await stack.startServer('sandbox', {
+      port: config.SANDBOX_PORT,
+      env: { ...baseEnv, SANDBOX_ADMIN_TOKEN: config.SANDBOX_ADMIN_TOKEN ?? DEV_SANDBOX_ADMIN_TOKEN },
     });
-    await waitForHttp(`${providerBaseUrl}/v3/validate`);
   }
 
   // The developer's own clients (API_CLIENTS_FILE, or legacy API_KEYS) win over the dev clients.
@@ -231,11 +162,15 @@ async function main() {
   if (dev) {
     devWebhookEndpoint(dev.file, receiverUrl);
     const endpoint = EditableClientsFile.open(dev.file).webhook('backoffice', DEV_ENDPOINT_ID);
-    start('webhook-receiver', {
-      ...baseEnv,
-      WEBHOOK_RECEIVER_SECRET: endpointSecrets(signingKeyFrom(signingKey), 'backoffice', endpoint).join(','),
+    await stack.startServer('webhook-receiver', {
+      port: config.WEBHOOK_RECEIVER_PORT,
+      env: {
+        ...baseEnv,
+        WEBHOOK_RECEIVER_SECRET: endpointSecrets(signingKeyFrom(signingKey), 'backoffice', endpoint).join(
+          ',',
+        ),
+      },
     });
-    await waitForHttp(receiverUrl, { ok: (status) => status === 405 });
   }
   const appEnv = {
     ...baseEnv,
@@ -248,16 +183,14 @@ async function main() {
   };
   const apiMetrics = config.API_METRICS_ADDRESS ?? DEV_API_METRICS_ADDRESS;
   const workerMetrics = config.WORKER_METRICS_ADDRESS ?? DEV_WORKER_METRICS_ADDRESS;
-  start('worker', { ...appEnv, WORKER_METRICS_ADDRESS: workerMetrics });
-  start('api', {
-    ...appEnv,
-    API_HOST: process.env.API_HOST ?? '127.0.0.1',
-    API_METRICS_ADDRESS: apiMetrics,
-  });
-  const apiUrl = `http://127.0.0.1:${config.PORT}`;
-  await waitForHttp(`${apiUrl}/readyz`, { ok: (status) => status === 200 });
   // The banner comes last: once the worker has bundled the workflows and polls for orders.
-  await waitForWorker({ ...config, TEMPORAL_ADDRESS: temporalAddress });
+  const worker = stack.startWorker({ env: { ...appEnv, WORKER_METRICS_ADDRESS: workerMetrics } });
+  worker.catch(() => {}); // awaited below, after the API: a failure meanwhile must not go unhandled
+  const { url: apiUrl } = await stack.startServer('api', {
+    port: config.PORT,
+    env: { ...appEnv, API_HOST: process.env.API_HOST ?? '127.0.0.1', API_METRICS_ADDRESS: apiMetrics },
+  });
+  await worker;
 
   const apiKey = dev?.keys.backoffice ?? config.API_KEYS?.[0] ?? '<your key>';
   const ref = `demo-${Date.now()}`;
@@ -306,7 +239,7 @@ async function main() {
 }
 
 main().catch((err: unknown) => {
-  if (stopping) return;
-  log(`failed to start: ${err instanceof Error ? err.message : String(err)}`);
-  void shutdown(1);
+  if (stack.stopping) return;
+  process.stdout.write(`[stack] failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  void stack.shutdown(1);
 });

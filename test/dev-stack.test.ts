@@ -72,13 +72,41 @@ async function stackEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise
   };
 }
 
-function processesInGroup(pgid: number): string[] {
-  const ps = execFileSync('ps', ['-eo', 'pid=,pgid=,args='], { encoding: 'utf8' });
+function processTable(): { pid: number; ppid: number; pgid: number; args: string }[] {
+  const ps = execFileSync('ps', ['-eo', 'pid=,ppid=,pgid=,args='], { encoding: 'utf8' });
   return ps
     .split('\n')
     .map((line) => line.trim().split(/\s+/))
-    .filter(([, group]) => Number(group) === pgid)
-    .map((fields) => fields.slice(2).join(' '));
+    .filter((fields) => fields.length >= 4)
+    .map(([pid, ppid, pgid, ...args]) => ({
+      pid: Number(pid),
+      ppid: Number(ppid),
+      pgid: Number(pgid),
+      args: args.join(' '),
+    }));
+}
+
+/** The process groups of npm start and of everything below it (the stack starts each part in a group of its own). */
+function stackGroups(pgid: number): Set<number> {
+  const table = processTable();
+  const groups = new Set([pgid]);
+  const pids = new Set(table.filter((p) => p.pgid === pgid).map((p) => p.pid));
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of table)
+      if (pids.has(p.ppid) && !pids.has(p.pid)) {
+        pids.add(p.pid);
+        groups.add(p.pgid);
+        grew = true;
+      }
+  }
+  return groups;
+}
+
+function processesInGroups(groups: Set<number>): string[] {
+  return processTable()
+    .filter((p) => groups.has(p.pgid))
+    .map((p) => p.args);
 }
 
 async function startStack(env: NodeJS.ProcessEnv): Promise<RunningStack> {
@@ -120,6 +148,7 @@ async function startStack(env: NodeJS.ProcessEnv): Promise<RunningStack> {
 /** Ctrl-C, then wait for npm start to end and check that nothing of the stack is left. */
 async function stopStack(stack: RunningStack): Promise<void> {
   const pgid = stack.npm.pid!;
+  const groups = stackGroups(pgid);
   const exited = new Promise<number | null>((done) => stack.npm.once('exit', (code) => done(code)));
   process.kill(-pgid, 'SIGINT');
   const code = await Promise.race([
@@ -127,10 +156,16 @@ async function stopStack(stack: RunningStack): Promise<void> {
     new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 60_000)),
   ]);
   // Give the group's last members a moment to be reaped before looking.
-  for (let i = 0; i < 20 && processesInGroup(pgid).length > 0; i++)
+  for (let i = 0; i < 20 && processesInGroups(groups).length > 0; i++)
     await new Promise((r) => setTimeout(r, 250));
-  const leftovers = processesInGroup(pgid);
-  if (leftovers.length > 0) process.kill(-pgid, 'SIGKILL');
+  const leftovers = processesInGroups(groups);
+  for (const group of leftovers.length > 0 ? groups : []) {
+    try {
+      process.kill(-group, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
   assert.notEqual(code, 'timeout', `npm start stops on Ctrl-C:\n${stack.output()}`);
   // Ctrl-C reaches every process of the group, and npm start forwards it to the stack once more:
   // the stack must outlive both until it has stopped each part, not leave a slow one behind.

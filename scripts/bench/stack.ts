@@ -8,13 +8,11 @@
  * is a receiver in the bench's own process: the webhook phase submits as `hooks`; and `another`,
  * whose workflow IDs name it, for the read phase.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Connection, type ConnectionOptions } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import type { ConnectionOptions } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { stringify } from 'yaml';
 import { hashApiKey } from '../../src/clients/keys';
@@ -24,10 +22,10 @@ import { loadConfig } from '../../src/config';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { temporalConnectionOptions } from '../../src/temporal/connection';
-import { freePort, startDevServer } from '../../src/temporal/dev-server';
-import { projectRoot, startNodeScript, startPart, waitForHttp, type ManagedProcess } from '../lib/processes';
+import { freePort } from '../../src/temporal/dev-server';
+import { projectRoot, startNodeScript } from '../lib/processes';
+import { scaledTimingEnv, type Launcher } from '../lib/stack';
 import type { BenchOptions } from './args';
-import { onCleanup, trackChild, wasInterrupted } from './cleanup';
 
 export interface Stack {
   apiUrl: string;
@@ -67,76 +65,40 @@ export interface Stack {
   freezeWorkers(frozen: boolean): void;
 }
 
-/** The spec's timings × scale, as the POLL_* / ORDER_DEADLINE_* variables the API puts in each order. */
-export function scaledTimingEnv(timeScale: number): Record<string, string> {
-  const defaults = loadConfig({});
-  const scaled = (ms: number) => String(Math.max(1, Math.round(ms * timeScale)));
-  return {
-    POLL_FIRST_CHECK_MS: scaled(defaults.POLL_FIRST_CHECK_MS),
-    POLL_HANDLING_CHECK_MS: scaled(defaults.POLL_HANDLING_CHECK_MS),
-    POLL_MAX_INTERVAL_MS: scaled(defaults.POLL_MAX_INTERVAL_MS),
-    ORDER_DEADLINE_MOBILE_MS: scaled(defaults.ORDER_DEADLINE_MOBILE_MS),
-    ORDER_DEADLINE_INTERNET_MS: scaled(defaults.ORDER_DEADLINE_INTERNET_MS),
-    ORDER_DEADLINE_GIFT_CARD_MS: scaled(defaults.ORDER_DEADLINE_GIFT_CARD_MS),
-    REVIEW_RECHECK_INTERVAL_MS: scaled(defaults.REVIEW_RECHECK_INTERVAL_MS),
-    PROVIDER_SETTLE_MS: scaled(defaults.PROVIDER_SETTLE_MS),
-  };
-}
-
-/** Resolves once a worker polls the task queue; rejects after `timeoutMs`. */
-async function pollersOn(
-  connectionOptions: ConnectionOptions,
-  namespace: string,
-  taskQueue: string,
-  timeoutMs: number,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  const connection = await Connection.connect(connectionOptions);
-  try {
-    while (Date.now() < deadline) {
-      const { pollers } = await connection.workflowService.describeTaskQueue({
-        namespace,
-        taskQueue: { name: taskQueue },
-        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-      });
-      if (pollers && pollers.length > 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-    throw new Error(`no worker polls ${taskQueue} after ${timeoutMs / 1000} s`);
-  } finally {
-    await connection.close();
-  }
-}
-
 /**
  * The order workflows through the project's own `npm run build:bundle` script, and the baseline
  * workflows, each into a temporary file removed at the end; both at once, as child processes.
  */
 async function buildBundles(
+  launcher: Launcher,
   runId: string,
   which: { orders: boolean; baseline: boolean },
 ): Promise<{ orders?: string; baseline?: string }> {
   const dir = mkdtempSync(join(tmpdir(), `topup-bench-${runId}-`));
-  onCleanup('bundles', async () => rmSync(dir, { recursive: true, force: true }));
-  const build = (script: string, outFile: string) =>
-    new Promise<string>((resolveBuild, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(projectRoot, script), outFile], {
-        cwd: projectRoot,
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      trackChild(child);
-      let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2_000)));
-      const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        if (code === 0) resolveBuild(outFile);
-        else reject(new Error(`${script} failed (code ${code}): ${stderr.trim()}`));
-      });
+  launcher.onStop('bundles', async () => rmSync(dir, { recursive: true, force: true }));
+  const build = async (outFile: string, ...args: string[]) => {
+    const tail: string[] = [];
+    const script = 'scripts/build-workflow-bundle.ts';
+    const child = startNodeScript('bundle', script, {
+      env: process.env,
+      args: [outFile, ...args],
+      onLine: (line, stream) => stream === 'stderr' && tail.push(line),
     });
+    const timer = setTimeout(() => child.signal('SIGKILL'), 300_000);
+    const { code } = await child.exited;
+    clearTimeout(timer);
+    if (code !== 0) throw new Error(`${script} failed (code ${code}): ${tail.slice(-20).join('\n')}`);
+    return outFile;
+  };
   const [orders, baseline] = await Promise.all([
-    which.orders ? build('scripts/build-workflow-bundle.ts', join(dir, 'orders.js')) : undefined,
-    which.baseline ? build('scripts/bench/bundle.ts', join(dir, 'baseline.js')) : undefined,
+    which.orders ? build(join(dir, 'orders.js')) : undefined,
+    which.baseline
+      ? build(
+          join(dir, 'baseline.js'),
+          '--workflows',
+          join(projectRoot, 'scripts/bench/baseline-workflows.ts'),
+        )
+      : undefined,
   ]);
   return { orders, baseline };
 }
@@ -151,88 +113,26 @@ export function serverDynamicConfig(timeScale: number): Record<string, string> {
   return { 'history.timerProcessorMaxTimeShift': `${Math.max(1, Math.round(1_000 * timeScale))}ms` };
 }
 
-const TAIL_LINES = 40;
-
 /** The second client of the stack we start (Stack.clients). */
 export const ANOTHER_CLIENT_ID = 'another';
 
-interface Part {
-  name: string;
-  managed: ManagedProcess;
-  tail: string[];
-  /** Set once we stop it on purpose. */
-  stopping: boolean;
-}
-
 export async function startStack(
+  launcher: Launcher,
   options: BenchOptions,
   runId: string,
   { withBaselineWorker, log }: { withBaselineWorker: boolean; log: (line: string) => void },
 ): Promise<Stack> {
-  const parts: Part[] = [];
   const started: string[] = [];
   const pids: Stack['pids'] = { ...options.pids };
-
-  const launch = (
-    name: string,
-    start: (onLine: (line: string) => void) => ManagedProcess,
-    readyLine?: RegExp,
-  ): { part: Part; ready: Promise<void> } => {
-    let markReady: () => void = () => {};
-    const ready = new Promise<void>((resolve) => (markReady = resolve));
-    const tail: string[] = [];
-    const managed = start((line) => {
-      tail.push(line);
-      if (tail.length > TAIL_LINES) tail.shift();
-      if (readyLine?.test(line)) markReady();
-    });
-    trackChild(managed.child);
-    const part: Part = { name, managed, tail, stopping: false };
-    parts.push(part);
-    started.push(name);
-    onCleanup(name, async () => {
-      part.stopping = true;
-      await managed.stop(15_000);
-    });
-    void managed.exited.then(({ code, signal }) => {
-      if (!part.stopping && !wasInterrupted()) {
-        log(`${name} exited unexpectedly (${signal ?? `code ${code}`}); its last lines:`);
-        for (const line of tail) log(`  [${name}] ${line}`);
-      }
-    });
-    return { part, ready };
-  };
-
-  const waitReady = async (part: Part, ready: Promise<void>, timeoutMs: number) => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`${part.name} not ready within ${timeoutMs / 1000} s`)),
-        timeoutMs,
-      );
-    });
-    const died = part.managed.exited.then(({ code, signal }) => {
-      throw new Error(`${part.name} exited during start-up (${signal ?? `code ${code}`})`);
-    });
-    // It settles only when the part exits, which at the end of the run is no error.
-    died.catch(() => {});
-    try {
-      await Promise.race([ready, timeout, died]);
-    } finally {
-      clearTimeout(timer);
-    }
-  };
 
   // -- Temporal --
   let temporalAddress = options.temporalAddress;
   if (!temporalAddress) {
     log('starting Temporal dev server (headless, in memory)…');
-    const server = await startDevServer({
+    const server = await launcher.startTemporal({
       uiPort: false,
       dynamicConfig: { ...serverDynamicConfig(options.timeScale), ...options.serverConfig },
     });
-    onCleanup('temporal', () => server.stop());
-    if (server.process.pid) trackChild(server.process);
     temporalAddress = server.address;
     pids.temporal = server.process.pid;
     started.push('temporal');
@@ -255,7 +155,7 @@ export async function startStack(
   let bundles: { orders?: string; baseline?: string } = {};
   if (!options.bundleAtStart) {
     log('bundling the workflows…');
-    bundles = await buildBundles(runId, {
+    bundles = await buildBundles(launcher, runId, {
       orders: !options.apiUrl && !options.partEnv.WORKER_WORKFLOW_BUNDLE_PATH,
       baseline: withBaselineWorker,
     });
@@ -265,22 +165,22 @@ export async function startStack(
   const baselineTaskQueue = `bench-baseline-${runId}`;
   let baselineReady: Promise<void> = Promise.resolve();
   if (withBaselineWorker) {
-    const { part, ready } = launch(
-      'baseline-worker',
-      (onLine) =>
-        startNodeScript('baseline-worker', 'scripts/bench/baseline-worker.ts', {
-          env: {
-            ...common,
-            ...options.partEnv,
-            BENCH_TASK_QUEUE: baselineTaskQueue,
-            BENCH_BUNDLE_PATH: bundles.baseline ?? '',
-          },
-          onLine,
-        }),
-      /bench baseline worker ready/,
-    );
-    pids.baselineWorker = part.managed.child.pid;
-    baselineReady = waitReady(part, ready, 240_000);
+    let markReady!: () => void;
+    const ready = new Promise<void>((resolve) => (markReady = resolve));
+    const part = launcher.start('worker', {
+      name: 'baseline-worker',
+      script: 'scripts/bench/baseline-worker.ts',
+      env: {
+        ...common,
+        ...options.partEnv,
+        BENCH_TASK_QUEUE: baselineTaskQueue,
+        BENCH_BUNDLE_PATH: bundles.baseline ?? '',
+      },
+      watch: (line) => /bench baseline worker ready/.test(line) && markReady(),
+    });
+    started.push(part.name);
+    pids.baselineWorker = part.process.child.pid;
+    baselineReady = launcher.ready(part, ready, 240_000);
     // Awaited after the other parts have started; until then a failure must not go unhandled.
     baselineReady.catch(() => {});
   }
@@ -297,24 +197,20 @@ export async function startStack(
   // A given stack's keys come from our environment, like its parts'.
   let encryptionKeys = options.apiUrl ? process.env.PAYLOAD_ENCRYPTION_KEYS : undefined;
   if (!apiUrl) {
-    const sandboxPort = await freePort();
     const adminToken = randomBytes(12).toString('hex');
-    const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
     const defaults = loadConfig({});
-    const sandboxPart = launch('sandbox', (onLine) =>
-      startPart('sandbox', {
-        env: {
-          ...common,
-          SANDBOX_PORT: String(sandboxPort),
-          SANDBOX_HOST: '127.0.0.1',
-          SANDBOX_TIME_SCALE: String(options.timeScale),
-          SANDBOX_ADMIN_TOKEN: adminToken,
-        },
-        onLine,
-      }),
-    );
-    pids.sandbox = sandboxPart.part.managed.child.pid;
-    await waitForHttp(`${sandboxUrl}/v3/validate`, { timeoutMs: 60_000 });
+    const sandboxPart = await launcher.startServer('sandbox', {
+      env: {
+        ...common,
+        SANDBOX_HOST: '127.0.0.1',
+        SANDBOX_TIME_SCALE: String(options.timeScale),
+        SANDBOX_ADMIN_TOKEN: adminToken,
+      },
+      timeoutMs: 60_000,
+    });
+    started.push('sandbox');
+    pids.sandbox = sandboxPart.process.child.pid;
+    const sandboxUrl = sandboxPart.url;
     sandbox = { url: sandboxUrl, adminToken };
 
     taskQueue = `bench-orders-${runId}`;
@@ -326,7 +222,7 @@ export async function startStack(
     const receiver = await startReceiver({
       secrets: [endpointSecret(signingKey, hooks.clientId, 'bench', 1)],
     });
-    onCleanup('webhook receiver', () => receiver.close());
+    launcher.onStop('webhook receiver', () => receiver.close());
     webhooks = { ...hooks, receiver };
     const another = { id: ANOTHER_CLIENT_ID, apiKey: `bench-${randomBytes(12).toString('hex')}` };
     clientsFile = {
@@ -355,7 +251,7 @@ export async function startStack(
     };
     clients = { file: clientsFile, another };
     const clientsDir = mkdtempSync(join(tmpdir(), `topup-bench-clients-${runId}-`));
-    onCleanup('clients file', async () => rmSync(clientsDir, { recursive: true, force: true }));
+    launcher.onStop('clients file', async () => rmSync(clientsDir, { recursive: true, force: true }));
     const clientsPath = join(clientsDir, 'clients.yaml');
     writeFileSync(clientsPath, stringify(clientsFile));
 
@@ -389,32 +285,23 @@ export async function startStack(
     taskQueue = partEnv.TEMPORAL_TASK_QUEUE!; // --env may have named another
 
     log('starting worker and API…');
-    const worker = launch('worker', (onLine) => startPart('worker', { env: appEnv, onLine }));
-    pids.worker = worker.part.managed.child.pid;
-    const api = launch('api', (onLine) =>
-      startPart('api', { env: { ...appEnv, PORT: String(apiPort) }, onLine }),
-    );
-    pids.api = api.part.managed.child.pid;
-    apiUrl = `http://127.0.0.1:${apiPort}`;
     // Ready when its pollers show on the task queue: whatever the log level says.
-    const polling = pollersOn(connectionOptions, namespace, taskQueue, 240_000);
-    polling.catch(() => {}); // the race below reports a failure; this must not go unhandled
-    await waitReady(worker.part, polling, 240_000);
-    await waitForHttp(`${apiUrl}/readyz`, { timeoutMs: 120_000, ok: (status) => status === 200 });
+    const worker = launcher.startWorker({ env: appEnv, timeoutMs: 240_000 });
+    worker.catch(() => {}); // awaited below, after the API: a failure meanwhile must not go unhandled
+    const api = await launcher.startServer('api', { port: apiPort, env: appEnv });
+    started.push('worker', 'api');
+    pids.worker = (await worker).process.child.pid;
+    pids.api = api.process.child.pid;
+    apiUrl = api.url;
   } else if (options.sandboxUrl && options.sandboxAdminToken) {
     sandbox = { url: options.sandboxUrl, adminToken: options.sandboxAdminToken };
   }
   await baselineReady;
 
-  const workerParts = parts.filter((p) => p.name === 'worker' || p.name === 'baseline-worker');
   const freezeWorkers = (frozen: boolean) => {
-    for (const part of workerParts) {
-      const { child } = part.managed;
-      if (child.exitCode === null && child.signalCode === null) child.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
-    }
+    for (const part of launcher.parts)
+      if (part.kind === 'worker') part.process.signal(frozen ? 'SIGSTOP' : 'SIGCONT');
   };
-  // A stopped process would not act on SIGTERM: continue them before anything is stopped.
-  onCleanup('continue workers', async () => freezeWorkers(false));
 
   return {
     apiUrl,
@@ -435,9 +322,9 @@ export async function startStack(
     partEnv,
     started,
     assertAlive() {
-      for (const part of parts) {
-        const { exitCode, signalCode } = part.managed.child;
-        if (!part.stopping && (exitCode !== null || signalCode !== null)) {
+      for (const part of launcher.parts) {
+        const { exitCode, signalCode } = part.process.child;
+        if (!part.stopping && part.process.hasExited()) {
           throw new Error(`${part.name} died during the run (${signalCode ?? `code ${exitCode}`})`);
         }
       }

@@ -8,19 +8,11 @@
  */
 import type { Secret } from './log-secrets';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { knownEnvironmentVariables } from '../../src/config';
-import { workflowBundleOptions } from '../../src/worker/bundle';
-import { freePort, startDevServer, type DevServer } from '../../src/temporal/dev-server';
-import {
-  startBuiltScript,
-  startPart,
-  waitForHttp,
-  type ManagedProcess,
-  type PartName,
-} from '../lib/processes';
+import { writeWorkflowBundle } from '../lib/bundle';
+import { freePort } from '../../src/temporal/dev-server';
+import { Launcher, scaledTimingEnv, type Part } from '../lib/stack';
 
 export const CHAOS_API_KEY = 'chaos-api-key';
 export const CHAOS_ADMIN_TOKEN = 'chaos-admin-token';
@@ -48,46 +40,31 @@ export function scaledSettleMs(timeScale: number): number {
 }
 
 /**
- * The order timings (README "Configuration") scaled like the sandbox's clock, so polling follows
- * the sandbox's PENDING/HANDLING phases and deadlines keep their proportion to them.
+ * The order timings scaled like the sandbox's clock, so polling follows its PENDING/HANDLING phases
+ * and deadlines keep their proportion to them; with floors, because the faults' commit delays, read
+ * lags and outages are real seconds that do not scale (bench has none: they would skew its figures).
  */
-export function scaledTimingEnv(timeScale: number): Record<string, string> {
-  const ms = (value: number, floor = 1) => String(Math.max(floor, Math.round(value * timeScale)));
-  return {
-    POLL_FIRST_CHECK_MS: ms(5_000),
-    POLL_HANDLING_CHECK_MS: ms(15_000),
+export function chaosTimingEnv(timeScale: number): Record<string, string> {
+  return scaledTimingEnv(timeScale, {
     // Retries back off to this cap; below a second they would hammer a sandbox that is down.
-    POLL_MAX_INTERVAL_MS: ms(60_000, 1_000),
-    ORDER_DEADLINE_MOBILE_MS: ms(30 * 60_000, 30_000),
-    ORDER_DEADLINE_INTERNET_MS: ms(30 * 60_000, 30_000),
-    ORDER_DEADLINE_GIFT_CARD_MS: ms(60 * 60_000, 30_000),
-    REVIEW_RECHECK_INTERVAL_MS: ms(30 * 60_000, 10_000),
-    PROVIDER_SETTLE_MS: String(scaledSettleMs(timeScale)),
-  };
+    POLL_MAX_INTERVAL_MS: 1_000,
+    ORDER_DEADLINE_MOBILE_MS: 30_000,
+    ORDER_DEADLINE_INTERNET_MS: 30_000,
+    ORDER_DEADLINE_GIFT_CARD_MS: 30_000,
+    REVIEW_RECHECK_INTERVAL_MS: 10_000,
+    PROVIDER_SETTLE_MS: scaledSettleMs(timeScale),
+  });
 }
-
-const quietBundlerLogger = {
-  log: () => {},
-  trace: () => {},
-  debug: () => {},
-  info: () => {},
-  warn: () => {},
-  error: (message: string) => process.stderr.write(`[bundle] ${message}\n`),
-};
 
 /**
  * The test runner's pre-built bundle, or a fresh one in `dir`: workers then start in seconds, not
- * tens. Built like `npm run build:bundle`, with the failure converter that encrypts failure messages.
+ * tens. Built as `npm run build:bundle` builds it.
  */
 export async function buildWorkflowBundle(dir: string): Promise<string> {
   const prebuilt = process.env.TEST_WORKFLOW_BUNDLE_PATH;
   if (prebuilt) return prebuilt;
-  const { code } = await bundleWorkflowCode({
-    ...workflowBundleOptions,
-    logger: quietBundlerLogger,
-  });
   const path = join(dir, 'workflow-bundle.js');
-  writeFileSync(path, code);
+  await writeWorkflowBundle(path);
   return path;
 }
 
@@ -131,57 +108,60 @@ const BUILT_WORKER_SCRIPT = 'dist/src/worker/main.js';
 const BUILT_WORKFLOW_BUNDLE = 'dist/workflow-bundle.js';
 
 export class ChaosStack {
-  temporal?: DevServer;
   sandboxUrl = '';
   apiUrls: string[] = [];
-  readonly workers = new Set<ManagedProcess>();
-  /** Which worker processes run the compiled build. */
-  readonly #builtWorkers = new WeakSet<ManagedProcess>();
+  readonly workers = new Set<Part>();
+  /** Which workers run the compiled build. */
+  readonly #builtWorkers = new WeakSet<Part>();
   /** Workers that exited without being killed or stopped by us. */
   unexpectedWorkerExits = 0;
   workerStarts = 0;
   /** Set when the sandbox or the API died on its own: the run cannot go on. */
   fatal?: Error;
-
-  readonly #options: ChaosStackOptions;
-  readonly #logDir: string;
   /** The keys the parts were given: none may appear in their logs. */
   secrets: Secret[] = [];
 
-  get logDir(): string {
-    return this.#logDir;
-  }
-  readonly #dbFile: string;
-  readonly #streams: WriteStream[] = [];
-  readonly #others: ManagedProcess[] = [];
-  /** Processes we killed or stopped on purpose: their exit is expected. */
-  readonly #expectedExits = new WeakSet<ManagedProcess>();
+  readonly #options: ChaosStackOptions;
+  readonly #logDir: string;
+  readonly #launcher: Launcher;
   #env: NodeJS.ProcessEnv = {};
-  #temporalPort = 0;
-  #stopping = false;
   #seq = 0;
-  /** How often the sandbox and the API were started (their log files are numbered after the first). */
-  /** Starts so far of each sandbox / API instance, and the process now running as each. */
+  /** Starts so far of each sandbox / API instance (their log files are numbered after the first), and the part now running as each. */
   readonly #starts: Record<string, number> = {};
-  readonly #running = new Map<string, ManagedProcess>();
+  readonly #running = new Map<string, Part>();
   /** Kills, restarts and worker starts run one at a time (see `serial`). */
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(options: ChaosStackOptions) {
     this.#options = options;
     this.#logDir = join(options.dir, 'logs');
-    this.#dbFile = join(options.dir, 'temporal.db');
-    mkdirSync(this.#logDir, { recursive: true });
+    this.#launcher = new Launcher({
+      output: { dir: this.#logDir },
+      log: options.log,
+      onUnexpectedExit: (part, how) => {
+        if (part.kind === 'worker') {
+          if (this.workers.delete(part)) this.unexpectedWorkerExits++;
+          options.log(`${part.name} exited on its own (${how}); see ${this.#logDir}`);
+        } else {
+          this.fatal ??= new Error(`the ${part.name} exited unexpectedly (${how}); see ${this.#logDir}`);
+          options.log(this.fatal.message);
+        }
+      },
+    });
+  }
+
+  get logDir(): string {
+    return this.#logDir;
   }
 
   get temporalAddress(): string {
     if (this.#options.temporal) return this.#options.temporal.address;
-    if (!this.temporal) throw new Error('Temporal is not running');
-    return this.temporal.address;
+    if (!this.#launcher.temporal) throw new Error('Temporal is not running');
+    return this.#launcher.temporal.address;
   }
 
   get namespace(): string {
-    return this.#options.temporal?.namespace ?? this.temporal?.namespace ?? 'default';
+    return this.#options.temporal?.namespace ?? this.#launcher.temporal?.namespace ?? 'default';
   }
 
   /** The first API instance (scripts that use one). */
@@ -196,9 +176,9 @@ export class ChaosStack {
         `using Temporal at ${this.#options.temporal.address}, namespace ${this.#options.temporal.namespace}`,
       );
     } else {
-      log(`starting Temporal dev server (database ${this.#dbFile})`);
-      this.temporal = await startDevServer({ uiPort: false, dbFile: this.#dbFile });
-      this.#temporalPort = Number(this.temporal.address.split(':').pop());
+      const dbFile = join(this.#options.dir, 'temporal.db');
+      log(`starting Temporal dev server (database ${dbFile})`);
+      await this.#launcher.startTemporal({ uiPort: false, dbFile });
     }
 
     const sandboxPort = await freePort();
@@ -225,7 +205,6 @@ export class ChaosStack {
       // Encrypted payloads, as in production: the codec must survive kills and restarts too.
       ...(encryptionKey ? { PAYLOAD_ENCRYPTION_KEYS: `chaos:${encryptionKey}` } : {}),
       SANDBOX_HOST: '127.0.0.1',
-      SANDBOX_PORT: String(sandboxPort),
       SANDBOX_KEY,
       SANDBOX_TIME_SCALE: String(timeScale),
       SANDBOX_ADMIN_TOKEN: CHAOS_ADMIN_TOKEN,
@@ -237,7 +216,7 @@ export class ChaosStack {
       API_RATE_LIMIT_PER_MINUTE: '1000000',
       API_SHUTDOWN_TIMEOUT_MS: '2000',
       WORKER_WORKFLOW_BUNDLE_PATH: this.#options.workflowBundlePath,
-      ...scaledTimingEnv(timeScale),
+      ...chaosTimingEnv(timeScale),
     };
 
     log(`starting the sandbox on ${this.sandboxUrl} (time scale ${timeScale})`);
@@ -248,7 +227,7 @@ export class ChaosStack {
       this.ensureWorkers(workerCount),
       ...this.apiUrls.map((_, index) => this.#startAndWait('api', index)),
     ]);
-    this.#throwIfFatal();
+    if (this.fatal) throw this.fatal;
   }
 
   /**
@@ -259,12 +238,7 @@ export class ChaosStack {
     return this.serial(async () => {
       const down = Date.now();
       const running = this.#running.get(partKey(part, index));
-      if (running) {
-        this.#expectedExits.add(running);
-        this.#others.splice(this.#others.indexOf(running), 1);
-        running.child.kill('SIGKILL');
-        await running.exited;
-      }
+      if (running) await this.#launcher.kill(running);
       await this.#startAndWait(part, index);
       return Date.now() - down;
     });
@@ -275,14 +249,14 @@ export class ChaosStack {
     const key = partKey(part, index);
     const starts = (this.#starts[key] = (this.#starts[key] ?? 0) + 1);
     const base = part === 'api' && this.apiUrls.length > 1 ? `api-${index + 1}` : part;
-    const name = starts === 1 ? base : `${base}-restart-${starts - 1}`;
     const url = part === 'sandbox' ? this.sandboxUrl : this.apiUrls[index]!;
-    const env = part === 'api' ? { PORT: new URL(url).port } : {};
-    const managed = this.#startPart(part, name, undefined, env);
-    this.#others.push(managed);
-    this.#running.set(key, managed);
-    if (part === 'sandbox') await waitForHttp(`${url}/v3/validate`, { timeoutMs: 60_000 });
-    else await waitForHttp(`${url}/readyz`, { timeoutMs: 120_000, ok: (status) => status === 200 });
+    const started = await this.#launcher.startServer(part, {
+      name: starts === 1 ? base : `${base}-restart-${starts - 1}`,
+      port: Number(new URL(url).port),
+      env: this.#env,
+      timeoutMs: part === 'sandbox' ? 60_000 : 120_000,
+    });
+    this.#running.set(key, started);
   }
 
   /** Runs `fn` after every action queued before it: a kill never races a Temporal restart. */
@@ -309,19 +283,15 @@ export class ChaosStack {
     });
   }
 
-  isBuiltWorker(worker: ManagedProcess): boolean {
+  isBuiltWorker(worker: Part): boolean {
     return this.#builtWorkers.has(worker);
   }
 
   /** SIGKILL: no drain, no goodbye, as when a machine dies. Resolves once the processes are gone. */
-  kill(victims: ManagedProcess[]): Promise<void> {
+  kill(victims: Part[]): Promise<void> {
     return this.serial(async () => {
-      for (const worker of victims) {
-        this.#expectedExits.add(worker);
-        this.workers.delete(worker);
-        worker.child.kill('SIGKILL');
-      }
-      await Promise.all(victims.map((worker) => worker.exited));
+      for (const worker of victims) this.workers.delete(worker);
+      await Promise.all(victims.map((worker) => this.#launcher.kill(worker)));
     });
   }
 
@@ -337,93 +307,39 @@ export class ChaosStack {
         if (!external.restart) throw new Error('this Temporal cannot be restarted by the run');
         await external.restart();
       } else {
-        await this.temporal?.stop();
-        this.temporal = await startDevServer({
-          port: this.#temporalPort,
-          uiPort: false,
-          dbFile: this.#dbFile,
-        });
+        await this.#launcher.restartTemporal();
       }
       return Date.now() - down;
     });
   }
 
-  async stop(): Promise<void> {
-    this.#stopping = true;
-    // The APIs first (no new orders), then the workers, then what they depend on.
-    const apis = this.#others.filter((p) => p.name.startsWith('api'));
-    await Promise.all(apis.map((api) => api.stop(5_000)));
-    await Promise.all([...this.workers].map((worker) => worker.stop(5_000)));
-    await Promise.all(this.#others.map((part) => part.stop(5_000)));
-    await this.temporal?.stop();
-    await Promise.all(this.#streams.map((s) => new Promise((done) => s.end(done))));
-  }
-
-  #throwIfFatal(): void {
-    if (this.fatal) throw this.fatal;
+  stop(): Promise<void> {
+    return this.#launcher.stop(5_000);
   }
 
   async #startWorker(kind: 'built' | 'source'): Promise<void> {
     const name = `worker-${++this.#seq}${kind === 'built' ? '-built' : ''}`;
-    let started!: () => void;
-    const ready = new Promise<void>((resolve) => (started = resolve));
-    const watch = (line: string) => {
-      if (line.includes('"msg":"worker started"')) started();
-    };
-    const worker =
-      kind === 'built'
-        ? this.#startPart(
-            'worker',
-            name,
-            watch,
-            { WORKER_WORKFLOW_BUNDLE_PATH: BUILT_WORKFLOW_BUNDLE },
-            BUILT_WORKER_SCRIPT,
-          )
-        : this.#startPart('worker', name, watch);
-    if (kind === 'built') this.#builtWorkers.add(worker);
     this.workerStarts++;
-    const timeout = setTimeout(() => worker.child.kill('SIGKILL'), WORKER_START_TIMEOUT_MS);
-    const outcome = await Promise.race([ready.then(() => 'ready' as const), worker.exited]);
-    clearTimeout(timeout);
-    if (outcome !== 'ready') {
-      throw new Error(
-        `${name} exited during start-up (${outcome.signal ?? `code ${outcome.code}`}); see ${this.#logDir}`,
-      );
+    const built = kind === 'built';
+    let worker: Part | undefined;
+    try {
+      worker = await this.#launcher.startWorker({
+        name,
+        ready: 'log',
+        timeoutMs: WORKER_START_TIMEOUT_MS,
+        ...(built
+          ? {
+              built,
+              script: BUILT_WORKER_SCRIPT,
+              env: { ...this.#env, WORKER_WORKFLOW_BUNDLE_PATH: BUILT_WORKFLOW_BUNDLE },
+            }
+          : { env: this.#env }),
+      });
+    } catch (err) {
+      throw new Error(`${err instanceof Error ? err.message : String(err)}; see ${this.#logDir}`);
     }
+    if (built) this.#builtWorkers.add(worker);
     this.workers.add(worker);
-  }
-
-  #startPart(
-    part: PartName,
-    name: string,
-    watch?: (line: string) => void,
-    env: NodeJS.ProcessEnv = {},
-    builtScript?: string,
-  ): ManagedProcess {
-    const file = createWriteStream(join(this.#logDir, `${name}.log`));
-    this.#streams.push(file);
-    const options = {
-      env: { ...this.#env, ...env },
-      onLine: (line: string) => {
-        file.write(`${line}\n`);
-        watch?.(line);
-      },
-    };
-    const managed = builtScript
-      ? startBuiltScript(name, builtScript, options)
-      : startPart(part, options, name);
-    void managed.exited.then(({ code, signal }) => {
-      if (this.#stopping || this.#expectedExits.has(managed)) return;
-      const how = signal ?? `code ${code}`;
-      if (part === 'worker') {
-        if (this.workers.delete(managed)) this.unexpectedWorkerExits++;
-        this.#options.log(`${name} exited on its own (${how}); see ${this.#logDir}`);
-      } else {
-        this.fatal ??= new Error(`the ${name} exited unexpectedly (${how}); see ${this.#logDir}`);
-        this.#options.log(this.fatal.message);
-      }
-    });
-    return managed;
   }
 }
 

@@ -3,10 +3,9 @@
  * server) and `npm run test:cluster` (against the cluster tier): one place that knows how.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
-import { workflowBundleOptions } from '../../src/worker/bundle';
+import { writeWorkflowBundle } from './bundle';
 
 export const projectRoot = resolve(__dirname, '..', '..');
 
@@ -47,12 +46,8 @@ function reaches(module: string, target: string, seen: Set<string>): boolean {
 
 /** Bundles the workflows once for the whole run (as `npm run build:bundle` does) into `outDir`. */
 export async function bundleWorkflows(outDir: string): Promise<string> {
-  const { code } = await bundleWorkflowCode({
-    ...workflowBundleOptions,
-    logger: undefined,
-  });
   const codePath = join(outDir, 'workflow-bundle.js');
-  writeFileSync(codePath, code);
+  await writeWorkflowBundle(codePath);
   return codePath;
 }
 
