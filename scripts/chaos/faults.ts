@@ -19,7 +19,7 @@ export interface FaultPhase {
 }
 
 /**
- * The provider of README "Never send twice: what we assume of the provider" at its worst: sends
+ * The provider of docs/contributors.md "Never send twice: what we assume of the provider" at its worst: sends
  * committed up to 4 s after they arrived — mostly after the worker's 1.5 s headers timeout gave up
  * on them, and after a look-up one retry later would have come — and reads up to 1.5 s behind.
  * Commit delay plus read lag stays under the run's settle window (at least 6 s, stack.ts): what
