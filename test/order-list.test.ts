@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import pLimit from 'p-limit';
 import { startTestApi, type TestApi } from '../src/api/testing';
 import type { ProviderPort } from '../src/api/health';
 import { orderWorkflowId } from '../workflows/contract';
@@ -34,16 +35,6 @@ const unusedProvider: ProviderPort = {
   validateKey: () => Promise.reject(new Error('not used')),
 };
 
-/** Runs `fn` over `items`, `limit` at a time. */
-async function forEachLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
-}
-
 describe('GET /v1/orders: newest accepted first', () => {
   let temporal: TestTemporal;
   let connection: Connection;
@@ -65,16 +56,26 @@ describe('GET /v1/orders: newest accepted first', () => {
       return i % 3 === 0 ? mobileRequest(ref) : i % 3 === 1 ? internetRequest(ref) : giftCardRequest(ref, 1);
     });
     // Several at once, as back-office systems submit: some share a millisecond.
-    await forEachLimit(requests, 8, async (request) => {
-      const res = await api.request('POST', '/v1/orders', { body: request });
-      assert.equal(res.status, 201, res.text);
-      refs.push(request.ref);
-    });
+    const eight = pLimit(8);
+    await Promise.all(
+      requests.map((request) =>
+        eight(async () => {
+          const res = await api.request('POST', '/v1/orders', { body: request });
+          assert.equal(res.status, 201, res.text);
+          refs.push(request.ref);
+        }),
+      ),
+    );
     // Close a random half, in random order, so close times do not follow acceptance.
     const toClose = refs.filter(() => Math.random() < 0.5).sort(() => Math.random() - 0.5);
-    await forEachLimit(toClose, 4, async (ref) => {
-      await client.workflow.getHandle(orderWorkflowId(ref)).terminate('order-list test: closed out of order');
-    });
+    const four = pLimit(4);
+    await Promise.all(
+      toClose.map((ref) =>
+        four(() =>
+          client.workflow.getHandle(orderWorkflowId(ref)).terminate('order-list test: closed out of order'),
+        ),
+      ),
+    );
   });
 
   after(async () => {

@@ -7,8 +7,9 @@ import type { Client } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { temporal } from '@temporalio/proto';
+import pLimit from 'p-limit';
 import { OrderStatusAttribute } from '../../workflows/contract';
-import { mapBounded, summarize, type Summary } from './stats';
+import { summarize, type Summary } from './stats';
 
 const EventType = temporal.api.enums.v1.EventType;
 
@@ -270,11 +271,16 @@ export async function fetchHistories(
   progress?: (done: number) => void,
 ): Promise<HistoryFacts[]> {
   let done = 0;
-  return mapBounded(workflowIds.length, concurrency, async (i) => {
-    const facts = await historyFacts(client, workflowIds[i]!);
-    if (++done % 1_000 === 0) progress?.(done);
-    return facts;
-  });
+  const limit = pLimit(concurrency);
+  return Promise.all(
+    workflowIds.map((workflowId) =>
+      limit(async () => {
+        const facts = await historyFacts(client, workflowId);
+        if (++done % 1_000 === 0) progress?.(done);
+        return facts;
+      }),
+    ),
+  );
 }
 
 /** Per order, ms: where the time went (mean, p50, p99 …), and how long until the send had completed. */

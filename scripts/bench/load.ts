@@ -5,6 +5,7 @@
  */
 import { Pool } from 'undici';
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import pLimit from 'p-limit';
 import pino from 'pino';
 import { OrderService } from '../../src/api/orders';
 import { ClientRegistry, legacyClientsFile } from '../../src/clients/registry';
@@ -12,7 +13,7 @@ import { loadConfig } from '../../src/config';
 import type { OrderRequest } from '../../src/orders/schemas';
 import { timingsFromConfig } from '../../src/orders/timings';
 import type { Stack } from './stack';
-import { mapBounded, nowMs, summarize, type Summary } from './stats';
+import { nowMs, summarize, type Summary } from './stats';
 
 export interface Call {
   index: number;
@@ -40,7 +41,8 @@ export async function closedLoop(
   call: (index: number) => Promise<string>,
 ): Promise<LoadResult> {
   const t0 = nowMs();
-  const calls = await mapBounded(n, concurrency, async (index): Promise<Call> => {
+  const limit = pLimit(concurrency);
+  const timed = async (index: number): Promise<Call> => {
     const startMs = nowMs();
     let outcome: string;
     try {
@@ -49,7 +51,8 @@ export async function closedLoop(
       outcome = err instanceof Error ? `${err.name}: ${err.message.slice(0, 80)}` : String(err);
     }
     return { index, startMs, endMs: nowMs(), outcome };
-  });
+  };
+  const calls = await Promise.all(Array.from({ length: n }, (_, index) => limit(timed, index)));
   const durationS = (nowMs() - t0) / 1000;
   const good = calls.filter((c) => c.outcome === 'ok');
   const failures: Record<string, number> = {};
@@ -158,8 +161,8 @@ export async function batchLoop(
   const batches = Array.from({ length: Math.ceil(n / size) }, (_, b) =>
     Array.from({ length: Math.min(size, n - b * size) }, (_, i) => b * size + i),
   );
-  const perBatch = await mapBounded(batches.length, concurrency, async (b): Promise<Call[]> => {
-    const indices = batches[b]!;
+  const limit = pLimit(concurrency);
+  const timed = async (indices: number[]): Promise<Call[]> => {
     const startMs = nowMs();
     let outcomes: string[];
     try {
@@ -170,7 +173,8 @@ export async function batchLoop(
     }
     const endMs = nowMs();
     return indices.map((index, i) => ({ index, startMs, endMs, outcome: outcomes[i] ?? 'no answer' }));
-  });
+  };
+  const perBatch = await Promise.all(batches.map((indices) => limit(timed, indices)));
   const calls = perBatch.flat();
   const durationS = (nowMs() - t0) / 1000;
   const good = calls.filter((c) => c.outcome === 'ok');

@@ -1,57 +1,42 @@
 /**
- * CPU time and memory of processes from /proc (Linux): utime + stime of /proc/<pid>/stat, and
- * VmRSS / VmHWM (peak resident set) of /proc/<pid>/status. A sampler keeps the peak RSS seen per
- * process within a window, so each bench phase reports its own peak next to the lifetime VmHWM.
+ * CPU time and memory of the bench's processes. pidusage reads each one's CPU seconds and RSS; the
+ * lifetime peak (VmHWM) is not among its figures, so it is read from /proc/<pid>/status here. A
+ * monitor keeps the peak RSS it samples per process within a window, so each bench phase reports
+ * its own peak next to the lifetime VmHWM.
  */
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
+import pidusage from 'pidusage';
 
-function clockTicksPerSecond(): number {
-  try {
-    const value = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-    return Number.isFinite(value) && value > 0 ? value : 100;
-  } catch {
-    return 100;
-  }
-}
-
-const CLK_TCK = clockTicksPerSecond();
+const MB = 1024 * 1024;
 
 export interface ProcSample {
   /** User + system CPU seconds since the process started (all its threads). */
   cpuSeconds: number;
   rssMb: number;
-  /** Lifetime peak RSS (VmHWM). */
+  /** Lifetime peak RSS (VmHWM; NaN where /proc is not there). */
   hwmMb: number;
 }
 
-/** The process's counters, or undefined when it is gone (or /proc is not there). */
-export function readProc(pid: number | undefined): ProcSample | undefined {
+async function peakRssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  return Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN) / 1024;
+}
+
+/** The process's counters, or undefined when it is gone. */
+export async function readProc(pid: number | undefined): Promise<ProcSample | undefined> {
   if (!pid) return undefined;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Field 2 (comm) may hold spaces and parentheses: count fields from the last ')'.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // rest[0] is field 3 (state); utime is field 14, stime field 15.
-    const ticks = Number(rest[11]) + Number(rest[12]);
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-    return { cpuSeconds: ticks / CLK_TCK, rssMb: kb('VmRSS') / 1024, hwmMb: kb('VmHWM') / 1024 };
+    const [usage, hwmMb] = await Promise.all([pidusage(pid), peakRssMb(pid)]);
+    return { cpuSeconds: usage.ctime / 1000, rssMb: usage.memory / MB, hwmMb };
   } catch {
     return undefined;
   }
 }
 
-/** Busy CPU seconds of the whole machine (all cores) since boot, from /proc/stat. */
-export function machineBusySeconds(): number | undefined {
-  try {
-    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
-    // cpu user nice system idle iowait irq softirq steal …
-    const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
-    return ((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) / CLK_TCK;
-  } catch {
-    return undefined;
-  }
+/** Busy CPU seconds of the whole machine (all cores) since boot. */
+export function machineBusySeconds(): number {
+  return cpus().reduce((sum, { times }) => sum + times.user + times.nice + times.sys + times.irq, 0) / 1000;
 }
 
 export interface PhaseUsage {
@@ -63,7 +48,7 @@ export interface PhaseUsage {
 }
 
 export interface PhaseMark {
-  stop(): Record<string, PhaseUsage>;
+  stop(): Promise<Record<string, PhaseUsage>>;
 }
 
 /** Samples a fixed set of named processes every `intervalMs`; phases may overlap. */
@@ -71,13 +56,14 @@ export class ProcMonitor {
   readonly #pids: Record<string, number | undefined>;
   readonly #open = new Set<Map<string, number>>();
   readonly #timer: NodeJS.Timeout;
+  #sampling: Promise<void> | undefined;
   /** Time series of every sample while `recordSeries(true)`, for the scale run. */
   readonly series: { at: number; rssMb: Record<string, number>; cpuSeconds: Record<string, number> }[] = [];
   #recordSeries = false;
 
   constructor(pids: Record<string, number | undefined>, intervalMs = 250) {
     this.#pids = pids;
-    this.#timer = setInterval(() => this.#sample(), intervalMs);
+    this.#timer = setInterval(() => void this.#sample(), intervalMs);
     this.#timer.unref();
   }
 
@@ -89,11 +75,23 @@ export class ProcMonitor {
     this.#recordSeries = on;
   }
 
-  #sample(): void {
+  /** One sample of every process; a tick that comes while one is under way joins it. */
+  #sample(): Promise<void> {
+    this.#sampling ??= this.#read().finally(() => (this.#sampling = undefined));
+    return this.#sampling;
+  }
+
+  /** Every named process's counters (missing when it is gone). */
+  async #readAll(): Promise<Map<string, ProcSample | undefined>> {
+    const names = this.names();
+    const samples = await Promise.all(names.map((name) => readProc(this.#pids[name])));
+    return new Map(names.map((name, i) => [name, samples[i]]));
+  }
+
+  async #read(): Promise<void> {
     const rssMb: Record<string, number> = {};
     const cpuSeconds: Record<string, number> = {};
-    for (const name of this.names()) {
-      const sample = readProc(this.#pids[name]);
+    for (const [name, sample] of await this.#readAll()) {
       if (!sample) continue;
       rssMb[name] = sample.rssMb;
       cpuSeconds[name] = sample.cpuSeconds;
@@ -103,21 +101,21 @@ export class ProcMonitor {
   }
 
   /** Starts a phase: its CPU is counted from now, its peak RSS from the samples taken until stop(). */
-  phase(): PhaseMark {
+  async phase(): Promise<PhaseMark> {
     const peaks = new Map<string, number>();
     this.#open.add(peaks);
-    this.#sample();
-    const start = new Map(this.names().map((name) => [name, readProc(this.#pids[name])]));
+    await this.#sample();
+    const start = await this.#readAll();
     const machineStart = machineBusySeconds();
     return {
-      stop: () => {
-        this.#sample();
+      stop: async () => {
+        await this.#sample();
         this.#open.delete(peaks);
         const machineEnd = machineBusySeconds();
+        const end = await this.#readAll();
         const usage: Record<string, PhaseUsage> = {};
-        for (const name of this.names()) {
+        for (const [name, after] of end) {
           const before = start.get(name);
-          const after = readProc(this.#pids[name]);
           if (!before || !after) continue;
           usage[name] = {
             cpuSeconds: after.cpuSeconds - before.cpuSeconds,
@@ -126,14 +124,12 @@ export class ProcMonitor {
           };
         }
         // What the rest of the machine (other users of these 2 cores) took meanwhile: the noise.
-        if (machineStart !== undefined && machineEnd !== undefined) {
-          const ours = Object.values(usage).reduce((sum, u) => sum + u.cpuSeconds, 0);
-          usage.others = {
-            cpuSeconds: Math.max(0, machineEnd - machineStart - ours),
-            peakRssMb: NaN,
-            hwmMb: NaN,
-          };
-        }
+        const ours = Object.values(usage).reduce((sum, u) => sum + u.cpuSeconds, 0);
+        usage.others = {
+          cpuSeconds: Math.max(0, machineEnd - machineStart - ours),
+          peakRssMb: NaN,
+          hwmMb: NaN,
+        };
         return usage;
       },
     };
@@ -141,5 +137,7 @@ export class ProcMonitor {
 
   close(): void {
     clearInterval(this.#timer);
+    // pidusage keeps each process's /proc file open between reads.
+    pidusage.clear();
   }
 }

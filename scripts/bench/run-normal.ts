@@ -265,8 +265,8 @@ async function phase(
 ): Promise<PhaseRun> {
   const { options, client, monitor, stack, log } = ctx;
   log(`phase ${name}: ${options.orders} at concurrency ${options.concurrency}…`);
-  const total = monitor.phase();
-  const submitting = monitor.phase();
+  const total = await monitor.phase();
+  const submitting = await monitor.phase();
   if (options.isolateIntake) stack.freezeWorkers(true);
   let result;
   try {
@@ -277,13 +277,13 @@ async function phase(
     if (options.isolateIntake) stack.freezeWorkers(false);
   }
   const { calls, ...load } = result;
-  const submittingUsage = submitting.stop();
+  const submittingUsage = await submitting.stop();
   const wait = await waitClosed(client, prefix, load.ok, {
     timeoutS: options.waitTimeoutS,
     assertAlive: () => stack.assertAlive(),
     progress: (closed) => log(`  ${closed}/${load.ok} closed…`),
   });
-  const totalUsage = total.stop();
+  const totalUsage = await total.stop();
   const failures = Object.entries(load.failures).map(([k, v]) => `${v}× ${k}`);
   log(
     `  ${load.ok} submitted in ${load.durationS.toFixed(1)} s (${load.perSecond.toFixed(1)}/s)` +

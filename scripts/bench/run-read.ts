@@ -140,11 +140,11 @@ export async function runReads(ctx: RunContext, closedRefs: string[]): Promise<R
     const get = getOrder(owner);
     const run = async (call: (ref: string) => Promise<string>, offset: number) => {
       notLive = 0;
-      const usage = monitor.phase();
+      const usage = await monitor.phase();
       const load = await closedLoop(half, options.concurrency, (i) =>
         call(refs[(i + offset) % refs.length]!),
       );
-      return measurement(load, usage.stop(), call === get ? notLive : undefined);
+      return measurement(load, await usage.stop(), call === get ? notLive : undefined);
     };
     const ours1 = await run(get, 0);
     const describe1 = await run(describe(owner), 0);
@@ -186,12 +186,12 @@ export async function runReads(ctx: RunContext, closedRefs: string[]): Promise<R
     for (const [name, call] of calls) {
       log(`reads: diagnostic ${name}…`);
       const half = Math.ceil(reads / 2);
-      const usage = monitor.phase();
+      const usage = await monitor.phase();
       const load = await closedLoop(half, options.concurrency, async (i) => {
         await call(refs[i % refs.length]!);
         return 'ok';
       });
-      out.push({ name, measurement: measurement(load, usage.stop()) });
+      out.push({ name, measurement: measurement(load, await usage.stop()) });
     }
     return out;
   };

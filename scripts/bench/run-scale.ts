@@ -97,10 +97,10 @@ export async function runScale(ctx: RunContext): Promise<ScaleReport> {
     }
     log(`scale: submitting ${n} orders via ${options.scaleSubmit} at concurrency ${concurrency}…`);
     monitor.recordSeries(true);
-    const total = monitor.phase();
-    const submitting = monitor.phase();
+    const total = await monitor.phase();
+    const submitting = await monitor.phase();
     const { calls, ...intake } = await closedLoop(n, concurrency, submit);
-    const submittingUsage = submitting.stop();
+    const submittingUsage = await submitting.stop();
     log(
       `  ${intake.ok} submitted in ${intake.durationS.toFixed(1)} s (${intake.perSecond.toFixed(1)}/s)` +
         (Object.keys(intake.failures).length ? `, failures: ${JSON.stringify(intake.failures)}` : ''),
@@ -112,7 +112,7 @@ export async function runScale(ctx: RunContext): Promise<ScaleReport> {
       assertAlive: () => stack.assertAlive(),
       progress: (closed) => log(`  ${closed}/${expected} closed…`),
     });
-    const totalUsage = total.stop();
+    const totalUsage = await total.stop();
     monitor.recordSeries(false);
     log(
       `  ${wait.closed} closed${wait.inReview ? `, ${wait.inReview} in NEEDS_REVIEW` : ''}` +

@@ -45,21 +45,3 @@ export function fmt(value: number | undefined, digits = 1): string {
 export function nowMs(): number {
   return performance.timeOrigin + performance.now();
 }
-
-/** Runs `task` over 0..n-1 with at most `concurrency` at once; results in index order. */
-export async function mapBounded<T>(
-  n: number,
-  concurrency: number,
-  task: (i: number) => Promise<T>,
-): Promise<T[]> {
-  const results = new Array<T>(n);
-  let next = 0;
-  const lanes = Array.from({ length: Math.max(1, Math.min(concurrency, n)) }, async () => {
-    while (next < n) {
-      const i = next++;
-      results[i] = await task(i);
-    }
-  });
-  await Promise.all(lanes);
-  return results;
-}

@@ -1,26 +1,28 @@
 /**
- * A seeded pseudo-random generator (mulberry32), so a chaos run's order mix, fault schedule and
- * kill times can be replayed from its printed seed. Not cryptographic; it does not need to be.
+ * The chaos run's seeded draws (order mix, fault schedule, kill times), so a run can be replayed from
+ * its printed seed. The generator and its uniform distributions are pure-rand's (xoroshiro128+);
+ * this class only names the draws the run makes. Not cryptographic; it does not need to be.
  */
+import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
+import { uniformInt } from 'pure-rand/distribution/uniformInt';
+import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
+import type { RandomGenerator } from 'pure-rand/types/RandomGenerator';
+
 export class Random {
-  #state: number;
+  readonly #rng: RandomGenerator;
 
   constructor(seed: number) {
-    this.#state = seed >>> 0;
+    this.#rng = xoroshiro128plus(seed);
   }
 
   /** In [0, 1). */
   next(): number {
-    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
-    let t = this.#state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+    return uniformFloat64(this.#rng);
   }
 
   /** An integer in [min, max]. */
   int(min: number, max: number): number {
-    return min + Math.floor(this.next() * (max - min + 1));
+    return uniformInt(this.#rng, min, max);
   }
 
   /** A float in [min, max). */
@@ -34,7 +36,7 @@ export class Random {
 
   pick<T>(items: readonly T[]): T {
     if (items.length === 0) throw new RangeError('pick from an empty list');
-    return items[Math.floor(this.next() * items.length)]!;
+    return items[this.int(0, items.length - 1)]!;
   }
 
   /** A random non-empty subset, in the original order. */

@@ -3,6 +3,7 @@
  * in flight, and reading them back until each is settled (final or in review).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import pLimit from 'p-limit';
 import type { OrderView } from '../../workflows/contract';
 import type { IntakeAnswer, IntakeClient } from './intake';
 import { conflictingBody, type PlannedOrder } from './orders';
@@ -125,29 +126,17 @@ export async function submitAll(
     return list;
   });
   tasks.sort((a, b) => a.atMs - b.atMs);
-  let next = 0;
-  const runner = async () => {
-    while (next < tasks.length) {
-      const task = tasks[next++]!;
-      const wait = options.startedAt + task.atMs - Date.now();
-      if (wait > 0) await sleep(wait, undefined, { signal: options.signal });
-      await task.run();
-    }
-  };
-  await Promise.all(Array.from({ length: options.concurrency }, runner));
-}
-
-/** Runs `fn` over `items`, `limit` at a time. */
-export async function forEachLimit<T>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const runner = async () => {
-    while (next < items.length) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, runner));
+  // p-limit starts queued tasks in order, so a slot goes to the next task due.
+  const limit = pLimit(options.concurrency);
+  await Promise.all(
+    tasks.map((task) =>
+      limit(async () => {
+        const wait = options.startedAt + task.atMs - Date.now();
+        if (wait > 0) await sleep(wait, undefined, { signal: options.signal });
+        await task.run();
+      }),
+    ),
+  );
 }
 
 /**
@@ -159,13 +148,15 @@ export async function settleAll(
   records: OrderRecord[],
   options: { deadline: number; signal: AbortSignal; progress: (left: OrderRecord[]) => void },
 ): Promise<OrderRecord[]> {
+  const limit = pLimit(16);
+  const readBack = async (record: OrderRecord) => {
+    const answer = await intake.order(record.planned.request.ref, 10_000).catch(() => undefined);
+    if (answer?.status === 200) record.view = viewOf(answer);
+    else record.readStatus = answer?.status;
+  };
   let pending = records.filter((r) => r.accepted && !isSettled(r));
   while (pending.length > 0 && Date.now() < options.deadline) {
-    await forEachLimit(pending, 16, async (record) => {
-      const answer = await intake.order(record.planned.request.ref, 10_000).catch(() => undefined);
-      if (answer?.status === 200) record.view = viewOf(answer);
-      else record.readStatus = answer?.status;
-    });
+    await Promise.all(pending.map((record) => limit(readBack, record)));
     pending = pending.filter((r) => !isSettled(r));
     options.progress(pending);
     if (pending.length > 0) await sleep(1_000, undefined, { signal: options.signal });

@@ -10,6 +10,7 @@
  * - Items not yet started when API_BATCH_TIMEOUT_MS has passed answer 503 without being tried, so
  *   a slow Temporal gives a partial answer the client can retry item by item, never a lost one.
  */
+import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Caller } from '../clients/registry';
@@ -87,12 +88,10 @@ export async function submitBatch(
     const key = typeof ref === 'string' ? `ref:${ref}` : `item:${index}`;
     lanes.set(key, [...(lanes.get(key) ?? []), index]);
   });
-  const queue = [...lanes.values()];
-  const worker = async () => {
-    for (let lane = queue.shift(); lane; lane = queue.shift()) {
-      for (const index of lane) results[index] = await submitOne(items[index]);
-    }
+  const limit = pLimit(options.concurrency);
+  const runLane = async (lane: number[]) => {
+    for (const index of lane) results[index] = await submitOne(items[index]);
   };
-  await Promise.all(Array.from({ length: Math.min(options.concurrency, queue.length) }, worker));
+  await Promise.all([...lanes.values()].map((lane) => limit(runLane, lane)));
   return results;
 }

@@ -22,6 +22,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import canonicalize from 'canonicalize';
 import type { Logger } from 'pino';
 import {
   AcceptedAtAttribute,
@@ -121,16 +122,13 @@ export type OrderView = WorkflowOrderView & OrderIdentity;
 export const REQUEST_HASH_MEMO = 'requestHash';
 export const PROVIDER_REF_MEMO = 'providerRef';
 
-/** JSON with sorted keys, so the same request always hashes the same whatever its key order. */
+/**
+ * RFC 8785 (JCS) canonical JSON, so the same request always hashes the same whatever its key order.
+ * Its output for every request the API accepts is that of the hand-written function the stored
+ * fingerprints were made with (test/api-request-hash.test.ts).
+ */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
+  return canonicalize(value) ?? 'null';
 }
 
 /** sha256 of the *parsed* request's canonical JSON: the idempotency fingerprint of an order. */
