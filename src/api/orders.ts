@@ -239,7 +239,7 @@ export class OrderService {
       clientId: caller.id,
       ...(providerRef ? { providerRef } : {}),
       timings: this.#o.timingsFor(request.type),
-      // The workflow announces its status changes only for a client with endpoints (README "Webhooks").
+      // The workflow announces its status changes only for a client with endpoints (docs/integrators.md "Webhooks").
       ...(this.#o.clients.webhooksOf(caller.id).length > 0 ? { webhooks: true } : {}),
     };
     try {
