@@ -616,26 +616,27 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
 
   /** One answer the polling activity saw, at the time it saw it. */
   private observePolled(check: C, at: string): void {
-    this.view.providerStatus = check.status;
-    const meaning = this.meaningOf(check);
-    switch (meaning.kind) {
-      case 'final':
-        return this.finish(meaning.status, `The provider reports ${check.status}`, {
-          result: meaning.result,
-        });
-      case 'review':
-        return this.toReview(meaning.reason, meaning.evidence);
-      case 'open':
-        if (meaning.status !== this.view.status) {
-          // Published with whatever status the polling ends in: one search-attribute update.
-          this.transition(meaning.status, `The provider reports ${check.status}`, { at, publish: false });
-        }
-    }
+    this.actOnCheck(check, (status) => {
+      if (status === this.view.status) return;
+      // Published with whatever status the polling ends in: one search-attribute update.
+      this.transition(status, `The provider reports ${check.status}`, { at, publish: false });
+    });
   }
 
   /** Acts on a check while polling: every answer counts. */
   private observe(check: C): void {
     const previous = this.view.providerStatus;
+    this.actOnCheck(check, (status) => {
+      this.nextCheckMs = nextCheckDelayMs(this.timings, this.nextCheckMs, check.status, previous);
+      if (status !== this.view.status) this.transition(status, `The provider reports ${check.status}`);
+    });
+  }
+
+  /**
+   * What both ways of polling do with an answer: a final one finishes the order, one that needs
+   * review sends it there; an open one is the caller's (`onOpen`, with the status it means).
+   */
+  private actOnCheck(check: C, onOpen: (status: 'SUBMITTED' | 'PROCESSING') => void): void {
     this.view.providerStatus = check.status;
     const meaning = this.meaningOf(check);
     switch (meaning.kind) {
@@ -646,10 +647,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       case 'review':
         return this.toReview(meaning.reason, meaning.evidence);
       case 'open':
-        this.nextCheckMs = nextCheckDelayMs(this.timings, this.nextCheckMs, check.status, previous);
-        if (meaning.status !== this.view.status) {
-          this.transition(meaning.status, `The provider reports ${check.status}`);
-        }
+        return onOpen(meaning.status);
     }
   }
 
