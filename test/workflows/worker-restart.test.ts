@@ -26,6 +26,7 @@ import {
   startTestSandbox,
   type TestSandbox,
 } from '../helpers/orders';
+import type { OrderInput } from '../../workflows/contract';
 
 const root = resolve(__dirname, '..', '..');
 /** The child's provider timeouts: one call takes at most 2.5 s, so an attempt needs 2 × 2.5 s + margin. */
@@ -143,74 +144,69 @@ describe('a worker process killed while an order is in flight', () => {
     assert.equal(code, 0, 'on SIGTERM the worker drains and exits cleanly');
   });
 
-  it('when SIGKILLed during a send the provider commits only later (no unique refs), the new worker finds that send after the settle window and never sends again', async () => {
-    // The provider commits 4 s after receiving the send, whoever is still listening; the dead
-    // worker's attempt times out after 3 s. A look-up right then would find nothing.
+  /**
+   * An order whose first send the provider commits only `commitDelayMs` after receiving it, with no
+   * unique refs (a second send would be a second top-up), and whose worker is SIGKILLed while that
+   * send is in flight; a new worker carries the order to its end. Asserts it ended FULFILLED with
+   * one top-up, and hands back what the test checks further.
+   */
+  const killedDuringLateCommittedSend = async (
+    label: string,
+    commitDelayMs: number,
+    extra: Partial<OrderInput> = {},
+  ) => {
     await sandbox.settings({ uniqueRefs: false });
-    await sandbox.addFault({ kind: 'late_commit', commitDelayMs: 4_000, routes: ['mobile.send'], times: 1 });
+    await sandbox.addFault({ kind: 'late_commit', commitDelayMs, routes: ['mobile.send'], times: 1 });
     try {
       const first = await startWorkerProcess();
-      const request = mobileRequest(newRef('killed-late'));
+      const request = mobileRequest(newRef(label));
       const since = Date.now();
       const handle = await startOrder(client, taskQueue, request, {
         timings: scaledTimings({ activityTimeoutMs: 3_000, settleMs: 3_000 }),
+        ...extra,
       });
       await waitForSendInFlight(since);
 
       first.kill('SIGKILL');
       await once(first, 'exit');
       const second = await startWorkerProcess();
-      const view = await handle.result();
-      await sandbox.pendingCommitsDone('mobile.send', 4_000);
-
-      assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
-      assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
-      second.kill('SIGKILL');
-      await once(second, 'exit');
+      try {
+        const view = await handle.result();
+        await sandbox.pendingCommitsDone('mobile.send', commitDelayMs);
+        assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
+        assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+        return { handle, view };
+      } finally {
+        second.kill('SIGKILL');
+        await once(second, 'exit');
+      }
     } finally {
       await sandbox.clearFaults();
       await sandbox.settings({ uniqueRefs: true });
     }
+  };
+
+  it('when SIGKILLed during a send the provider commits only later (no unique refs), the new worker finds that send after the settle window and never sends again', async () => {
+    // A send through the task queue (the lifecycle before the lean one, which orders still in
+    // flight run): the provider commits 4 s after receiving it, whoever is still listening; the dead
+    // worker's attempt times out after 3 s. A look-up right then would find nothing.
+    await killedDuringLateCommittedSend('killed-late', 4_000, { lifecycle: undefined });
   });
 
   it('when SIGKILLed during the local-activity send of the first workflow task, the task that runs again looks the ref up and never sends twice', async () => {
-    // The provider commits 2 s after receiving the send, and keeps no unique refs: a second send
-    // would be a second top-up. The dead worker's first task left no marker of its send in the
-    // history; the task that runs again on the new worker sees that it is not the first try.
-    await sandbox.settings({ uniqueRefs: false });
-    await sandbox.addFault({ kind: 'late_commit', commitDelayMs: 2_000, routes: ['mobile.send'], times: 1 });
-    try {
-      const first = await startWorkerProcess();
-      const request = mobileRequest(newRef('killed-local'));
-      const since = Date.now();
-      const handle = await startOrder(client, taskQueue, request, {
-        timings: scaledTimings({ activityTimeoutMs: 3_000, settleMs: 3_000 }),
-      });
-      await waitForSendInFlight(since);
-
-      first.kill('SIGKILL');
-      await once(first, 'exit');
-      const second = await startWorkerProcess();
-      const view = await handle.result();
-      await sandbox.pendingCommitsDone('mobile.send', 2_000);
-
-      assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
-      assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
-      assert.match(
-        view.timeline.map((e) => e.event).join('\n'),
-        /The provider already had this order from an earlier attempt; not sent again/,
-      );
-      const { events, activities } = await historyOf(handle);
-      assert.ok(events.includes('EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT'), 'the first task timed out');
-      // No send was made again, as a local activity or otherwise: the ref was looked up first.
-      assert.ok(!events.includes('EVENT_TYPE_MARKER_RECORDED'), events.join(' '));
-      assert.equal(activities[0], 'checkMobileTopup');
-      assert.ok(!activities.some((name) => name.startsWith('send')), activities.join(' '));
-      second.kill('SIGKILL');
-      await once(second, 'exit');
-    } finally {
-      await sandbox.clearFaults();
-      await sandbox.settings({ uniqueRefs: true });
-    }
+    // The provider commits 2 s after receiving the send. The dead worker's first task left no
+    // marker of its send in the history; the task that runs again on the new worker sees that it
+    // is not the first try.
+    const { handle, view } = await killedDuringLateCommittedSend('killed-local', 2_000);
+    assert.match(
+      view.timeline.map((e) => e.event).join('\n'),
+      /The provider already had this order from an earlier attempt; not sent again/,
+    );
+    const { events, activities } = await historyOf(handle);
+    assert.ok(events.includes('EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT'), 'the first task timed out');
+    // No send was made again, as a local activity or otherwise: the ref was looked up first.
+    assert.ok(!events.includes('EVENT_TYPE_MARKER_RECORDED'), events.join(' '));
+    assert.equal(activities[0], 'checkMobileTopup');
+    assert.ok(!activities.some((name) => name.startsWith('send')), activities.join(' '));
   });
 });
