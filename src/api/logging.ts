@@ -12,6 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
+import { matchedRoute } from '../observability/matched-route';
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
 
@@ -20,15 +21,6 @@ const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function requestIdFor(header: string | string[] | undefined): string {
   return typeof header === 'string' && SAFE_REQUEST_ID.test(header) ? header : randomUUID();
-}
-
-/**
- * The route pattern that matched (`/v1/orders/:ref`), so log lines group by route, not by ref.
- * Routes are registered with full paths: a mounted router's prefix is gone by the time we log.
- */
-function matchedRoute(req: IncomingMessage): string | undefined {
-  const { route } = req as Partial<Request>;
-  return typeof route?.path === 'string' ? route.path : undefined;
 }
 
 export function requestLogger(logger: Logger) {

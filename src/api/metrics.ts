@@ -3,12 +3,13 @@
  * accepted, and the review backlog read from Temporal visibility when Prometheus scrapes.
  */
 import type { Client } from '@temporalio/client';
-import type { RequestHandler, Request } from 'express';
+import type { RequestHandler } from 'express';
 import { metricCatalog } from '../observability/catalog';
 import type { Metrics } from '../observability/metrics';
 import type { GaugeSample, PrometheusMetrics } from '../observability/prometheus';
 import { AcceptedAtAttribute, ReviewSinceAttribute } from '../../workflows/contract';
 import { orderTypes } from '../orders/schemas';
+import { matchedRoute } from '../observability/matched-route';
 
 /** Counts each answered request under its route pattern; unmatched paths share one label value. */
 export function requestMetrics(metrics: Metrics): RequestHandler {
@@ -17,11 +18,10 @@ export function requestMetrics(metrics: Metrics): RequestHandler {
   return (req, res, next) => {
     const started = performance.now();
     res.once('close', () => {
-      const route = (req as Partial<Request>).route as { path?: unknown } | undefined;
       const labels = {
         method: req.method,
         // The pattern (`/v1/orders/:ref`), never the path: a ref must not become a label value.
-        route: typeof route?.path === 'string' ? route.path : '(unmatched)',
+        route: matchedRoute(req) ?? '(unmatched)',
       };
       requests.add({ ...labels, status: String(res.statusCode) });
       duration.record(labels, (performance.now() - started) / 1000);

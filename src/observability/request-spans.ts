@@ -8,7 +8,8 @@
  * the tests (and tsx) cannot promise; a request span is all the API needs.
  */
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
-import type { Request, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
+import { matchedRoute } from './matched-route';
 
 export function requestSpans(tracer: Tracer): RequestHandler {
   return (req, res, next) => {
@@ -27,10 +28,10 @@ export function requestSpans(tracer: Tracer): RequestHandler {
     context.bind(active, req);
     context.bind(active, res);
     res.once('close', () => {
-      const route = (req as Partial<Request>).route as { path?: unknown } | undefined;
-      if (typeof route?.path === 'string') {
-        span.updateName(`${req.method} ${route.path}`);
-        span.setAttribute('http.route', route.path);
+      const route = matchedRoute(req);
+      if (route !== undefined) {
+        span.updateName(`${req.method} ${route}`);
+        span.setAttribute('http.route', route);
       }
       span.setAttribute('http.response.status_code', res.statusCode);
       if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
