@@ -383,6 +383,13 @@ export class OrderService {
     }
   }
 
+  /** The order's current run, if the workflow itself names `address.client` its owner (404 otherwise). */
+  async #describeOwned(address: OrderAddress): Promise<WorkflowExecutionDescription> {
+    const description = await this.#describe(address, this.#handle(address));
+    if (this.#ownerOf(description) !== address.client) throw orderNotFound(address.ref);
+    return description;
+  }
+
   /**
    * The view of the run `description` describes, for its owner only: the workflow's result once it
    * completed, its answer to the `status` query while it runs, or, when it cannot give either (no
@@ -410,12 +417,7 @@ export class OrderService {
    */
   async ownOrder(caller: Caller, ref: string): Promise<string> {
     const address = { client: caller.id, ref };
-    try {
-      const description = await this.#timed(() => this.#handle(address).describe());
-      if (this.#ownerOf(description) !== caller.id) throw orderNotFound(ref);
-    } catch (err) {
-      throw err instanceof WorkflowNotFoundError ? orderNotFound(ref) : err;
-    }
+    await this.#describeOwned(address);
     return this.workflowIdOf(address);
   }
 
@@ -430,14 +432,7 @@ export class OrderService {
    * as the workflow records it (404 otherwise). Secrets masked unless `reveal`.
    */
   async audit(address: OrderAddress, { reveal }: { reveal: boolean }): Promise<OrderAudit> {
-    const handle = this.#handle(address);
-    let description: WorkflowExecutionDescription;
-    try {
-      description = await this.#timed(() => handle.describe());
-    } catch (err) {
-      throw err instanceof WorkflowNotFoundError ? orderNotFound(address.ref) : err;
-    }
-    if (this.#ownerOf(description) !== address.client) throw orderNotFound(address.ref);
+    const description = await this.#describeOwned(address);
     const { temporalUiUrl } = this.#identity(address);
     return auditOrder(this.#o.client, description, {
       ref: address.ref,
