@@ -25,7 +25,7 @@ const { IndexedValueType } = temporal.api.enums.v1;
 export type SearchAttributeTypeName =
   'Text' | 'Keyword' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList';
 
-const indexedValueTypes: Record<SearchAttributeTypeName, temporal.api.enums.v1.IndexedValueType> = {
+export const indexedValueTypes: Record<SearchAttributeTypeName, temporal.api.enums.v1.IndexedValueType> = {
   Text: IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
   Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
   Int: IndexedValueType.INDEXED_VALUE_TYPE_INT,

@@ -8,8 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Client } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { createActivities, type OrderProvider } from '../../activities';
+import { indexedValueTypes } from '../../src/temporal/setup';
 import { ensureTestServer } from '../../src/temporal/test-server-install';
 import { createOrderWorker } from '../../src/worker/worker';
 import { searchAttributeDefinitions } from '../../workflows/contract';
@@ -33,14 +33,10 @@ export async function startTimeSkippingWorkers<K extends string>(
     bundledWorkflows(),
   ]);
   // The test server knows no custom search attributes until told, as a fresh cluster.
-  const { INDEXED_VALUE_TYPE_KEYWORD, INDEXED_VALUE_TYPE_DATETIME } = temporal.api.enums.v1.IndexedValueType;
   await env.connection.operatorService.addSearchAttributes({
     namespace: env.namespace ?? 'default',
     searchAttributes: Object.fromEntries(
-      Object.entries(searchAttributeDefinitions).map(([name, type]) => [
-        name,
-        type === 'Keyword' ? INDEXED_VALUE_TYPE_KEYWORD : INDEXED_VALUE_TYPE_DATETIME,
-      ]),
+      Object.entries(searchAttributeDefinitions).map(([name, type]) => [name, indexedValueTypes[type]]),
     ),
   });
   const workers = await Promise.all(
