@@ -15,7 +15,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
 import { dataConverterFromConfig } from '../codec/data-converter';
-import { clientRegistryFromConfig, readClientsFile } from '../clients/registry';
+import { clientRegistryFromConfig, reloadClientsOnSighup } from '../clients/registry';
 import { ConfigError, loadConfig } from '../config';
 import { createProviderClientFromConfig } from '../provider/pool';
 import { createApp } from './app';
@@ -34,17 +34,9 @@ async function main(): Promise<void> {
   const clients = clientRegistryFromConfig(config);
   const clientsFile = config.API_CLIENTS_FILE;
   if (clientsFile) {
-    process.on('SIGHUP', () => {
-      try {
-        clients.replace(readClientsFile(clientsFile));
-        logger.info('clients file reloaded');
-      } catch (err) {
-        // The message names the file and the bad places in it, never a key or a hash.
-        logger.error(
-          { problem: err instanceof Error ? err.message : String(err) },
-          'clients file NOT reloaded',
-        );
-      }
+    reloadClientsOnSighup(clients, clientsFile, {
+      reloaded: () => logger.info('clients file reloaded'),
+      failed: (problem) => logger.error({ problem }, 'clients file NOT reloaded'),
     });
   }
 

@@ -131,6 +131,28 @@ export function readClientsFile(path: string): ClientsFile {
   return parseClientsFile(text, path);
 }
 
+/**
+ * Re-reads the clients file into `registry` on each SIGHUP. A file that no longer validates is not
+ * taken: `failed` gets the problem, which names the file and the bad places in it, never a key or
+ * a hash.
+ */
+export function reloadClientsOnSighup(
+  registry: ClientRegistry,
+  path: string,
+  { reloaded, failed }: { reloaded: (file: ClientsFile) => void; failed: (problem: string) => void },
+): void {
+  process.on('SIGHUP', () => {
+    let file: ClientsFile;
+    try {
+      file = readClientsFile(path);
+      registry.replace(file);
+    } catch (err) {
+      return failed(err instanceof Error ? err.message : String(err));
+    }
+    reloaded(file);
+  });
+}
+
 /** The clients the configuration names: API_CLIENTS_FILE, or API_KEYS (legacy), never both. */
 export function clientsFromConfig(config: Pick<Config, 'API_CLIENTS_FILE' | 'API_KEYS'>): ClientsFile {
   const path = config.API_CLIENTS_FILE;

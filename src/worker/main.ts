@@ -15,7 +15,7 @@ import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { createDeliveryActivities } from '../../activities/webhooks';
 import type { ClientsFile } from '../clients/model';
-import { ClientRegistry, readClientsFile } from '../clients/registry';
+import { ClientRegistry, readClientsFile, reloadClientsOnSighup } from '../clients/registry';
 import { AddressPolicy } from '../webhooks/address-guard';
 import { signingKeyFrom } from '../webhooks/secrets';
 import { WebhookSender } from '../webhooks/sender';
@@ -143,26 +143,17 @@ async function main(): Promise<void> {
  */
 function webhookEndpoints(config: Config, logger: Logger): ClientRegistry {
   const path = config.API_CLIENTS_FILE;
-  const load = (): ClientsFile => (path ? readClientsFile(path) : { clients: [] });
   const summary = (file: ClientsFile) => ({
     endpoints: file.clients.reduce((n, client) => n + (client.webhooks?.length ?? 0), 0),
     signingKey: config.WEBHOOK_SIGNING_KEY ? 'set' : 'NOT SET: nothing can be signed',
   });
-  const file = load();
+  const file: ClientsFile = path ? readClientsFile(path) : { clients: [] };
   const registry = new ClientRegistry(file);
   logger.info('webhook endpoints', summary(file));
   if (path) {
-    process.on('SIGHUP', () => {
-      try {
-        const next = load();
-        registry.replace(next);
-        logger.info('clients file reloaded: webhook endpoints', summary(next));
-      } catch (err) {
-        // The message names the file and the bad places in it, never a key or a hash.
-        logger.error('clients file NOT reloaded', {
-          problem: err instanceof Error ? err.message : String(err),
-        });
-      }
+    reloadClientsOnSighup(registry, path, {
+      reloaded: (next) => logger.info('clients file reloaded: webhook endpoints', summary(next)),
+      failed: (problem) => logger.error('clients file NOT reloaded', { problem }),
     });
   }
   return registry;
