@@ -115,6 +115,19 @@ function verifyLean(history: History): void {
   }
 }
 
+/** A forced REFUNDED the provider contradicts (FULFILLED): DISPUTED, then decided FULFILLED. */
+const forceRefundThenFulfilAfterDispute: NonNullable<Scenario['operator']> = async (handle, sandbox, ref) => {
+  const note = 'provider support confirmed the reversal';
+  await update(handle, { decision: 'REFUNDED', operator: 'recorder', note, force: true }, 'applied');
+  await sandbox.changeTopup(ref, { status: 'FULFILLED' });
+  await waitForView(handle, (v) => v.status === 'DISPUTED', 60_000);
+  await update(
+    handle,
+    { decision: 'FULFILLED', operator: 'recorder', note: 'fulfilled after all' },
+    'applied',
+  );
+};
+
 const scenarios: Record<string, Scenario> = {
   // Recorded by the lean lifecycle (OrderInput.lifecycle = 2); the scenarios below it by older code.
   'lean-mobile-fulfilled': {
@@ -263,17 +276,7 @@ const scenarios: Record<string, Scenario> = {
     request: (ref) => mobileRequest(ref),
     arrange: holdInHandling,
     timings: { ...stuck, ...shortWatch },
-    operator: async (handle, sandbox, ref) => {
-      const note = 'provider support confirmed the reversal';
-      await update(handle, { decision: 'REFUNDED', operator: 'recorder', note, force: true }, 'applied');
-      await sandbox.changeTopup(ref, { status: 'FULFILLED' });
-      await waitForView(handle, (v) => v.status === 'DISPUTED', 60_000);
-      await update(
-        handle,
-        { decision: 'FULFILLED', operator: 'recorder', note: 'fulfilled after all' },
-        'applied',
-      );
-    },
+    operator: forceRefundThenFulfilAfterDispute,
     expected: 'FULFILLED',
   },
   // Since review-since-attribute: ReviewSince set with NEEDS_REVIEW and again with DISPUTED; the
@@ -282,17 +285,7 @@ const scenarios: Record<string, Scenario> = {
     request: (ref) => mobileRequest(ref),
     arrange: holdInHandling,
     timings: { ...stuck, ...shortWatch },
-    operator: async (handle, sandbox, ref) => {
-      const note = 'provider support confirmed the reversal';
-      await update(handle, { decision: 'REFUNDED', operator: 'recorder', note, force: true }, 'applied');
-      await sandbox.changeTopup(ref, { status: 'FULFILLED' });
-      await waitForView(handle, (v) => v.status === 'DISPUTED', 60_000);
-      await update(
-        handle,
-        { decision: 'FULFILLED', operator: 'recorder', note: 'fulfilled after all' },
-        'applied',
-      );
-    },
+    operator: forceRefundThenFulfilAfterDispute,
     verify: (history) => {
       const events = history.events ?? [];
       const reviewSince = events.filter(
