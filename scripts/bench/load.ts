@@ -48,11 +48,21 @@ export async function closedLoop(
     try {
       outcome = await call(index);
     } catch (err) {
-      outcome = err instanceof Error ? `${err.name}: ${err.message.slice(0, 80)}` : String(err);
+      outcome = failureOutcome(err);
     }
     return { index, startMs, endMs: nowMs(), outcome };
   };
   const calls = await Promise.all(Array.from({ length: n }, (_, index) => limit(timed, index)));
+  return loadResult(calls, t0);
+}
+
+/** A failed call's outcome: its error, short enough to count alike failures together. */
+function failureOutcome(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message.slice(0, 80)}` : String(err);
+}
+
+/** Throughput, failures by kind and the latency of the good calls, over the run since `t0`. */
+function loadResult(calls: Call[], t0: number): LoadResult {
   const durationS = (nowMs() - t0) / 1000;
   const good = calls.filter((c) => c.outcome === 'ok');
   const failures: Record<string, number> = {};
@@ -168,27 +178,14 @@ export async function batchLoop(
     try {
       outcomes = await submit(indices);
     } catch (err) {
-      const outcome = err instanceof Error ? `${err.name}: ${err.message.slice(0, 80)}` : String(err);
-      outcomes = indices.map(() => outcome);
+      outcomes = indices.map(() => failureOutcome(err));
     }
     const endMs = nowMs();
     return indices.map((index, i) => ({ index, startMs, endMs, outcome: outcomes[i] ?? 'no answer' }));
   };
   const perBatch = await Promise.all(batches.map((indices) => limit(timed, indices)));
-  const calls = perBatch.flat();
-  const durationS = (nowMs() - t0) / 1000;
-  const good = calls.filter((c) => c.outcome === 'ok');
-  const failures: Record<string, number> = {};
-  for (const c of calls) if (c.outcome !== 'ok') failures[c.outcome] = (failures[c.outcome] ?? 0) + 1;
-  return {
-    calls,
-    ok: good.length,
-    failures,
-    durationS,
-    perSecond: good.length / durationS,
-    // Per order, the latency of the request that carried it.
-    latencyMs: summarize(good.map((c) => c.endMs - c.startMs)),
-  };
+  // Per order: each carries the latency of the request that carried it.
+  return loadResult(perBatch.flat(), t0);
 }
 
 /** The API's read path (OrderService.view) without HTTP, configured as the API the bench started. */
