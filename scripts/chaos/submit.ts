@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
-import type { OrderView } from '../../workflows/contract';
+import type { OrderView } from '../../src/api/orders';
 import type { IntakeAnswer, IntakeClient } from './intake';
 import { conflictingBody, type PlannedOrder } from './orders';
 
@@ -41,8 +41,13 @@ export function newRecord(planned: PlannedOrder): OrderRecord {
 
 const settledStatuses = new Set(['FULFILLED', 'REFUNDED', 'FAILED', 'NEEDS_REVIEW']);
 
+/**
+ * Whether the order has settled and its view was read in full: a view rebuilt from Temporal's
+ * records (`live: false`, the query went unanswered while workers were down) lacks what only the
+ * workflow knows, such as the review reason, so it is read again.
+ */
 export function isSettled(record: OrderRecord): boolean {
-  return record.view !== undefined && settledStatuses.has(record.view.status);
+  return record.view !== undefined && settledStatuses.has(record.view.status) && record.view.live !== false;
 }
 
 function viewOf(answer: IntakeAnswer): OrderView | undefined {
