@@ -19,7 +19,11 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
+import {
+  WorkflowUpdateStage,
+  type WorkflowHandle,
+  type WorkflowHandleWithFirstExecutionRunId,
+} from '@temporalio/client';
 import type { OrderProvider } from '../activities';
 import type { ProviderClient } from '../src/provider';
 import type { FaultSpecInput } from '../src/sandbox/faults';
@@ -75,6 +79,8 @@ interface Scenario {
    * many (measured on a probe order first); the fixture is then the run that continued.
    */
   continueAsNewAfter?: number;
+  /** Also record the first run, under this name, when the fixture is a later run. */
+  firstRunAs?: string;
   /** Checks the recorded history shows what the scenario is for. */
   verify?: (history: History) => void;
 }
@@ -155,6 +161,25 @@ const scenarios: Record<string, Scenario> = {
     request: (ref) => mobileRequest(ref),
     timings: { deadlineMs: 10_000, reviewRecheckMs: 15_000 },
     expected: 'FULFILLED',
+  },
+  // The review in a run of its own (REVIEW_RUN_PATCH): the run that entered review and continued
+  // as new (its marker and the continue-as-new), and the review's run, resolved by an operator.
+  'lean-mobile-review-own-run-refunded': {
+    request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
+    timings: noWatch,
+    operator: (handle) =>
+      update(
+        handle,
+        { decision: 'REFUNDED', operator: 'recorder', note: 'no credit, ticket 4412' },
+        'applied',
+      ),
+    expected: 'REFUNDED',
+    firstRunAs: 'lean-mobile-review-own-run-entered',
+    verify: (history) => {
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+      if ((started?.input?.payloads?.length ?? 0) !== 5 || !started?.continuedExecutionRunId)
+        throw new Error('expected the review run: continued, with the notice and three decisions as input');
+    },
   },
   'mobile-fulfilled': { request: (ref) => mobileRequest(ref), expected: 'FULFILLED' },
   'internet-fulfilled': { request: internetRequest, expected: 'FULFILLED' },
@@ -401,7 +426,7 @@ async function startScenario(
   scenario: Scenario,
   timings: OrderTimings,
   { sandbox, provider }: { sandbox: TestSandbox; provider: ProviderClient },
-): Promise<{ handle: WorkflowHandle; ref: string }> {
+): Promise<{ handle: WorkflowHandleWithFirstExecutionRunId; ref: string }> {
   const begin = async (label: string, historyEventLimit?: number) => {
     const ref = newRef(label);
     const request = scenario.request(ref);
@@ -547,7 +572,7 @@ async function main(): Promise<void> {
           sandbox,
           provider: provider.client,
         });
-        const firstRunId = (await handle.describe()).runId;
+        const firstRunId = handle.firstExecutionRunId;
         if (scenario.operator) {
           await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 120_000);
           await scenario.operator(handle, sandbox, ref);
@@ -563,6 +588,10 @@ async function main(): Promise<void> {
         const history = await recorded.fetchHistory();
         scenario.verify?.(history);
         writeFileSync(join(historiesDir, `${name}.json`), historyToJson(history));
+        if (scenario.firstRunAs) {
+          const first = await env.client.workflow.getHandle(handle.workflowId, firstRunId).fetchHistory();
+          writeFileSync(join(historiesDir, `${scenario.firstRunAs}.json`), historyToJson(first));
+        }
         return { name, status: view.status, events: history.events?.length ?? 0, calls: counted.total() };
       }),
     );

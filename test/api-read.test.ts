@@ -266,6 +266,8 @@ describe('reading orders with no worker running', () => {
         assert.equal(view.workflowStatus, 'RUNNING');
         assert.deepEqual(view.request, mobileRequest(refs.open, sandboxSpecialNumbers.unknownError));
         assert.equal(view.timeline[0]?.status, 'ACCEPTED');
+        // The review's run carries the view it entered review with: why is there without a worker.
+        assert.equal(view.review?.reason, 'the provider reports UNKNOWN_ERROR');
       }
       assert.equal((await read('acme', refs.open, impatient)).status, 404);
 

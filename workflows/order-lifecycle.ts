@@ -75,7 +75,14 @@ import {
 } from './contract';
 import { contradictsLater, judgeDecision, type DecisionAnswer } from './decision-rules';
 import { countDecisionOutcome, countDispute } from './decision-metrics';
-import { handlerDescriptions, orderDetails } from './ui-metadata';
+import {
+  handlerDescriptions,
+  orderDetails,
+  pastableDecisions,
+  reviewNotice,
+  type PastableDecision,
+  type ReviewNotice,
+} from './ui-metadata';
 
 /** The part of every provider check answer the lifecycle reads; the adapter reads the rest. */
 export interface ProviderCheck {
@@ -131,13 +138,21 @@ export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
   notThisOrder?(check: C, order: AdaptedOrder<R>, providerReference: string | undefined): string | undefined;
 }
 
-export type OrderWorkflow = (input: OrderInput) => Promise<OrderView>;
+/**
+ * An order's workflow. `review` and `decisions` are set only by the workflow itself, when it
+ * continues as new into review (REVIEW_RUN_PATCH): they are there for Temporal UI to show.
+ */
+export type OrderWorkflow = (
+  input: OrderInput,
+  review?: ReviewNotice,
+  ...decisions: readonly PastableDecision[]
+) => Promise<OrderView>;
 
 export function defineOrderWorkflow<R extends OrderRequest, C extends ProviderCheck>(
   orderType: R['type'],
   adapter: OrderAdapter<R, C>,
 ): OrderWorkflow {
-  return (input) => new OrderLifecycle(orderType, adapter, input).run();
+  return (input, review) => new OrderLifecycle(orderType, adapter, input, review).run();
 }
 
 /**
@@ -154,6 +169,14 @@ const MAX_SUBMIT_TRIES = 20;
 const MAX_TIMELINE_ENTRIES = 100;
 /** First retry of a failed provider call; further ones back off to the polling cap. */
 const RETRY_INITIAL_INTERVAL_MS = 1_000;
+/**
+ * An order entering review (or a dispute) continues as new into a run of its own whose input
+ * carries the review notice and the decisions (ui-metadata.ts `reviewNotice`): Temporal UI shows a
+ * run's input as the workflow page opens, so the operator reads why and copies a decision without
+ * a click. Asked with `patched()` in every lifecycle, lean included: orders in flight before it
+ * wait in review in the run they entered it.
+ */
+const REVIEW_RUN_PATCH = 'review-in-own-run';
 /** Orders started without the AcceptedAt search attribute set it themselves (publishStatus). */
 const ACCEPTED_AT_PATCH = 'accepted-at-attribute';
 /** lookUp's answer when the provider has no trace of the ref or order. */
@@ -246,6 +269,8 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     private readonly orderType: OrderType,
     private readonly adapter: OrderAdapter<R, C>,
     private readonly input: OrderInput,
+    /** The review this run was started to show (REVIEW_RUN_PATCH), if any. */
+    private readonly shownReview?: ReviewNotice,
   ) {
     if (input.request.type !== orderType) {
       throw ApplicationFailure.nonRetryable(
@@ -294,7 +319,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
         continue;
       }
       if (finalStatuses.includes(this.view.status) && !this.watch) break;
-      await this.continueAsNewIfLong();
+      await this.continueAsNewIfDue();
       if (this.watch) await this.watchStep(this.watch);
       else if (this.takesDecisions()) await this.reviewStep();
       else await this.pollStep();
@@ -694,6 +719,9 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   // ---- review ----
 
   private async reviewStep(): Promise<void> {
+    // Entering review is published by the review's own run; one that stays here (a decision was
+    // already queued, or the order is older than REVIEW_RUN_PATCH) publishes it now.
+    this.publishStatus();
     // Also wake when the history grows long: signals alone (a script resending a malformed
     // decision, say) must not push it towards Temporal's limit while we wait.
     const wake = () => this.decisions.length > 0 || this.historyIsLong();
@@ -1072,7 +1100,9 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     delete this.view.completedAt;
     log.warn('order disputed: the provider contradicts the decision', { decision: watch.decision, status });
     countDispute(this.orderType, watch.decision);
-    this.transition('DISPUTED', `Disputed: the provider now reports ${status}, against ${watch.decision}`);
+    this.transition('DISPUTED', `Disputed: the provider now reports ${status}, against ${watch.decision}`, {
+      publish: !this.reviewGetsOwnRun('DISPUTED'),
+    });
   }
 
   /** Decisions are checked against the provider (DECISIONS_CHECKED_PATCH). */
@@ -1199,7 +1229,11 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private toReview(reason: string, evidence: string): void {
     this.view.review = { reason, evidence, since: new Date().toISOString() };
     log.warn('order needs review', { reason, evidence });
-    this.transition('NEEDS_REVIEW', `Needs review: ${reason}`);
+    // Published by the review's own run: this one closes without it, so the review queue (by
+    // OrderStatus) lists the order once.
+    this.transition('NEEDS_REVIEW', `Needs review: ${reason}`, {
+      publish: !this.reviewGetsOwnRun('NEEDS_REVIEW'),
+    });
   }
 
   private finish(
@@ -1305,15 +1339,30 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     );
   }
 
-  private async continueAsNewIfLong(): Promise<void> {
-    if (!this.historyIsLong() || this.decisions.length > 0) return;
+  /**
+   * Whether the review the order is in should be shown by a run of its own (REVIEW_RUN_PATCH):
+   * it takes decisions and this run was not started for this review.
+   */
+  private reviewGetsOwnRun(status: OrderStatus = this.view.status): boolean {
+    if (!decisionStatuses.includes(status) || !this.view.review) return false;
+    const shown = this.shownReview;
+    if (shown?.status === status && shown.inReviewSince === this.view.review.since) return false;
+    return patched(REVIEW_RUN_PATCH);
+  }
+
+  /** Continues as new when the history grows long, or into a run of the review's own. */
+  private async continueAsNewIfDue(): Promise<void> {
+    const long = this.historyIsLong();
+    const intoReview = !long && this.reviewGetsOwnRun();
+    if (!(long || intoReview) || this.decisions.length > 0) return;
     // An update handler still returning its answer would lose it; a decision arriving meanwhile goes first.
     await condition(() => allHandlersFinished() || this.decisions.length > 0);
     if (this.decisions.length > 0) return;
-    log.info('continuing as new to keep the history short', { historyLength: workflowInfo().historyLength });
+    log.info(intoReview ? 'continuing as new into review' : 'continuing as new to keep the history short', {
+      historyLength: workflowInfo().historyLength,
+    });
     await this.announcing;
-    // The starter's memo (the API keeps the request's fingerprint there) goes along explicitly.
-    await makeContinueAsNewFunc<OrderWorkflow>({ memo: workflowInfo().memo })({
+    const continued: OrderInput = {
       ...this.input,
       continued: {
         view: this.view,
@@ -1322,7 +1371,13 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
         ...(this.watch && { watch: this.watch }),
         ...(this.eventSequence > 0 ? { eventSequence: this.eventSequence } : {}),
       },
-    });
+    };
+    // The starter's memo (the API keeps the request's fingerprint there) goes along explicitly.
+    const continueAsNew = makeContinueAsNewFunc<OrderWorkflow>({ memo: workflowInfo().memo });
+    // A long review shown in its own run keeps showing it in the next.
+    const showsReview = intoReview || (this.shownReview !== undefined && this.takesDecisions());
+    const notice = showsReview ? reviewNotice(this.view) : undefined;
+    await (notice ? continueAsNew(continued, notice, ...pastableDecisions) : continueAsNew(continued));
   }
 }
 

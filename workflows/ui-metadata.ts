@@ -33,9 +33,65 @@ export function orderSummary(request: OrderRequest): string {
   }
 }
 
+export type PastableDecision = { decision: 'FULFILLED' | 'REFUNDED' | 'RECHECK'; operator: ''; note: '' };
+
 /** The decisions an operator may paste; `operator` and `note` are left empty on purpose (required). */
-const pastable = (decision: 'FULFILLED' | 'REFUNDED' | 'RECHECK') =>
-  JSON.stringify({ decision, operator: '', note: '' });
+export const pastableDecisions: readonly PastableDecision[] = (
+  ['FULFILLED', 'REFUNDED', 'RECHECK'] as const
+).map((decision) => ({ decision, operator: '', note: '' }));
+
+const howToDecide =
+  'More Actions → Send an Update → decideReview (answers applied, or refused and why), or Send a Signal → ' +
+  'resolveReview (no answer: see the timeline). Paste one of the decisions below, fill in operator and note.';
+
+const whatDecisionsMean =
+  'FULFILLED: the customer got it. REFUNDED: they did not. RECHECK: ask the provider again now. ' +
+  'A decision the provider contradicts is refused; "force": true applies it anyway (say why in note).';
+
+/**
+ * What an order in review (or disputed) shows as the input of its own run: Temporal UI prints a
+ * run's input on the workflow page as it opens, one block per argument, each with a copy button.
+ * The workflow continues as new into review with it (order-lifecycle.ts `reviewGetsOwnRun`), so
+ * the page says why without a click; the decisions follow as arguments of their own.
+ */
+export interface ReviewNotice {
+  status: 'NEEDS_REVIEW' | 'DISPUTED';
+  /** The order in one line, as the first run's static summary says it (a continued run has none). */
+  order: string;
+  why: string;
+  evidence?: string;
+  providerStatus?: string;
+  inReviewSince: string;
+  disputed?: string;
+  howToDecide: string;
+  decisions: string;
+}
+
+/** The notice for the view's review, none outside review. */
+export function reviewNotice(view: OrderView): ReviewNotice | undefined {
+  const { review, status } = view;
+  if ((status !== 'NEEDS_REVIEW' && status !== 'DISPUTED') || !review) return undefined;
+  return {
+    status,
+    order: orderSummary(view.request),
+    why: review.reason,
+    ...(review.evidence ? { evidence: review.evidence } : {}),
+    ...(view.providerStatus ? { providerStatus: view.providerStatus } : {}),
+    inReviewSince: review.since,
+    ...(view.dispute ? { disputed: disputeLine(view) } : {}),
+    howToDecide,
+    decisions: whatDecisionsMean,
+  };
+}
+
+function disputeLine(view: OrderView): string {
+  const decided = view.review?.resolution;
+  const dispute = view.dispute;
+  return dispute
+    ? `Decided ${dispute.decision}${decided ? ` by ${decided.operator}` : ''}; the provider reported ` +
+        `${dispute.providerStatus} at ${dispute.reportedAt}`
+    : '';
+}
 
 /** The workflow's current details: what Temporal UI shows under the summary of the order's page. */
 export function orderDetails(view: OrderView): string {
@@ -50,26 +106,14 @@ export function orderDetails(view: OrderView): string {
       ...(view.providerStatus ? [`- **Provider status:** ${view.providerStatus}`] : []),
       `- **In review since** ${review.since}`,
     );
-    if (view.dispute) {
-      const decided = review.resolution;
-      lines.push(
-        `- **Decided** ${view.dispute.decision}${decided ? ` by ${decided.operator}` : ''}; the provider reported ${view.dispute.providerStatus} at ${view.dispute.reportedAt}`,
-      );
-    }
+    if (view.dispute) lines.push(`- **${disputeLine(view)}**`);
     lines.push(
       '',
-      '**Decide:** More Actions → **Send an Update** → `decideReview` (answers applied, or refused and why), ' +
-        'or **Send a Signal** → `resolveReview` (no answer: see the timeline). Paste one, fill in `operator` and `note`:',
+      `**Decide:** ${howToDecide}`,
       // One block each: a block's copy button then copies exactly one decision.
-      ...(['FULFILLED', 'REFUNDED', 'RECHECK'] as const).flatMap((decision) => [
-        '',
-        '```json',
-        pastable(decision),
-        '```',
-      ]),
+      ...pastableDecisions.flatMap((decision) => ['', '```json', JSON.stringify(decision), '```']),
       '',
-      '`FULFILLED`: the customer got it. `REFUNDED`: they did not. `RECHECK`: ask the provider again now. ' +
-        'A decision the provider contradicts is refused; `"force": true` applies it anyway (say why in `note`).',
+      whatDecisionsMean,
     );
   } else if (view.watch && !view.watch.ended) {
     lines.push('', `Decided ${view.watch.decision}; the provider is watched until ${view.watch.until}.`);

@@ -107,10 +107,11 @@ const enumName = (values: Record<string, unknown>, value: unknown, prefix: strin
 
 export async function buildOrderStory(runs: AuditRun[], converter: LoadedDataConverter): Promise<OrderStory> {
   const entries: AuditEntry[] = [];
-  let status: unknown;
+  // What one run knew goes on to the next: a dispute is published by a run of its own.
+  let carried: Carried = { status: undefined, providerStatus: undefined };
   for (const [index, run] of runs.entries()) {
-    const built = await new RunStory(index + 1, converter, status).build(run.events);
-    status = built.status;
+    const built = await new RunStory(index + 1, converter, carried).build(run.events);
+    carried = built.carried;
     entries.push(...foldRepeats(built.entries));
   }
   return {
@@ -138,6 +139,12 @@ function closeTime(events: HistoryEvent[]): number | undefined {
   return last && closingAttributes.some((key) => last[key]) ? eventMs(last) : undefined;
 }
 
+/** The order's last status and the provider's last answer, as a run ended. */
+interface Carried {
+  status: unknown;
+  providerStatus: unknown;
+}
+
 class RunStory {
   readonly #entries: AuditEntry[] = [];
   readonly #activities = new Map<number, AuditEntry>();
@@ -145,19 +152,26 @@ class RunStory {
   readonly #updates = new Map<number, AuditEntry>();
   /** What the latest provider check read: a DISPUTED status entry says what contradicted the decision. */
   #lastProviderStatus: unknown;
+  private status: unknown;
 
   constructor(
     private readonly run: number,
     private readonly converter: LoadedDataConverter,
-    private status: unknown,
-  ) {}
+    carried: Carried,
+  ) {
+    this.status = carried.status;
+    this.#lastProviderStatus = carried.providerStatus;
+  }
 
-  async build(events: HistoryEvent[]): Promise<{ entries: AuditEntry[]; status: unknown }> {
+  async build(events: HistoryEvent[]): Promise<{ entries: AuditEntry[]; carried: Carried }> {
     for (const event of events) await this.#on(event);
     // Still open: where they began.
     this.#entries.push(...this.#activities.values(), ...this.#timers.values());
     this.#entries.sort((a, b) => a.eventId - b.eventId);
-    return { entries: this.#entries, status: this.status };
+    return {
+      entries: this.#entries,
+      carried: { status: this.status, providerStatus: this.#lastProviderStatus },
+    };
   }
 
   #entry(event: HistoryEvent, kind: AuditEntryKind, fields: Record<string, unknown> = {}): AuditEntry {

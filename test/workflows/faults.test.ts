@@ -164,7 +164,9 @@ describe('order workflows when the provider misbehaves', () => {
       /placeGiftCardOrder failed; ProviderOutcomeUnknown: .*CALL_DEADLINE_EXCEEDED/,
     );
     // The first placement is a local activity (its marker) in the lean lifecycle, an activity before.
-    const placements = (await handle.fetchHistory()).events?.filter(
+    // In the first run: the review has a run of its own.
+    const firstRun = env.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId);
+    const placements = (await firstRun.fetchHistory()).events?.filter(
       (e) =>
         e.activityTaskScheduledEventAttributes?.activityType?.name === 'placeGiftCardOrder' ||
         e.markerRecordedEventAttributes?.markerName === 'core_local_activity',

@@ -9,6 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
+import type { Payload } from '@temporalio/common';
+import { decodeArrayFromPayloads, loadDataConverter } from '@temporalio/common/lib/internal-non-workflow';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { apiTestConfig, startTestApi, testClients, type TestApi } from '../../src/api/testing';
@@ -22,10 +24,17 @@ import {
   decideReviewUpdate,
   orderWorkflowId,
   ReviewSinceAttribute,
+  type OrderInput,
   type OrderView,
   type ReviewDecision,
 } from '../../workflows/contract';
-import { handlerDescriptions } from '../../workflows/ui-metadata';
+import {
+  handlerDescriptions,
+  pastableDecisions,
+  reviewNotice,
+  type PastableDecision,
+  type ReviewNotice,
+} from '../../workflows/ui-metadata';
 import { rawHistory } from '../helpers/raw-history';
 import {
   installTestRuntime,
@@ -125,13 +134,42 @@ describe('Temporal UI metadata', () => {
     const workflowId = orderWorkflowId(request.ref);
     const handle = client.workflow.getHandle(workflowId);
 
-    // The static summary the API set at start: type, ref, amount; never the number.
+    // The order continued as new into review: the run Temporal UI opens holds it in its input,
+    // which the workflow page shows as it opens (one block per argument, each with a copy button).
     const description = await handle.describe();
-    const summary = await description.staticSummary();
+    const firstRunId = description.raw.workflowExecutionInfo?.firstRunId;
+    assert.ok(firstRunId && firstRunId !== description.runId, 'the review has a run of its own');
+    const started = await handle
+      .fetchHistory()
+      .then((h) => h.events![0]!.workflowExecutionStartedEventAttributes!);
+    const [input, notice, ...decisions] = (await decodeArrayFromPayloads(
+      loadDataConverter(dataConverter),
+      started.input?.payloads as Payload[],
+    )) as [OrderInput, ReviewNotice, ...PastableDecision[]];
+    assert.equal(input.continued?.view.status, 'NEEDS_REVIEW');
+    assert.deepEqual(notice, reviewNotice(view));
+    assert.equal(notice.why, view.review!.reason);
+    assert.equal(notice.evidence, view.review!.evidence);
+    assert.deepEqual(decisions, pastableDecisions);
+    assert.ok(!JSON.stringify([notice, decisions]).includes(request.msisdn), 'no phone number in the notice');
+
+    // The review queue (by OrderStatus) lists the order once: the run it left did not publish it.
+    const listed: [string, string][] = [];
+    for await (const w of client.workflow.list({
+      query: `WorkflowId="${workflowId}" AND OrderStatus="NEEDS_REVIEW"`,
+    }))
+      listed.push([w.runId, w.status.name]);
+    assert.deepEqual(listed, [[description.runId, 'RUNNING']]);
+
+    // The static summary the API set at start, on the first run: type, ref, amount; never the number.
+    const summary = await (
+      await client.workflow.getHandle(workflowId, firstRunId).describe()
+    ).staticSummary();
     assert.equal(
       summary,
       `Mobile top-up ${request.ref} · amount ${request.amount} · plan ${request.planCode}`,
     );
+    assert.equal(notice.order, summary, 'the review run says what the order is');
 
     // ReviewSince, set with the status: when the order entered review.
     assert.equal(
@@ -145,7 +183,7 @@ describe('Temporal UI metadata', () => {
     assert.match(details, /^\*\*NEEDS_REVIEW\*\* · Mobile top-up /);
     assert.ok(details.includes(`- **Why:** ${view.review!.reason}`), details);
     assert.ok(details.includes(`- **Evidence:** ${view.review!.evidence}`), details);
-    assert.ok(details.includes('`decideReview`') && details.includes('`resolveReview`'), details);
+    assert.ok(details.includes('decideReview') && details.includes('resolveReview'), details);
     const pastable = [...details.matchAll(/```json\n(.+)\n```/g)].map((m) => m[1]!);
     assert.deepEqual(
       pastable.map((json) => (JSON.parse(json) as ReviewDecision).decision),
