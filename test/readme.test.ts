@@ -106,14 +106,15 @@ describe('README and docs/: links into Temporal UI and the operator guide', () =
     );
   });
 
-  it('walks the operator through the UI as it is: User Metadata, the Queries tab, More Actions → Send an Update or a Signal', () => {
+  it('walks the operator through the UI as it is: the review under Input, User Metadata, the Queries tab, More Actions → Send an Update or a Signal', () => {
     const guide = operators.slice(
       operators.indexOf("## Operator's guide"),
       operators.indexOf('## Audit export'),
     );
+    assert.match(guide, /opens on \*\*History\*\*\s+with the review notice/);
     assert.match(guide, /\*\*User Metadata\*\*/);
     assert.match(guide, /\*\*Queries\*\* tab/);
-    assert.match(guide, /\*\*More Actions\*\* → \*\*Send an Update\*\* → Name: `decideReview`/);
+    assert.match(guide, /\*\*More Actions\*\* → \*\*Send an Update\*\* → Name:\s+`decideReview`/);
     assert.match(guide, /\*\*Send a Signal\*\*\s+→ `resolveReview`/);
   });
 });

@@ -46,7 +46,7 @@ const howToDecide =
 
 const whatDecisionsMean =
   'FULFILLED: the customer got it. REFUNDED: they did not. RECHECK: ask the provider again now. ' +
-  'A decision the provider contradicts is refused; "force": true applies it anyway (say why in note).';
+  'A decision the provider contradicts is refused; force: true applies it anyway (say why in note).';
 
 /**
  * What an order in review (or disputed) shows as the input of its own run: Temporal UI prints a
