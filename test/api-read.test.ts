@@ -17,6 +17,7 @@ import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { OrderView } from '../src/api/orders';
 import { requestHash } from '../src/api/orders';
+import { OrderReader } from '../src/api/order-read';
 import { OrderView as OrderViewSchema } from '../src/api/schemas';
 import { dataConverterFromConfig } from '../src/codec/data-converter';
 import {
@@ -243,11 +244,67 @@ describe('reading orders with no worker running', () => {
     assert.equal((await read('writer', refs.closed)).status, 403);
     assert.equal((await read('nobody', refs.closed)).status, 401);
 
+    // The default client's `order-<ref>` form is shared with orders from before clients, yet its
+    // completed view names the owner: one read of the close event decides, no describe.
+    const calls: string[] = [];
+    const service = new Proxy(connection.workflowService, {
+      get: (target, method, receiver) => {
+        const value: unknown = Reflect.get(target, method, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => (calls.push(String(method)), Reflect.apply(value, target, args));
+      },
+    });
+    const countingConnection = new Proxy(connection, {
+      get: (target, prop, receiver) =>
+        prop === 'workflowService' ? service : Reflect.get(target, prop, receiver),
+    });
+    const counting = await startTestApi({
+      client: new Client({ connection: countingConnection, namespace: temporal.namespace, dataConverter }),
+      taskQueue,
+      provider: provider.client,
+      config: apiTestConfig(),
+    });
+    try {
+      assert.deepEqual(okView(await read('shop', refs.closed, counting)), view);
+      assert.deepEqual(calls, ['getWorkflowExecutionHistoryReverse'], 'the last event alone');
+    } finally {
+      await counting.close();
+    }
+
     // Another client's order, in the `order:<client>:<ref>` form, the same way round.
     const acme = okView(await read('acme', refs.acmeClosed));
     assert.equal(acme.status, 'FULFILLED');
     assert.equal(acme.result?.cards?.length, 1);
     assert.equal((await read('shop', refs.acmeClosed)).status, 404);
+  });
+
+  it('telling a completed order from an open one reads one event and never waits for the order to close', async () => {
+    // Temporal holds a close-event read of a running workflow until it closes (or 20 s pass): a
+    // deadline well above one RPC and well below that tells the two apart.
+    const reader = new OrderReader(client, (fn) => client.withDeadline(Date.now() + 3_000, fn));
+    // One nothing happens to: accepted on a task queue no worker polls.
+    const untouched = newRef('untouched');
+    await client.workflow.start(workflowTypeByOrderType.mobile_topup, {
+      taskQueue: `nobody-${randomUUID()}`,
+      workflowId: orderWorkflowId(untouched),
+      args: [
+        { request: mobileRequest(untouched), acceptedAt: new Date().toISOString() } satisfies OrderInput,
+      ],
+    });
+    try {
+      assert.deepEqual(await reader.closedView(orderWorkflowId(untouched), untouched), { kind: 'open' });
+    } finally {
+      await client.workflow.getHandle(orderWorkflowId(untouched)).terminate('test done');
+    }
+    assert.deepEqual(await reader.closedView(orderWorkflowId(refs.open), refs.open), { kind: 'open' });
+    assert.deepEqual(await reader.closedView(orderWorkflowId(refs.acmeOpen, 'acme'), refs.acmeOpen), {
+      kind: 'open',
+    });
+    assert.deepEqual(await reader.closedView(orderWorkflowId(refs.terminated), refs.terminated), {
+      kind: 'other',
+    });
+    const closed = await reader.closedView(orderWorkflowId(refs.closed), refs.closed);
+    assert.equal(closed.kind === 'completed' && closed.view.status, 'FULFILLED');
   });
 
   it('an open order answers 200 with a view rebuilt from Temporal’s records, marked live: false', async () => {

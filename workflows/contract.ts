@@ -232,6 +232,12 @@ export interface OrderResult {
 export interface OrderView {
   ref: string;
   type: OrderType;
+  /**
+   * The client that owns the order (OrderInput.clientId): a reader of the workflow's own view (its
+   * result, the status query) knows the owner without describing it. Absent in orders started
+   * before clients existed.
+   */
+  client?: string;
   status: OrderStatus;
   providerStatus?: ProviderStatus;
   request: OrderRequest;

@@ -291,6 +291,8 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       updatedAt: input.acceptedAt,
       timeline: [{ at: input.acceptedAt, status: 'ACCEPTED', event: 'Order accepted' }],
     };
+    // Orders (and runs) from before the view named its owner gain it here: no command, no event.
+    if (input.clientId) this.view.client = input.clientId;
     this.deadlineAt = carried?.deadlineAt ?? Date.now() + this.timings.deadlineMs;
     this.nextCheckMs = carried?.nextCheckMs ?? this.timings.firstCheckMs;
     this.lean = input.lifecycle === LEAN_LIFECYCLE;

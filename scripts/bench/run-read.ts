@@ -170,7 +170,14 @@ export async function runReads(ctx: RunContext, closedRefs: string[]): Promise<R
       });
     const closeEvent = { historyEventFilterType: CLOSE_EVENT, waitNewEvent: false, skipArchival: true };
     const direct = directReader(client, stack);
+    const lastEvent = (ref: string) =>
+      client.workflowService.getWorkflowExecutionHistoryReverse({
+        namespace,
+        execution: { workflowId: orderWorkflowId(ref) },
+        maximumPageSize: 1,
+      });
     const calls: [string, (ref: string) => Promise<unknown>][] = [
+      ['RPC: last event (what a closed read asks)', lastEvent],
       ['RPC: close event', (ref) => history(ref, closeEvent)],
       ['RPC: whole history', (ref) => history(ref, {})],
       [

@@ -131,7 +131,19 @@ function isUnanswered(err: unknown): boolean {
   return code === GrpcStatus.DEADLINE_EXCEEDED || code === GrpcStatus.CANCELLED;
 }
 
-/** The close event of a closed run, nothing for a running one: never waits. */
+/** Whether an event is the last of its run. */
+function closesRun(event: temporal.api.history.v1.IHistoryEvent): boolean {
+  return Boolean(
+    event.workflowExecutionCompletedEventAttributes ||
+    event.workflowExecutionFailedEventAttributes ||
+    event.workflowExecutionTimedOutEventAttributes ||
+    event.workflowExecutionTerminatedEventAttributes ||
+    event.workflowExecutionCanceledEventAttributes ||
+    event.workflowExecutionContinuedAsNewEventAttributes,
+  );
+}
+
+/** The close event of a run known to be closed (of a running one, Temporal waits for it). */
 const CLOSE_EVENT_ONLY = {
   historyEventFilterType: temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
   waitNewEvent: false,
@@ -175,18 +187,20 @@ export class OrderReader {
   }
 
   /**
-   * The current run's final view when it completed with one, from its close event alone (one RPC,
+   * The current run's final view when it completed with one, from its last event alone (one RPC,
    * no describe); `open` while it runs; `other` when it ended otherwise or the result is no view.
    * Throws WorkflowNotFoundError when there is no such workflow.
+   *
+   * The last event, not the close event: Temporal answers a close-event read of a running workflow
+   * only when it closes or the long poll times out (20 s), whatever `waitNewEvent` says.
    */
   async closedView(
     workflowId: string,
     ref: string,
   ): Promise<{ kind: 'completed'; view: OrderView } | { kind: 'open' | 'other' }> {
-    const event = (await this.#history({ execution: { workflowId }, ...CLOSE_EVENT_ONLY }))[0];
-    if (!event) return { kind: 'open' };
-    const completed = event.workflowExecutionCompletedEventAttributes;
-    if (!completed) return { kind: 'other' };
+    const event = await this.#lastEvent(workflowId);
+    const completed = event?.workflowExecutionCompletedEventAttributes;
+    if (!completed) return { kind: event && closesRun(event) ? 'other' : 'open' };
     const result = await this.#decode(completed.result?.payloads);
     return looksLikeView(result, ref) ? { kind: 'completed', view: result } : { kind: 'other' };
   }
@@ -251,22 +265,33 @@ export class OrderReader {
   async #history(
     request: Omit<temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryRequest, 'namespace'>,
   ): Promise<temporal.api.history.v1.IHistoryEvent[]> {
-    const client = this.#client;
+    const { workflowService, options } = this.#client;
+    const response = await this.#found(request.execution?.workflowId, () =>
+      workflowService.getWorkflowExecutionHistory({ namespace: options.namespace, ...request }),
+    );
+    return response.history?.events ?? [];
+  }
+
+  /** The current run's latest event: never waits. */
+  async #lastEvent(workflowId: string): Promise<temporal.api.history.v1.IHistoryEvent | undefined> {
+    const { workflowService, options } = this.#client;
+    const response = await this.#found(workflowId, () =>
+      workflowService.getWorkflowExecutionHistoryReverse({
+        namespace: options.namespace,
+        execution: { workflowId },
+        maximumPageSize: 1,
+      }),
+    );
+    return response.history?.events?.[0];
+  }
+
+  /** A call about one workflow, timed; NOT_FOUND becomes WorkflowNotFoundError. */
+  async #found<T>(workflowId: string | null | undefined, call: () => Promise<T>): Promise<T> {
     try {
-      const response = await this.#timed(() =>
-        client.workflowService.getWorkflowExecutionHistory({
-          namespace: client.options.namespace,
-          ...request,
-        }),
-      );
-      return response.history?.events ?? [];
+      return await this.#timed(call);
     } catch (err) {
       if (grpcCode(err) === GrpcStatus.NOT_FOUND) {
-        throw new WorkflowNotFoundError(
-          'order workflow not found',
-          request.execution?.workflowId ?? '',
-          undefined,
-        );
+        throw new WorkflowNotFoundError('order workflow not found', workflowId ?? '', undefined);
       }
       throw err;
     }

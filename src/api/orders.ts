@@ -320,8 +320,8 @@ export class OrderService {
   ): Promise<OrderView> {
     const handle = this.#handle(address);
     let asked = false;
-    if (!described && this.#idNamesOwner(address)) {
-      const read = await this.#readNamedOwner(address, handle, log);
+    if (!described) {
+      const read = await this.#readWithoutDescribe(address, handle, log);
       if (read.view) return read.view;
       asked = read.asked;
     }
@@ -342,22 +342,25 @@ export class OrderService {
   }
 
   /**
-   * An order whose workflow ID names its owner, without describing it: a completed one from its
-   * close event alone (one RPC), a running one from the status query. No view when it needs
-   * Temporal's records (no worker answered, or it ended without a view); `asked` when the query
-   * was put already.
+   * An order read without describing it, when the workflow ID names its owner (another client's
+   * `order:<client>:<ref>`) or the workflow's own view does (`view.client`): a completed one from
+   * its close event alone (one RPC), a running one from the status query. No view when it needs
+   * Temporal's records (no worker answered, it ended without a view, or its view does not name the
+   * owner: an order from before views did); `asked` when the query was put already and unanswered.
    */
-  async #readNamedOwner(
+  async #readWithoutDescribe(
     address: OrderAddress,
     handle: WorkflowHandle,
     log: Logger,
   ): Promise<{ view?: OrderView; asked: boolean }> {
+    const owned = (view: WorkflowOrderView) => this.#idNamesOwner(address) || view.client === address.client;
     const providerRefOf = (view: WorkflowOrderView) =>
       sendsRef(view.type) ? providerRefFor(address.client, view.ref) : undefined;
     try {
       const closed = await this.#reader.closedView(handle.workflowId, address.ref);
       if (closed.kind === 'completed') {
         const view = closed.view;
+        if (!owned(view)) return { asked: false };
         return {
           view: this.#identified({ view, live: true }, address, 'COMPLETED', providerRefOf(view)),
           asked: false,
@@ -366,6 +369,8 @@ export class OrderService {
       if (closed.kind === 'other') return { asked: false };
       const view = await this.#reader.queried(handle, log);
       if (!view) return { asked: true };
+      // Answered, but the owner is for the records to say: read again once they have.
+      if (!owned(view)) return { asked: false };
       return {
         view: this.#identified({ view, live: true }, address, 'RUNNING', providerRefOf(view)),
         asked: true,
