@@ -30,7 +30,7 @@ import {
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporalio/common';
 import type { OrderActivities } from '../activities';
 import {
   nextCheckDelayMs,
@@ -1352,6 +1352,14 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     return patched(REVIEW_RUN_PATCH);
   }
 
+  /** This run's search attributes with the review's status and since when. */
+  private reviewAttributes(notice: ReviewNotice): TypedSearchAttributes {
+    return workflowInfo().typedSearchAttributes.updateCopy([
+      { key: OrderStatusAttribute, value: notice.status },
+      { key: ReviewSinceAttribute, value: new Date(notice.inReviewSince) },
+    ]);
+  }
+
   /** Continues as new when the history grows long, or into a run of the review's own. */
   private async continueAsNewIfDue(): Promise<void> {
     const long = this.historyIsLong();
@@ -1374,11 +1382,15 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
         ...(this.eventSequence > 0 ? { eventSequence: this.eventSequence } : {}),
       },
     };
-    // The starter's memo (the API keeps the request's fingerprint there) goes along explicitly.
-    const continueAsNew = makeContinueAsNewFunc<OrderWorkflow>({ memo: workflowInfo().memo });
     // A long review shown in its own run keeps showing it in the next.
     const showsReview = intoReview || (this.shownReview !== undefined && this.takesDecisions());
     const notice = showsReview ? reviewNotice(this.view) : undefined;
+    const continueAsNew = makeContinueAsNewFunc<OrderWorkflow>({
+      // The starter's memo (the API keeps the request's fingerprint there) goes along explicitly.
+      memo: workflowInfo().memo,
+      // The review's run starts listed in review: no moment where visibility still says SUBMITTED.
+      ...(notice && { typedSearchAttributes: this.reviewAttributes(notice) }),
+    });
     await (notice ? continueAsNew(continued, notice, ...pastableDecisions) : continueAsNew(continued));
   }
 }

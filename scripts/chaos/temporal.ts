@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { ProviderFailureType } from '../../activities/outcomes.types';
+import { fetchRuns } from '../../src/audit/history';
 import { orderWorkflowId, workflowTypeByOrderType } from '../../workflows/contract';
 
 const orderTypes = Object.values(workflowTypeByOrderType)
@@ -48,15 +49,18 @@ export class TemporalProbe {
   }
 
   /**
-   * The first sign of trouble in the order's (latest run's) history, or undefined if it ran clean.
+   * The first sign of trouble in the order's history (every run: an order in review waits in a run
+   * of its own, after the one that was hit), or undefined if it ran clean.
    * The lean lifecycle hides two things from the event types: a local activity's failure (the
    * first send) is in its marker, and a polling activity is retried by design (each retry is a
    * check of an open order), so only its last attempt's failure other than "still open" counts.
    */
   async troubleOf(ref: string): Promise<string | undefined> {
-    const history = await this.client.workflow.getHandle(orderWorkflowId(ref)).fetchHistory();
+    const workflowId = orderWorkflowId(ref);
+    const { runId } = await this.client.workflow.getHandle(workflowId).describe();
+    const runs = await fetchRuns(this.client, workflowId, runId);
     const typeBySchedule = new Map<string, string>();
-    for (const event of history.events ?? []) {
+    for (const event of runs.flatMap((run) => run.events)) {
       const trouble = event.eventType ? troubleEvents.get(event.eventType) : undefined;
       if (trouble) return trouble;
       const marker = event.markerRecordedEventAttributes;

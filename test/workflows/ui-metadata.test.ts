@@ -147,6 +147,9 @@ describe('Temporal UI metadata', () => {
       started.input?.payloads as Payload[],
     )) as [OrderInput, ReviewNotice, ...PastableDecision[]];
     assert.equal(input.continued?.view.status, 'NEEDS_REVIEW');
+    // Listed in review from its first event: visibility never shows the review's run as SUBMITTED.
+    const startedStatus = started.searchAttributes?.indexedFields?.OrderStatus?.data;
+    assert.equal(JSON.parse(Buffer.from(startedStatus ?? []).toString()), 'NEEDS_REVIEW');
     assert.deepEqual(notice, reviewNotice(view));
     assert.equal(notice.why, view.review!.reason);
     assert.equal(notice.evidence, view.review!.evidence);
