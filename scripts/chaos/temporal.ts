@@ -57,8 +57,12 @@ export class TemporalProbe {
    */
   async troubleOf(ref: string): Promise<string | undefined> {
     const workflowId = orderWorkflowId(ref);
-    const { runId } = await this.client.workflow.getHandle(workflowId).describe();
-    const runs = await fetchRuns(this.client, workflowId, runId);
+    // The raw describe: this client has no codec, and the SDK's would decode the (encrypted) memo.
+    const { workflowExecutionInfo } = await this.client.workflowService.describeWorkflowExecution({
+      namespace: this.client.options.namespace,
+      execution: { workflowId },
+    });
+    const runs = await fetchRuns(this.client, workflowId, workflowExecutionInfo?.execution?.runId ?? '');
     const typeBySchedule = new Map<string, string>();
     for (const event of runs.flatMap((run) => run.events)) {
       const trouble = event.eventType ? troubleEvents.get(event.eventType) : undefined;
