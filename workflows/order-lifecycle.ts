@@ -173,8 +173,9 @@ const RETRY_INITIAL_INTERVAL_MS = 1_000;
  * An order entering review (or a dispute) continues as new into a run of its own whose input
  * carries the review notice and the decisions (ui-metadata.ts `reviewNotice`): Temporal UI shows a
  * run's input as the workflow page opens, so the operator reads why and copies a decision without
- * a click. Asked with `patched()` in every lifecycle, lean included: orders in flight before it
- * wait in review in the run they entered it.
+ * a click. Asked with `patched()` in every lifecycle, lean included: histories recorded before it
+ * replay in the run they entered review in (an order still in review then moves to a run of its
+ * own at its next live step).
  */
 const REVIEW_RUN_PATCH = 'review-in-own-run';
 /** Orders started without the AcceptedAt search attribute set it themselves (publishStatus). */
@@ -255,7 +256,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private readonly decisions: QueuedDecision[] = [];
   /** This run follows SETTLE_PATCH (decided once, at its first activation). */
   private readonly settles: boolean;
-  /** The lean lifecycle (OrderInput.lifecycle): local first send, one polling activity, no patch markers. */
+  /** The lean lifecycle (OrderInput.lifecycle): local first send, one polling activity, no patch markers (but review-in-own-run). */
   private readonly lean: boolean;
   /** This is the workflow's first task, never tried before (FIRST_TASK_HISTORY_LENGTH). */
   private readonly freshFirstTask: boolean;
@@ -1114,7 +1115,8 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
 
   /**
    * Whether the change a patch guards applies to this order. The lean lifecycle is newer than
-   * every patch and records no markers: each applies. Older orders ask `patched()` as they always did.
+   * every patch asked here and records no markers: each applies. Older orders ask `patched()` as
+   * they always did. (REVIEW_RUN_PATCH is newer than the lean lifecycle: asked with `patched()`.)
    */
   private patchApplies(patchId: string): boolean {
     return this.lean || patched(patchId);
@@ -1365,13 +1367,15 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     const long = this.historyIsLong();
     const intoReview = !long && this.reviewGetsOwnRun();
     if (!(long || intoReview) || this.decisions.length > 0) return;
-    // An update handler still returning its answer would lose it; a decision arriving meanwhile goes first.
+    // Announcements first: a decision that arrives while one is handed over must not be left
+    // behind in this run. Then an update handler still returning its answer would lose it; a
+    // decision arriving meanwhile goes first. Nothing is awaited between that check and the end.
+    await this.announcing;
     await condition(() => allHandlersFinished() || this.decisions.length > 0);
     if (this.decisions.length > 0) return;
     log.info(intoReview ? 'continuing as new into review' : 'continuing as new to keep the history short', {
       historyLength: workflowInfo().historyLength,
     });
-    await this.announcing;
     const continued: OrderInput = {
       ...this.input,
       continued: {

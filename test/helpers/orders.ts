@@ -211,7 +211,7 @@ export async function waitForView(
       failedInARow = 0;
     } catch (err) {
       // A query that races a run's continue-as-new (an order entering review does) can fail once:
-      // SDK core answers it with a replay that fails (docs/contributors.md "Known limits"). Twice in a row is a failure.
+      // its legacy-query replay fails (docs/contributors.md "Review in a run of its own"). Twice in a row is a failure.
       if (++failedInARow > 1) throw err;
       continue;
     }
