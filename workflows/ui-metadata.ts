@@ -78,19 +78,21 @@ export function reviewNotice(view: OrderView): ReviewNotice | undefined {
     ...(review.evidence ? { evidence: review.evidence } : {}),
     ...(view.providerStatus ? { providerStatus: view.providerStatus } : {}),
     inReviewSince: review.since,
-    ...(view.dispute ? { disputed: disputeLine(view) } : {}),
+    ...(view.dispute ? { disputed: disputeLine(view.dispute, review.resolution) } : {}),
     howToDecide,
     decisions: whatDecisionsMean,
   };
 }
 
-function disputeLine(view: OrderView): string {
-  const decided = view.review?.resolution;
-  const dispute = view.dispute;
-  return dispute
-    ? `Decided ${dispute.decision}${decided ? ` by ${decided.operator}` : ''}; the provider reported ` +
-        `${dispute.providerStatus} at ${dispute.reportedAt}`
-    : '';
+/** What was decided, by whom, and what the provider reported against it. */
+function disputeLine(
+  dispute: NonNullable<OrderView['dispute']>,
+  decided: NonNullable<OrderView['review']>['resolution'],
+): string {
+  return (
+    `Decided ${dispute.decision}${decided ? ` by ${decided.operator}` : ''}; the provider reported ` +
+    `${dispute.providerStatus} at ${dispute.reportedAt}`
+  );
 }
 
 /** The workflow's current details: what Temporal UI shows under the summary of the order's page. */
@@ -106,7 +108,7 @@ export function orderDetails(view: OrderView): string {
       ...(view.providerStatus ? [`- **Provider status:** ${view.providerStatus}`] : []),
       `- **In review since** ${review.since}`,
     );
-    if (view.dispute) lines.push(`- **${disputeLine(view)}**`);
+    if (view.dispute) lines.push(`- **${disputeLine(view.dispute, review.resolution)}**`);
     lines.push(
       '',
       `**Decide:** ${howToDecide}`,

@@ -35,6 +35,7 @@ import {
 } from '../../workflows/contract';
 import { orderStatuses } from '../orders/schemas';
 import { GrpcStatus, grpcCode } from '../temporal/grpc';
+import { closesRun } from '../temporal/history-events';
 
 type Timed = <T>(fn: () => Promise<T>) => Promise<T>;
 
@@ -129,18 +130,6 @@ export class QueryGate {
 function isUnanswered(err: unknown): boolean {
   const code = grpcCode(err);
   return code === GrpcStatus.DEADLINE_EXCEEDED || code === GrpcStatus.CANCELLED;
-}
-
-/** Whether an event is the last of its run. */
-function closesRun(event: temporal.api.history.v1.IHistoryEvent): boolean {
-  return Boolean(
-    event.workflowExecutionCompletedEventAttributes ||
-    event.workflowExecutionFailedEventAttributes ||
-    event.workflowExecutionTimedOutEventAttributes ||
-    event.workflowExecutionTerminatedEventAttributes ||
-    event.workflowExecutionCanceledEventAttributes ||
-    event.workflowExecutionContinuedAsNewEventAttributes,
-  );
 }
 
 /** The close event of a run known to be closed (of a running one, Temporal waits for it). */

@@ -344,7 +344,7 @@ export class OrderService {
   /**
    * An order read without describing it, when the workflow ID names its owner (another client's
    * `order:<client>:<ref>`) or the workflow's own view does (`view.client`): a completed one from
-   * its close event alone (one RPC), a running one from the status query. No view when it needs
+   * its last event alone (one RPC), a running one from the status query. No view when it needs
    * Temporal's records (no worker answered, it ended without a view, or its view does not name the
    * owner: an order from before views did); `asked` when the query was put already and unanswered.
    */

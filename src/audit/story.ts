@@ -18,6 +18,7 @@ import {
 } from '@temporalio/common/lib/internal-non-workflow';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
+import { closesRun } from '../temporal/history-events';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 type Payloads = temporal.api.common.v1.IPayloads;
@@ -125,18 +126,9 @@ export async function buildOrderStory(runs: AuditRun[], converter: LoadedDataCon
   };
 }
 
-const closingAttributes = [
-  'workflowExecutionCompletedEventAttributes',
-  'workflowExecutionFailedEventAttributes',
-  'workflowExecutionTimedOutEventAttributes',
-  'workflowExecutionTerminatedEventAttributes',
-  'workflowExecutionCanceledEventAttributes',
-  'workflowExecutionContinuedAsNewEventAttributes',
-] as const;
-
 function closeTime(events: HistoryEvent[]): number | undefined {
   const last = events.at(-1);
-  return last && closingAttributes.some((key) => last[key]) ? eventMs(last) : undefined;
+  return last && closesRun(last) ? eventMs(last) : undefined;
 }
 
 /** The order's last status and the provider's last answer, as a run ended. */
