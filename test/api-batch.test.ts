@@ -236,6 +236,20 @@ describe('POST /v1/orders/batch', { timeout: 300_000 }, () => {
       );
     }
     assert.equal(await exists(ref('too-many-0')), false);
+    // A member named twice in any item refuses the whole batch (RFC 7493): nothing is started.
+    const first = JSON.stringify(order(1, 'dup-first'));
+    const twice = JSON.stringify(order(0, 'dup-twice')).replace('"amount":500', '"amount":5,"amount":7');
+    const duplicated = await api.request<Problem>('POST', '/v1/orders/batch', {
+      body: `{"orders":[${first},${twice}]}`,
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(duplicated.status, 400, duplicated.text);
+    assert.deepEqual(
+      duplicated.body.errors?.map((e) => e.field),
+      ['orders.1.amount'],
+    );
+    assert.equal(await exists(ref('dup-first')), false);
+    assert.equal(await exists(ref('dup-twice')), false);
     assert.equal(
       (
         await api.request('POST', '/v1/orders/batch', {

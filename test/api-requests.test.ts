@@ -266,6 +266,76 @@ describe('intake API: requests at the edge', () => {
       await assertNoWorkflow(ref);
     });
 
+    // body-parser decodes any utf-* charset it is told; RFC 8259 JSON is UTF-8 only.
+    for (const [charset, encoding] of [
+      ['utf-16', 'utf16le'],
+      ['UTF-16LE', 'utf16le'],
+      ['utf-32', 'utf8'],
+    ] as const) {
+      it(`a JSON body declared charset=${charset} → 415, even when it decodes`, async () => {
+        const ref = uniqueRef('utf16');
+        const res = await api.request('POST', '/v1/orders', {
+          body: Buffer.from(JSON.stringify(mobile(ref)), encoding),
+          headers: { 'content-type': `application/json; charset=${charset}` },
+        });
+        const problem = assertProblem(res, 415, 'unsupported-media-type');
+        assert.match(problem.detail, /UTF-8/);
+        await assertNoWorkflow(ref);
+      });
+    }
+
+    for (const contentType of ['application/json; charset=utf-8', 'application/json; charset="UTF-8"']) {
+      it(`a JSON body declared ${contentType} is accepted`, async () => {
+        const res = await api.request('POST', '/v1/orders', {
+          body: JSON.stringify(mobile(uniqueRef('utf8'))),
+          headers: { 'content-type': contentType },
+        });
+        assert.equal(res.status, 201, res.text);
+      });
+    }
+
+    // I-JSON (RFC 7493): a proxy or signer that keeps the first of two equal names sees another order.
+    const duplicates: [string, (ref: string) => string, string][] = [
+      [
+        'amount and ref twice',
+        (ref) =>
+          `{"type":"mobile_topup","ref":"${ref}","planCode":"PREPAID_DJEZZY","msisdn":"0551234567","amount":5,"amount":7,"ref":"${ref}-y"}`,
+        'amount',
+      ],
+      [
+        'a name repeated through an escape',
+        (ref) =>
+          `{"type":"mobile_topup","ref":"${ref}","planCode":"PREPAID_DJEZZY","msisdn":"0551234567","amount":5,"\u0061mount":7}`,
+        'amount',
+      ],
+      [
+        'a nested duplicate',
+        (ref) =>
+          `{"type":"gift_card","ref":"${ref}","productId":"P1","typeId":"T1","quantity":1,"extra":{"a":1,"a":2}}`,
+        'extra.a',
+      ],
+    ];
+    for (const [name, body, field] of duplicates) {
+      it(`duplicate member names (${name}) → 400 naming ${field}`, async () => {
+        const ref = uniqueRef('dup');
+        const res = await api.request('POST', '/v1/orders', {
+          body: body(ref),
+          headers: { 'content-type': 'application/json' },
+        });
+        assert.deepEqual(fields(assertProblem(res, 400, 'validation-error')), [field]);
+        await assertNoWorkflow(ref);
+      });
+    }
+
+    it('the same name in two different objects is no duplicate', async () => {
+      const ref = uniqueRef('nodup');
+      const res = await api.request('POST', '/v1/orders/batch', {
+        body: `{"orders":[${JSON.stringify(mobile(ref))},${JSON.stringify(mobile(`${ref}-2`))}]}`,
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.equal(res.status, 200, res.text);
+    });
+
     it('a body without a content type → 415', async () => {
       const ref = uniqueRef('notype');
       const res = await api.request('POST', '/v1/orders', { body: Buffer.from(JSON.stringify(mobile(ref))) });

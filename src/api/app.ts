@@ -17,7 +17,7 @@ import type { OrderType } from '../orders/schemas';
 import { timingsFromConfig } from '../orders/timings';
 import { clientRegistryFromConfig, type ClientRegistry } from '../clients/registry';
 import { identifyCaller, rateLimitPerCaller, requireApiKey } from './auth';
-import { requireJsonBody } from './content-type';
+import { jsonBody } from './json-body';
 import { cachedCatalog } from './catalog';
 import {
   errorHandler,
@@ -152,19 +152,10 @@ export function createApp(deps: AppDeps): Express {
     rateLimitPerCaller(config.API_RATE_LIMIT_PER_MINUTE),
     requireApiKey,
   );
-  const jsonBody = [
-    requireJsonBody,
-    // strict: only objects and arrays at the top level; past the limit the body is refused (413), not buffered.
-    express.json({ limit: config.API_BODY_LIMIT, strict: true, type: 'application/json' }),
-  ];
-  const batchJsonBody = [
-    requireJsonBody,
-    express.json({ limit: config.API_BATCH_BODY_LIMIT, strict: true, type: 'application/json' }),
-  ];
   app.use(
     ordersRouter(orders, webhooks, {
-      jsonBody,
-      batchJsonBody,
+      jsonBody: jsonBody(config.API_BODY_LIMIT),
+      batchJsonBody: jsonBody(config.API_BATCH_BODY_LIMIT),
       batch: {
         maxOrders: config.API_BATCH_MAX_ORDERS,
         concurrency: config.API_BATCH_CONCURRENCY,

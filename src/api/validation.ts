@@ -11,10 +11,14 @@ export type RequestPart = 'body' | 'path' | 'query';
 /** Unknown keys are echoed back as field names; a hostile one is cut short, not reflected whole. */
 const MAX_FIELD_NAME_LENGTH = 64;
 
-function fieldName(path: readonly PropertyKey[], part: RequestPart): string {
-  if (path.length === 0) return `(${part})`;
+/** A field's dotted path (`cards.0.code`), cut short past MAX_FIELD_NAME_LENGTH. */
+export function fieldPath(path: readonly PropertyKey[]): string {
   const name = path.map(String).join('.');
   return name.length > MAX_FIELD_NAME_LENGTH ? `${name.slice(0, MAX_FIELD_NAME_LENGTH)}…` : name;
+}
+
+function fieldName(path: readonly PropertyKey[], part: RequestPart): string {
+  return path.length === 0 ? `(${part})` : fieldPath(path);
 }
 
 /** zod's default messages say "received undefined" for a missing field; say what a client needs. */
