@@ -14,7 +14,7 @@ import { type z } from 'zod';
 import { createApp } from '../src/api/app';
 import type { Problem } from '../src/api/errors';
 import { AuditQuery, ListOrdersQuery, OrderAddressQuery, RefParams } from '../src/api/schemas';
-import { apiTestConfig, startTestApi, type TestApi } from '../src/api/testing';
+import { apiTestConfig, startTestApi, testClients, type TestApi } from '../src/api/testing';
 import {
   GiftCardRequest,
   InternetTopupRequest,
@@ -208,6 +208,36 @@ describe('the OpenAPI document', () => {
           res.status < 500 || (res.status === 503 && '503' in op.responses),
           `${method} ${path}: ${res.status} ${res.text}`,
         );
+      }
+    }
+  });
+
+  it('every documented operation refuses a query parameter it does not document: 400 naming it, and documents that 400', async () => {
+    const keyWith = (scope: string) =>
+      Object.values(testClients).find((c) => (c.scopes as readonly string[]).includes(scope))!.key;
+    for (const [path, operations] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(operations)) {
+        const scope = op.security?.[0]?.bearerAuth?.[0];
+        // Well-formed path parameters, so the only thing wrong is the parameter.
+        const concrete = path
+          .replace('{ref}', `NO-SUCH-${randomUUID().slice(0, 8)}`)
+          .replace('{eventId}', 'evt_nosuch');
+        assert.doesNotMatch(concrete, /\{/, `${path}: a path parameter this test does not know`);
+        const documented = (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+        const unknown = 'notAParameter';
+        assert.ok(!documented.includes(unknown));
+        const res = await api.request<Problem>(method.toUpperCase(), `${concrete}?${unknown}=1`, {
+          apiKey: scope ? keyWith(scope) : null,
+          ...(op.requestBody ? { body: {} } : {}),
+        });
+        const context = `${method.toUpperCase()} ${path}: ${res.status} ${res.text.slice(0, 300)}`;
+        assert.equal(res.status, 400, context);
+        assert.equal(res.body.type, '/problems/validation-error', context);
+        assert.ok(
+          res.body.errors?.some((e) => e.field === unknown && e.message === 'unknown field'),
+          context,
+        );
+        assert.ok(op.responses['400'], `${method} ${path} documents its 400`);
       }
     }
   });

@@ -84,7 +84,7 @@ const headersByStatus: Record<number, ResponseConfig['headers']> = {
 /** One problem+json response per status; problem types that share a status share its entry. */
 function problems(...keys: ProblemKey[]): Record<string, ResponseConfig> {
   const byStatus = new Map<number, string[]>();
-  for (const key of keys) {
+  for (const key of new Set(keys)) {
     const { status, title } = problemKinds[key];
     byStatus.set(status, [...(byStatus.get(status) ?? []), `${title} (/problems/${key})`]);
   }
@@ -110,7 +110,9 @@ function needs(scope: Scope, description: string): Pick<RouteConfig, 'security' 
     description: `${description}\n\nNeeds the scope \`${scope}\`.`,
   };
 }
+/** Every route refuses a query parameter it does not know (400 `unknown field`). */
 const commonProblems: ProblemKey[] = [
+  'validation-error',
   'unauthorized',
   'forbidden',
   'rate-limited',
@@ -376,7 +378,7 @@ function buildRegistry(): OpenAPIRegistry {
     operationId: 'health',
     tags: ['operations'],
     summary: 'Liveness',
-    responses: { 200: ok('The process is up.', Health) },
+    responses: { 200: ok('The process is up.', Health), ...problems('validation-error') },
   });
 
   registry.registerPath({
@@ -386,7 +388,7 @@ function buildRegistry(): OpenAPIRegistry {
     tags: ['operations'],
     summary:
       'Readiness: Temporal (frontend and history), the namespace, the search attributes, a polling worker and the provider',
-    responses: { 200: ok('Ready.', Readiness), ...problems('temporarily-unavailable') },
+    responses: { 200: ok('Ready.', Readiness), ...problems('validation-error', 'temporarily-unavailable') },
   });
 
   registry.registerPath({
@@ -397,6 +399,7 @@ function buildRegistry(): OpenAPIRegistry {
     summary: 'This document',
     responses: {
       200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: {} } } },
+      ...problems('validation-error'),
     },
   });
   return registry;
@@ -413,7 +416,10 @@ export function openApiDocument(): object {
       version: '1.0.0',
       description:
         'Back-office intake for mobile top-ups, internet top-ups and gift-card orders. Errors are ' +
-        'application/problem+json (RFC 9457); validation problems list every bad field in `errors`.',
+        'application/problem+json (RFC 9457); validation problems list every bad field in `errors`. ' +
+        'Every operation refuses a query parameter it does not document (400, `unknown field`). JSON ' +
+        'bodies are UTF-8 (any other charset: 415) and name each member once per object (RFC 7493: a ' +
+        'duplicate is a 400 naming it).',
     },
     tags: [{ name: 'orders' }, { name: 'webhooks' }, { name: 'gift cards' }, { name: 'operations' }],
   });

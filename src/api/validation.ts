@@ -2,7 +2,7 @@
  * zod at the edge: parse a request part with its schema and hand on the *parsed* value, or throw
  * one validation ApiError that names every bad field.
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import { ApiError, type FieldError } from './errors';
 
 /** Where the value came from; named in the problem's detail. */
@@ -46,11 +46,20 @@ export function fieldErrors(error: z.ZodError, part: RequestPart): FieldError[] 
 }
 
 type Schemas = Partial<Record<RequestPart, z.ZodType>>;
+
+/**
+ * The query of a route that takes no parameters. Every route refuses a parameter it does not know
+ * (400 `unknown field`), as the routes with parameters do through their strict schemas: a caller
+ * who adds `?client=…` where it means nothing is told, not silently answered for itself. (A
+ * batch item has no query of its own: undefined.)
+ */
+const NoQuery = z.strictObject({}).optional();
 type Parsed<S extends Schemas> = { [K in keyof S]: S[K] extends z.ZodType ? z.output<S[K]> : never };
 
 /**
  * Validates each part of a request with its schema and returns the parsed values; otherwise throws
  * one 400 naming every bad field of every part (a bad ref and a bad body are reported together).
+ * Without a query schema the query must be empty (NoQuery).
  */
 export function validateRequest<S extends Schemas>(
   schemas: S,
@@ -58,7 +67,8 @@ export function validateRequest<S extends Schemas>(
 ): Parsed<S> {
   const parsed: Record<string, unknown> = {};
   const errors: FieldError[] = [];
-  for (const [part, schema] of Object.entries(schemas) as [RequestPart, z.ZodType][]) {
+  const withQuery: Schemas = { query: NoQuery, ...schemas };
+  for (const [part, schema] of Object.entries(withQuery) as [RequestPart, z.ZodType][]) {
     const result = schema.safeParse(values[part], { error: errorMap });
     if (result.success) parsed[part] = result.data;
     else errors.push(...fieldErrors(result.error, part));

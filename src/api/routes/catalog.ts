@@ -2,10 +2,12 @@
 import { Router } from 'express';
 import { requireScope } from '../auth';
 import type { CatalogCache } from '../catalog';
+import { validateRequest } from '../validation';
 
 export function giftCardsRouter(catalog: CatalogCache): Router {
   const router = Router();
-  router.get('/v1/gift-cards/catalog', requireScope('orders:write'), async (_req, res) => {
+  router.get('/v1/gift-cards/catalog', requireScope('orders:write'), async (req, res) => {
+    validateRequest({}, { body: undefined, path: req.params, query: req.query });
     res.json(await catalog.get());
   });
   return router;

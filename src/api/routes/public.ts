@@ -1,7 +1,14 @@
 /** The unauthenticated routes: liveness, readiness and the OpenAPI document. */
-import { Router } from 'express';
+import { Router, type Request, type RequestHandler } from 'express';
 import { temporarilyUnavailable } from '../error-handler';
 import type { Readiness } from '../health';
+import { validateRequest } from '../validation';
+
+/** No public route takes a parameter: an unknown one is a 400 here as on every /v1 route. */
+const noParameters: RequestHandler = (req: Request, _res, next) => {
+  validateRequest({}, { body: undefined, path: req.params, query: req.query });
+  next();
+};
 
 export function publicRouter(deps: {
   readiness: () => Promise<Readiness>;
@@ -12,11 +19,11 @@ export function publicRouter(deps: {
 
   // Liveness: the process answers. Dependencies are readiness's business, so a Temporal outage
   // does not get every instance restarted.
-  router.get('/healthz', (_req, res) => {
+  router.get('/healthz', noParameters, (_req, res) => {
     res.json({ status: 'ok' });
   });
 
-  router.get('/readyz', async (req, res) => {
+  router.get('/readyz', noParameters, async (req, res) => {
     if (deps.shuttingDown()) throw temporarilyUnavailable('Not ready: shutting down.');
     const { ready, checks, missing, problems } = await deps.readiness();
     if (!ready) {
@@ -27,7 +34,7 @@ export function publicRouter(deps: {
     res.json({ status: 'ready', checks });
   });
 
-  router.get('/openapi.json', (_req, res) => {
+  router.get('/openapi.json', noParameters, (_req, res) => {
     res.json(deps.openApiDocument());
   });
 

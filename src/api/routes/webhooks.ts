@@ -13,7 +13,8 @@ const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, 
 export function webhooksRouter(webhooks: WebhookService): Router {
   const router = Router();
 
-  router.get('/v1/webhooks', requireScope('webhooks:read'), (_req, res) => {
+  router.get('/v1/webhooks', requireScope('webhooks:read'), (req, res) => {
+    validateRequest({}, parts(req));
     res.json({ endpoints: webhooks.endpoints(callerOf(res)) });
   });
 
