@@ -94,11 +94,27 @@ describe('/readyz checks what a submission needs', () => {
         ),
       );
       assert.match(before.detail ?? '', new RegExp(`no worker polls task queue ${taskQueue}`));
-      // What /readyz guards against: the start of an order fails in this namespace.
-      const submitted = await api.request('POST', '/v1/orders', {
+      // Temporal refuses the start in this namespace (INVALID_ARGUMENT, no mapping for the
+      // attribute): a submission answers what /readyz answers, a 503 to retry — never a 500.
+      const readyzReason = /search attributes [^;]+ are not registered in namespace [^;]+\)/.exec(
+        before.detail ?? '',
+      )?.[0];
+      assert.ok(readyzReason, before.detail);
+      const submitted = await api.request<Problem>('POST', '/v1/orders', {
         body: mobileRequest(`READYZ-${randomUUID()}`),
       });
-      assert.ok(submitted.status >= 500, `a submission answered ${submitted.status}`);
+      assert.equal(submitted.status, 503, submitted.text);
+      assert.equal(submitted.body.type, '/problems/temporarily-unavailable');
+      assert.ok(Number(submitted.headers['retry-after']) > 0, 'Retry-After');
+      assert.equal(submitted.body.detail, `Not ready: ${readyzReason}.`);
+      const batch = await api.request<{ results: { status: number; body: Problem }[] }>(
+        'POST',
+        '/v1/orders/batch',
+        { body: { orders: [mobileRequest(`READYZ-${randomUUID()}`)] } },
+      );
+      assert.equal(batch.status, 200, batch.text);
+      assert.equal(batch.body.results[0]!.status, 503, JSON.stringify(batch.body.results[0]));
+      assert.equal(batch.body.results[0]!.body.detail, `Not ready: ${readyzReason}.`);
 
       const result = await ensureTemporalSetup(connection, { namespace, retentionMs: DAY_MS });
       assert.deepEqual(result.searchAttributesAdded, Object.keys(searchAttributeDefinitions));

@@ -26,7 +26,7 @@ import {
   sendProblem,
   temporarilyUnavailable,
 } from './error-handler';
-import { readinessCheck, type ProviderPort } from './health';
+import { readinessCheck, searchAttributesNotReady, type ProviderPort } from './health';
 import { requestLogger } from './logging';
 import { requestMetrics } from './metrics';
 import { noMetrics, type Metrics } from '../observability/metrics';
@@ -99,6 +99,7 @@ export function createApp(deps: AppDeps): Express {
     timingsFor: deps.timingsFor ?? ((type) => timingsFromConfig(config, type)),
     logger,
     metrics,
+    notSetUp: searchAttributesNotReady({ client: deps.client, timeoutMs: config.API_READINESS_TIMEOUT_MS }),
     ...(config.TEMPORAL_UI_URL
       ? { temporalUi: { baseUrl: config.TEMPORAL_UI_URL, namespace: deps.client.options.namespace } }
       : {}),

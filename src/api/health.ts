@@ -73,6 +73,71 @@ function timestampMs(ts: { seconds?: unknown; nanos?: number | null } | null | u
   return Number(ts.seconds ?? 0) * 1_000 + Math.floor((ts.nanos ?? 0) / 1e6);
 }
 
+type Timed = <T>(fn: () => Promise<T>) => Promise<T>;
+
+/**
+ * Which of `wanted` the frontend does not know, each probed the way a start is validated (a
+ * visibility query naming it): a name when it is unknown, null when the probe failed otherwise
+ * (the namespace missing, Temporal down: `problems` says why), undefined when it is known.
+ */
+function probeSearchAttributes(
+  client: Client,
+  wanted: [string, SearchAttributeTypeName][],
+  timed: Timed,
+  problems: string[],
+): Promise<(string | null | undefined)[]> {
+  const namespace = client.options.namespace;
+  return Promise.all(
+    wanted.map(([name, type]) =>
+      timed(() =>
+        client.workflowService.countWorkflowExecutions({
+          namespace,
+          query: searchAttributeProbeQuery(name, type),
+        }),
+      ).then(
+        () => undefined,
+        (err: unknown) => {
+          if (isUnknownSearchAttribute(err, name)) return name;
+          // The namespace missing or Temporal down: reported by the other checks.
+          if (grpcCode(err) !== GrpcStatus.NOT_FOUND)
+            problems.push(`search attributes: ${errorMessage(err)}`);
+          return null;
+        },
+      ),
+    ),
+  );
+}
+
+function unregisteredSearchAttributes(absent: string[], namespace: string): string {
+  return `search attributes ${absent.join(', ')} are not registered in namespace ${namespace} (run npm run temporal:setup)`;
+}
+
+/**
+ * For a start Temporal refused as INVALID_ARGUMENT: is it because the order's search attributes
+ * are not registered yet (a fresh cluster before its setup ran)? Answers /readyz's own words for
+ * it, found the way /readyz finds it (one probe per attribute, not the start error's wording);
+ * undefined when every attribute is known (then the refusal is something else, and a bug).
+ * Concurrent callers share one round of probes.
+ */
+export function searchAttributesNotReady(deps: {
+  client: Client;
+  timeoutMs: number;
+  /** Default: the service's own (`searchAttributeDefinitions`). */
+  searchAttributes?: Readonly<Record<string, SearchAttributeTypeName>>;
+}): () => Promise<string | undefined> {
+  const { client, timeoutMs } = deps;
+  const wanted = Object.entries(deps.searchAttributes ?? searchAttributeDefinitions);
+  const timed: Timed = (fn) => client.withDeadline(Date.now() + timeoutMs, fn);
+  let inFlight: Promise<string | undefined> | undefined;
+  const check = async () => {
+    const absent = (await probeSearchAttributes(client, wanted, timed, [])).filter(
+      (name): name is string => typeof name === 'string',
+    );
+    return absent.length > 0 ? unregisteredSearchAttributes(absent, client.options.namespace) : undefined;
+  };
+  return () => (inFlight ??= check().finally(() => (inFlight = undefined)));
+}
+
 export function readinessCheck(deps: {
   client: Client;
   taskQueue: string;
@@ -125,22 +190,7 @@ export function readinessCheck(deps: {
         )
       : Promise.resolve(true);
     const unknownAttributes = recheckSetup
-      ? Promise.all(
-          wanted.map(([name, type]) =>
-            timed(() =>
-              service.countWorkflowExecutions({ namespace, query: searchAttributeProbeQuery(name, type) }),
-            ).then(
-              () => undefined,
-              (err: unknown) => {
-                if (isUnknownSearchAttribute(err, name)) return name;
-                // The namespace missing or Temporal down: reported by the other checks.
-                if (grpcCode(err) !== GrpcStatus.NOT_FOUND)
-                  problems.push(`search attributes: ${errorMessage(err)}`);
-                return null;
-              },
-            ),
-          ),
-        )
+      ? probeSearchAttributes(client, wanted, timed, problems)
       : Promise.resolve([]);
     const pollerSeenAt = timed(() =>
       service.describeTaskQueue({
@@ -190,9 +240,7 @@ export function readinessCheck(deps: {
       const absent = unknown.filter((name): name is string => typeof name === 'string');
       checks.searchAttributes = absent.length > 0 ? 'missing' : unknown.includes(null) ? 'unknown' : 'up';
       if (absent.length > 0) {
-        missing.push(
-          `search attributes ${absent.join(', ')} are not registered in namespace ${namespace} (run npm run temporal:setup)`,
-        );
+        missing.push(unregisteredSearchAttributes(absent, namespace));
       } else if (checks.searchAttributes === 'unknown') {
         missing.push('the search attributes could not be checked');
       }

@@ -50,6 +50,7 @@ import { acceptedView, OrderReader, type ReadView } from './order-read';
 import { workflowStatuses, type ListOrdersQuery } from './schemas';
 import { metricCatalog } from '../observability/catalog';
 import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
+import { grpcCode, GrpcStatus } from '../temporal/grpc';
 import { workflowUiUrl } from '../temporal/ui-links';
 import { auditOrder, type OrderAudit } from '../audit/order-audit';
 import { orderSummary } from '../../workflows/ui-metadata';
@@ -77,6 +78,11 @@ export interface OrderServiceOptions {
   temporalUi?: { baseUrl: string; namespace: string };
   /** After a status query no worker answered, how long reads skip the query (order-read.ts QueryGate). */
   queryRetryMs?: number;
+  /**
+   * Asked when Temporal refuses a start as INVALID_ARGUMENT: why the namespace is not set up for
+   * orders yet (health.ts searchAttributesNotReady), or undefined when it is.
+   */
+  notSetUp?: () => Promise<string | undefined>;
 }
 
 /** The order's URL for its owner (another client, even one that reaches it, adds `?client=`). */
@@ -274,7 +280,7 @@ export class OrderService {
         },
       };
     } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw await this.#startRefused(err);
     }
 
     const handle = this.#handle(address);
@@ -288,6 +294,18 @@ export class OrderService {
       );
     }
     return { created: false, view: await this.#read(address, log, description) };
+  }
+
+  /**
+   * A start refused as an invalid argument while the namespace lacks the order's search attributes
+   * (a fresh cluster before its setup ran) is the service not being ready, not a bad request: the
+   * 503 /readyz gives, in its words, with Retry-After. Whether that is the cause is asked of
+   * Temporal again rather than read from the error's wording; any other refusal stays as it is.
+   */
+  async #startRefused(err: unknown): Promise<unknown> {
+    if (grpcCode(err) !== GrpcStatus.INVALID_ARGUMENT || !this.#o.notSetUp) return err;
+    const reason = await this.#o.notSetUp().catch(() => undefined);
+    return reason ? temporarilyUnavailable(`Not ready: ${reason}.`, err) : err;
   }
 
   /**
