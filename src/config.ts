@@ -168,6 +168,12 @@ const schema = z.object({
   API_CLIENTS_FILE: z.string().optional(),
   /** Legacy: a flat key list, run as one client (`default`) with every scope. */
   API_KEYS: commaList.optional(),
+  /**
+   * `keyId:base64key[,keyId:base64key…]` (32-byte keys): the first seals list page tokens (HMAC),
+   * all open them. Every instance needs the same keys; unset = a random key per process (tokens
+   * die with it; see docs/deployers.md).
+   */
+  API_PAGE_TOKEN_KEYS: z.string().optional(),
   API_BODY_LIMIT: z.string().default('16kb'),
   /** POST /v1/orders/batch: most orders in one request, its body limit, starts in flight at once, time to start them. */
   API_BATCH_MAX_ORDERS: positiveInt.max(5_000).default(500),

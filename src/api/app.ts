@@ -33,6 +33,7 @@ import { noMetrics, type Metrics } from '../observability/metrics';
 import { requestSpans } from '../observability/request-spans';
 import { openApiDocument } from './openapi';
 import { OrderService } from './orders';
+import { pageTokensFromConfig } from './page-token';
 import { giftCardsRouter } from './routes/catalog';
 import { ordersRouter } from './routes/orders';
 import { publicRouter } from './routes/public';
@@ -88,6 +89,10 @@ export function createApp(deps: AppDeps): Express {
   const clients = deps.clients ?? clientRegistryFromConfig(config);
   const clock = deps.clock ?? (() => new Date());
   const metrics = deps.metrics ?? noMetrics;
+  const { pageTokens, random: pageTokenKeyIsRandom } = pageTokensFromConfig(config);
+  if (pageTokenKeyIsRandom) {
+    logger.warn('API_PAGE_TOKEN_KEYS is unset: page tokens work on this instance only, until it restarts');
+  }
 
   const orders = new OrderService({
     client: deps.client,
@@ -99,6 +104,7 @@ export function createApp(deps: AppDeps): Express {
     timingsFor: deps.timingsFor ?? ((type) => timingsFromConfig(config, type)),
     logger,
     metrics,
+    pageTokens,
     notSetUp: searchAttributesNotReady({ client: deps.client, timeoutMs: config.API_READINESS_TIMEOUT_MS }),
     ...(config.TEMPORAL_UI_URL
       ? { temporalUi: { baseUrl: config.TEMPORAL_UI_URL, namespace: deps.client.options.namespace } }

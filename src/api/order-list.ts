@@ -17,9 +17,8 @@
  *
  * A page usually costs two counts and one read. Summaries come from search attributes only — no
  * query to each workflow. Orders accepted before AcceptedAt existed carry none and are not listed.
- * Page tokens are sealed to the filter, caller's reach included (see below).
+ * Page tokens are sealed with a server key to the filter, caller's reach included (page-token.ts).
  */
-import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Caller, ClientRegistry } from '../clients/registry';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
@@ -35,6 +34,7 @@ import {
 } from '../../workflows/contract';
 import type { OrderType } from '../orders/schemas';
 import { ApiError } from './errors';
+import type { PageTokens } from './page-token';
 import type { ListOrdersQuery, workflowStatuses } from './schemas';
 
 export interface OrderSummaryView {
@@ -88,14 +88,22 @@ const MAX_STEPS = 40;
 
 type Timed = <T>(fn: () => Promise<T>) => Promise<T>;
 
+/**
+ * The latest instant a cursor may name: 9999-12-31T23:59:59.999Z, the last a four-digit-year
+ * RFC 3339 timestamp (what visibility queries take) can write. Only this service makes tokens, but
+ * a cursor is bounded all the same, so no token can ever make the list compute a date it cannot
+ * write (a RangeError, a 500).
+ */
+const MAX_CURSOR_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 /** Where the previous page ended: the last order's acceptance time and workflow ID, and its window. */
 const Cursor = z.strictObject({
   /** Epoch ms of the last order returned. */
-  at: z.number().int().nonnegative(),
+  at: z.number().int().min(0).max(MAX_CURSOR_MS),
   /** Its workflow ID: orders accepted in the same millisecond are ordered by ID, descending. */
   id: z.string().max(200),
   /** The window that held that page, the starting guess for the next. */
-  w: z.number().int().positive(),
+  w: z.number().int().positive().max(MAX_CURSOR_MS),
 });
 type Cursor = z.infer<typeof Cursor>;
 
@@ -110,11 +118,19 @@ export class OrderListing {
   readonly #clients: ClientRegistry;
   readonly #timed: Timed;
   readonly #now: () => number;
+  readonly #pageTokens: PageTokens;
 
-  constructor(client: Client, clients: ClientRegistry, timed: Timed, now: () => number = Date.now) {
+  constructor(
+    client: Client,
+    clients: ClientRegistry,
+    timed: Timed,
+    pageTokens: PageTokens,
+    now: () => number = Date.now,
+  ) {
     this.#client = client;
     this.#clients = clients;
     this.#timed = timed;
+    this.#pageTokens = pageTokens;
     this.#now = now;
   }
 
@@ -129,14 +145,33 @@ export class OrderListing {
     if (query.type) clauses.push(`${OrderTypeAttribute.name} = '${query.type}'`);
     const filter = clauses.join(' AND ');
     // The filter seals the token: a token of one client's list cannot page through another's.
-    const cursor = query.pageToken ? openPageToken(query.pageToken, filter) : undefined;
+    const cursor = query.pageToken ? this.#openPageToken(query.pageToken, filter) : undefined;
 
     const page = await this.#page(filter, query.pageSize, cursor);
     const defaultClient = this.#clients.defaultClientId;
     return {
       orders: page.rows.map((row) => toSummary(row, defaultClient)),
-      ...(page.next ? { nextPageToken: sealPageToken(page.next, filter) } : {}),
+      ...(page.next
+        ? { nextPageToken: this.#pageTokens.seal(Buffer.from(JSON.stringify(page.next)), filter) }
+        : {}),
     };
+  }
+
+  /** The cursor of a token this service sealed for this list; a 400 naming pageToken otherwise. */
+  #openPageToken(token: string, filter: string): Cursor {
+    const raw = this.#pageTokens.open(token, filter);
+    const cursor = raw ? parseCursor(raw) : undefined;
+    if (!cursor) {
+      throw new ApiError('validation-error', 'Invalid request: pageToken', {
+        errors: [
+          {
+            field: 'pageToken',
+            message: 'not a nextPageToken of this list (same status, type and client filters, same caller)',
+          },
+        ],
+      });
+    }
+    return cursor;
   }
 
   /** The orders of `client`: the default client's include those from before clients existed. */
@@ -279,42 +314,7 @@ function isAfter(row: Row, cursor: Cursor): boolean {
   return row.acceptedAtMs < cursor.at || (row.acceptedAtMs === cursor.at && row.workflowId < cursor.id);
 }
 
-/**
- * Page tokens: the cursor as JSON, prefixed with a checksum over it and the list's filter. A
- * corrupted token, or one used with other filters (which would page through the wrong list),
- * is a 400 before Temporal is asked. The cursor holds nothing the client did not see.
- */
-const PAGE_TOKEN_CHECKSUM_BYTES = 8;
-
-function pageTokenChecksum(raw: Uint8Array, filter: string): Buffer {
-  return createHash('sha256').update(filter).update(raw).digest().subarray(0, PAGE_TOKEN_CHECKSUM_BYTES);
-}
-
-function sealPageToken(cursor: Cursor, filter: string): string {
-  const raw = Buffer.from(JSON.stringify(cursor));
-  return Buffer.concat([pageTokenChecksum(raw, filter), raw]).toString('base64url');
-}
-
-function openPageToken(token: string, filter: string): Cursor {
-  const sealed = Buffer.from(token, 'base64url');
-  const raw = sealed.subarray(PAGE_TOKEN_CHECKSUM_BYTES);
-  const cursor =
-    raw.length > 0 && pageTokenChecksum(raw, filter).equals(sealed.subarray(0, PAGE_TOKEN_CHECKSUM_BYTES))
-      ? parseCursor(raw)
-      : undefined;
-  if (!cursor) {
-    throw new ApiError('validation-error', 'Invalid request: pageToken', {
-      errors: [
-        {
-          field: 'pageToken',
-          message: 'not a nextPageToken of this list (same status, type and client filters, same caller)',
-        },
-      ],
-    });
-  }
-  return cursor;
-}
-
+/** The cursor as JSON (it holds nothing the client did not see), within its bounds. */
 function parseCursor(raw: Buffer): Cursor | undefined {
   try {
     const parsed = Cursor.safeParse(JSON.parse(raw.toString('utf8')));

@@ -46,6 +46,7 @@ import { accessTo, inOperatorReach, maskCardCodes, type Purpose } from './access
 import { ApiError, type FieldError } from './errors';
 import { temporarilyUnavailable } from './error-handler';
 import { OrderListing, type OrderList } from './order-list';
+import { pageTokensFromConfig, type PageTokens } from './page-token';
 import { acceptedView, OrderReader, type ReadView } from './order-read';
 import { workflowStatuses, type ListOrdersQuery } from './schemas';
 import { metricCatalog } from '../observability/catalog';
@@ -83,6 +84,8 @@ export interface OrderServiceOptions {
    * orders yet (health.ts searchAttributesNotReady), or undefined when it is.
    */
   notSetUp?: () => Promise<string | undefined>;
+  /** Seals and opens list page tokens (page-token.ts); default: a random key of this process. */
+  pageTokens?: PageTokens;
 }
 
 /** The order's URL for its owner (another client, even one that reaches it, adds `?client=`). */
@@ -156,7 +159,12 @@ export class OrderService {
   constructor(options: OrderServiceOptions) {
     this.#o = options;
     this.#accepted = (options.metrics ?? noMetrics).counter(metricCatalog.ordersAccepted);
-    this.#listing = new OrderListing(options.client, options.clients, (fn) => this.#timed(fn));
+    this.#listing = new OrderListing(
+      options.client,
+      options.clients,
+      (fn) => this.#timed(fn),
+      options.pageTokens ?? pageTokensFromConfig({}).pageTokens,
+    );
     this.#reader = new OrderReader(options.client, (fn) => this.#timed(fn), options.queryRetryMs);
   }
 

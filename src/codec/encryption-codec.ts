@@ -45,10 +45,11 @@ export class PayloadDecryptionError extends ValueError {
 }
 
 /**
- * Parses `keyId:base64key[,keyId:base64key…]` (PAYLOAD_ENCRYPTION_KEYS). Throws ConfigError listing
- * every bad entry by position and key id, never by its value.
+ * Parses `keyId:base64key[,keyId:base64key…]` of 32-byte keys (PAYLOAD_ENCRYPTION_KEYS, and
+ * API_PAGE_TOKEN_KEYS: `variable` names it). Throws ConfigError listing every bad entry by
+ * position and key id, never by its value.
  */
-export function parseEncryptionKeys(value: string): EncryptionKeys {
+export function parseEncryptionKeys(value: string, variable = 'PAYLOAD_ENCRYPTION_KEYS'): EncryptionKeys {
   const problems: string[] = [];
   const keys = new Map<string, KeyObject>();
   const entries = value
@@ -82,7 +83,7 @@ export function parseEncryptionKeys(value: string): EncryptionKeys {
     const bytes = Buffer.from(encoded, 'base64');
     if (bytes.length !== KEY_BYTES) {
       problems.push(
-        `${where} ("${keyId}"): the key decodes to ${bytes.length} bytes, AES-256 needs ${KEY_BYTES} ` +
+        `${where} ("${keyId}"): the key decodes to ${bytes.length} bytes, it needs ${KEY_BYTES} ` +
           '(make one with `openssl rand -base64 32`)',
       );
       return;
@@ -93,9 +94,7 @@ export function parseEncryptionKeys(value: string): EncryptionKeys {
 
   const currentKeyId = keys.keys().next().value;
   if (problems.length > 0 || currentKeyId === undefined) {
-    throw new ConfigError(
-      `Invalid configuration:\n${problems.map((p) => `  PAYLOAD_ENCRYPTION_KEYS: ${p}`).join('\n')}`,
-    );
+    throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${variable}: ${p}`).join('\n')}`);
   }
   return { currentKeyId, keys };
 }
