@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { EditableClientsFile } from '../src/clients/edit';
 import { allWebhookEventTypes, ClientId, scopes, WebhookEndpoint, type Scope } from '../src/clients/model';
 import { ConfigError, loadConfig } from '../src/config';
+import { AddressPolicy, literalAddressRefusal } from '../src/webhooks/address-guard';
 import { endpointSecret, signingKeyFrom } from '../src/webhooks/secrets';
 
 const USAGE = `Usage: npm run clients -- <command> [--file <clients file>]
@@ -185,6 +186,12 @@ function main(argv: string[]): void {
         throw new UsageError(
           endpoint.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
         );
+      // The worker refuses it at every delivery (WEBHOOK_ALLOWED_NETWORKS, the worker's): say so now.
+      const literal = literalAddressRefusal(
+        endpoint.data.url,
+        new AddressPolicy(loadConfig().WEBHOOK_ALLOWED_NETWORKS),
+      );
+      if (literal) throw new UsageError(`url: ${literal}`);
       const file = EditableClientsFile.open(path);
       file.setWebhook(id, endpoint.data);
       file.save();

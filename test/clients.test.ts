@@ -436,6 +436,35 @@ describe('npm run clients', () => {
     );
     assert.equal(refused.status, 2);
     assert.match(refused.stderr, /no user or password/);
+    // A literal address the worker would refuse at every delivery is refused now, IPv6 forms that
+    // embed a refused IPv4 address included; WEBHOOK_ALLOWED_NETWORKS opens what it names.
+    for (const [url, range] of [
+      ['http://127.0.0.1:8080/', /loopback/],
+      ['http://2130706433/', /loopback/],
+      ['http://[::127.0.0.1]:8080/', /loopback/],
+      ['http://[::ffff:10.0.0.1]/', /private/],
+      ['http://[64:ff9b::a00:1]/', /private/],
+      ['http://[2002:a9fe:a9fe::]/', /link-local/],
+      ['http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/', /loopback/],
+    ] as const) {
+      const literal = clients('add-webhook', 'acme', 'lit', '--url', url, '--file', file);
+      assert.equal(literal.status, 2, `${url}: ${literal.stderr}`);
+      assert.match(literal.stderr, range, url);
+    }
+    assert.equal(
+      clientsWith(
+        { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' },
+        'add-webhook',
+        'acme',
+        'lit',
+        '--url',
+        'http://127.0.0.1:8080/',
+        '--file',
+        file,
+      ).status,
+      0,
+    );
+    assert.equal(clients('remove-webhook', 'acme', 'lit', '--file', file).status, 0);
     assert.equal(clients('remove-webhook', 'acme', 'erp', '--file', file).status, 0);
     assert.deepEqual(readClientsFile(file).clients[0]!.webhooks, []);
   });

@@ -52,8 +52,20 @@ describe('which addresses a webhook may reach', () => {
     ['::ffff:127.0.0.1', 'loopback'],
     ['::ffff:10.0.0.1', 'private'],
     ['::ffff:169.254.169.254', 'linkLocal'],
-    ['64:ff9b::a00:1', 'rfc6052'], // NAT64 of 10.0.0.1
-    ['2002:a00:1::', '6to4'], // 6to4 of 10.0.0.1
+    // IPv6 forms that embed an IPv4 address: judged by the IPv4 address first.
+    ['::127.0.0.1', 'loopback'], // IPv4-compatible (::/96), written ::7f00:1
+    ['::7f00:1', 'loopback'],
+    ['::a9fe:a9fe', 'linkLocal'],
+    ['::808:808', 'ipv4Compatible'], // deprecated: refused even with a public IPv4 address
+    ['::ffff:0:7f00:1', 'loopback'], // IPv4-translated (RFC 6145)
+    ['64:ff9b::a00:1', 'private'], // NAT64 of 10.0.0.1
+    ['64:ff9b::808:808', 'rfc6052'], // NAT64 of a public address: still a gateway, refused
+    ['64:ff9b:1::a00:1', 'private'], // local-use NAT64 (RFC 8215)
+    ['2002:a00:1::', 'private'], // 6to4 of 10.0.0.1
+    ['2002:7f00:1::', 'loopback'],
+    ['2002:808:808::', '6to4'],
+    ['2001:0:4136:e378:8000:63bf:80ff:fffe', 'loopback'], // Teredo, client 127.0.0.1 (bits inverted)
+    ['2001:0:a00:1::', 'private'], // Teredo, server 10.0.0.1
     ['2001:db8::1', 'reserved'],
     ['not-an-ip', 'unparsable'],
   ];
@@ -69,7 +81,14 @@ describe('which addresses a webhook may reach', () => {
     const dev = new AddressPolicy(['127.0.0.0/8', '::1/128']);
     for (const address of ['127.0.0.1', '127.0.0.2', '::1', '::ffff:127.0.0.1'])
       assert.equal(dev.refusal(address), undefined, address);
-    for (const address of ['10.0.0.1', '::ffff:10.0.0.1', 'fe80::1', '169.254.169.254'])
+    for (const address of [
+      '10.0.0.1',
+      '::ffff:10.0.0.1',
+      'fe80::1',
+      '169.254.169.254',
+      '::a00:1',
+      '2002:a00:1::',
+    ])
       assert.notEqual(dev.refusal(address), undefined, address);
   });
 });
@@ -105,6 +124,11 @@ describe('one delivery over real sockets', () => {
   it('refuses loopback by literal IPv4, IPv6, IPv4-mapped IPv6 and by name, sending nothing; the same URLs are reached once allowed', async () => {
     const dns = scriptedDns({ 'hooks.example.test': ['127.0.0.1'] });
     const p = receiver.port;
+    // The IPv4-compatible ::127.0.0.1 is refused before any connection is tried (this host may not
+    // even route ::/96: a refusal, not a connection error, is what the test asks for).
+    const compatible = await post(sender([]), `http://[::127.0.0.1]:${p}/compatible`);
+    assert.equal(compatible.outcome, 'failed');
+    assert.match(compatible.outcome === 'failed' ? compatible.error : '', /^refused: .*loopback address/);
     const urls = [
       `http://127.0.0.1:${p}/a`,
       `http://127.0.0.2:${p}/b`,

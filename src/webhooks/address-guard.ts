@@ -10,11 +10,17 @@
  * - once connected, the socket's remote address is checked again (and the socket destroyed if it
  *   is refused), whatever path led there.
  *
- * Only public unicast addresses pass (ipaddr.js's "unicast" range, after an IPv4-mapped IPv6
- * address is read as the IPv4 address it maps): loopback, private, link-local, unique-local,
- * carrier-grade NAT, multicast, reserved, NAT64 / 6to4 / Teredo (which can embed a private IPv4)
- * and the unspecified address are refused, unless a configured network (WEBHOOK_ALLOWED_NETWORKS)
- * contains the address.
+ * Only public unicast addresses pass (ipaddr.js's "unicast" range): loopback, private,
+ * link-local, unique-local, carrier-grade NAT, multicast, reserved and the unspecified address are
+ * refused, unless a configured network (WEBHOOK_ALLOWED_NETWORKS) contains the address.
+ *
+ * An IPv6 address that carries an IPv4 address is judged by that IPv4 address first (ipaddr.js
+ * calls some of these forms "unicast", so `[::127.0.0.1]` — written `::7f00:1` — once passed):
+ * IPv4-mapped (`::ffff:a.b.c.d`, the IPv4 host itself: judged as it alone), IPv4-compatible
+ * (`::a.b.c.d`, deprecated: refused even when the IPv4 address is public), and the translation
+ * and tunnel forms — IPv4-translated (`::ffff:0:a.b.c.d`), NAT64 (`64:ff9b::/96`), 6to4
+ * (`2002::/16`) and Teredo (`2001::/32`, server and client) — which a refused IPv4 address makes
+ * refused by its range, and which are refused by their own range otherwise.
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { isIP, type LookupFunction, type Socket } from 'node:net';
@@ -45,6 +51,11 @@ function describeRange(range: string): string {
     multicast: 'a multicast address',
     broadcast: 'the broadcast address',
     unparsable: 'not an IP address',
+    ipv4Compatible: 'an IPv4-compatible IPv6 address (deprecated)',
+    rfc6052: 'a NAT64 address',
+    rfc6145: 'an IPv4-translated address',
+    '6to4': 'a 6to4 address',
+    teredo: 'a Teredo address',
   };
   return names[range] ?? `in a reserved or special range (${range})`;
 }
@@ -65,16 +76,63 @@ export class AddressPolicy {
     } catch {
       return 'unparsable';
     }
-    // ::ffff:10.0.0.1 reaches 10.0.0.1: judge the IPv4 address it maps.
-    if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) {
-      ip = (ip as ipaddr.IPv6).toIPv4Address();
+    if (ip.kind() === 'ipv4') return this.#judge(ip);
+    const ipv6 = ip as ipaddr.IPv6;
+    // ::ffff:10.0.0.1 reaches 10.0.0.1: judge the IPv4 address it maps, and only that.
+    if (ipv6.isIPv4MappedAddress()) return this.#judge(ipv6.toIPv4Address());
+    for (const embedded of embeddedIPv4(ipv6)) {
+      const refused = this.#judge(embedded);
+      if (refused !== undefined) return refused;
     }
+    if (isIPv4Compatible(ipv6)) return 'ipv4Compatible';
+    return this.#judge(ipv6);
+  }
+
+  #judge(ip: Address): string | undefined {
     if (this.#allowed.some(([network, bits]) => network.kind() === ip.kind() && ip.match(network, bits))) {
       return undefined;
     }
     const range = ip.range();
     return range === 'unicast' ? undefined : range;
   }
+}
+
+/** `::a.b.c.d` (RFC 4291 section 2.5.5.1, deprecated), not `::` or `::1`. */
+function isIPv4Compatible(ip: ipaddr.IPv6): boolean {
+  const p = ip.parts;
+  return p.slice(0, 6).every((x) => x === 0) && (p[6] !== 0 || p[7]! > 1);
+}
+
+function ipv4Of(high: number, low: number): ipaddr.IPv4 {
+  return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+}
+
+/** The IPv4 addresses an IPv6 address carries in a translation or tunnel form (besides IPv4-mapped). */
+function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4[] {
+  const p = ip.parts;
+  const zero = (from: number, to: number) => p.slice(from, to).every((x) => x === 0);
+  // IPv4-compatible ::a.b.c.d and IPv4-translated ::ffff:0:a.b.c.d (RFC 6145).
+  if (isIPv4Compatible(ip) || (zero(0, 4) && p[4] === 0xffff && p[5] === 0)) return [ipv4Of(p[6]!, p[7]!)];
+  // NAT64, the well-known prefix 64:ff9b::/96 (RFC 6052) and the local-use 64:ff9b:1::/48 (RFC 8215)
+  // with the address in the last 32 bits, as /96 prefixes put it.
+  if (p[0] === 0x64 && p[1] === 0xff9b) return [ipv4Of(p[6]!, p[7]!)];
+  // 6to4 2002:AABB:CCDD::/48 (RFC 3056).
+  if (p[0] === 0x2002) return [ipv4Of(p[1]!, p[2]!)];
+  // Teredo 2001:0:server:…:client with the client's bits inverted (RFC 4380).
+  if (p[0] === 0x2001 && p[1] === 0) return [ipv4Of(p[2]!, p[3]!), ipv4Of(p[6]! ^ 0xffff, p[7]! ^ 0xffff)];
+  return [];
+}
+
+/**
+ * Why a webhook URL whose host is a literal IP address could never be delivered to, or undefined
+ * (a host name is judged at each connection, on what it resolves to then): for the clients tool,
+ * so an endpoint that would only ever be refused is refused when it is added.
+ */
+export function literalAddressRefusal(url: string, policy: AddressPolicy): string | undefined {
+  const host = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
+  if (!isIP(host)) return undefined;
+  const refused = policy.refusal(host);
+  return refused === undefined ? undefined : new AddressRefusedError(refused).message;
 }
 
 /** node:dns lookup's shape with `all: true`, so tests can answer for names of their own. */
