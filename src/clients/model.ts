@@ -105,6 +105,12 @@ const ClientEntry = z.strictObject({
   scopes: z.array(z.enum(scopes)),
   keys: z.array(KeyEntry),
   webhooks: z.array(WebhookEndpoint).optional(),
+  /**
+   * This client's share of the workers when several clients' orders wait at once (Temporal task-queue
+   * fairness, docs/deployers.md "Fair under load"): a client of weight 2 is dispatched twice as often
+   * as one of weight 1 while both have work waiting. Absent: 1. Temporal clamps to [0.001, 1000].
+   */
+  fairnessWeight: z.number().min(0.001).max(1000).optional(),
 });
 export type ClientEntry = z.infer<typeof ClientEntry>;
 

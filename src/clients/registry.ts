@@ -15,6 +15,9 @@ import {
   type WebhookEndpoint,
 } from './model';
 
+/** Temporal's own default weight for a fairness key. */
+export const DEFAULT_FAIRNESS_WEIGHT = 1;
+
 export interface Client {
   id: string;
   /** Display name: stored beside an API decision as the operator's name when the body gives none. */
@@ -24,6 +27,8 @@ export interface Client {
   operator: boolean;
   /** Where its orders' events go (docs/integrators.md "Webhooks"); empty for most clients. */
   webhooks: readonly WebhookEndpoint[];
+  /** Its share of the workers against other clients' waiting orders (clients file, default 1). */
+  fairnessWeight: number;
 }
 
 /** An authenticated caller: the client, and which of its keys it used (an id, never the key). */
@@ -63,6 +68,7 @@ export class ClientRegistry {
         scopes: new Set(entry.scopes),
         operator: entry.role === 'operator',
         webhooks: entry.webhooks ?? [],
+        fairnessWeight: entry.fairnessWeight ?? DEFAULT_FAIRNESS_WEIGHT,
       };
       clients.set(client.id, client);
       for (const key of entry.keys) {
