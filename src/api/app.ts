@@ -16,7 +16,8 @@ import type { OrderTimings } from '../../workflows/contract';
 import type { OrderType } from '../orders/schemas';
 import { timingsFromConfig } from '../orders/timings';
 import { clientRegistryFromConfig, type ClientRegistry } from '../clients/registry';
-import { identifyCaller, rateLimitPerCaller, requireApiKey } from './auth';
+import { identifyCaller, requireApiKey } from './auth';
+import { ApiLimits, defaultLimitsFromConfig } from './limits';
 import { requireJsonBody } from './content-type';
 import { cachedCatalog } from './catalog';
 import {
@@ -145,13 +146,10 @@ export function createApp(deps: AppDeps): Express {
   );
   app.use(publicRouter({ readiness, shuttingDown: deps.shuttingDown ?? (() => false), openApiDocument }));
 
-  // Everything under /v1 needs a key, checked before a body is even read.
-  app.use(
-    '/v1',
-    identifyCaller(clients),
-    rateLimitPerCaller(config.API_RATE_LIMIT_PER_MINUTE),
-    requireApiKey,
-  );
+  // Everything under /v1 needs a key, checked before a body is even read. Limits per client
+  // (limits.ts): concurrency and the request budget here, orders counted by the submit routes.
+  const limits = new ApiLimits(defaultLimitsFromConfig(config));
+  app.use('/v1', identifyCaller(clients), limits.requests(), requireApiKey);
   const jsonBody = [
     requireJsonBody,
     // strict: only objects and arrays at the top level; past the limit the body is refused (413), not buffered.
@@ -163,6 +161,7 @@ export function createApp(deps: AppDeps): Express {
   ];
   app.use(
     ordersRouter(orders, webhooks, {
+      chargeOrders: (caller, count, res) => limits.chargeOrders(caller, count, res),
       jsonBody,
       batchJsonBody,
       batch: {

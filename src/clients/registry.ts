@@ -10,6 +10,7 @@ import {
   LEGACY_CLIENT_ID,
   parseClientsFile,
   scopes,
+  type ClientLimits,
   type ClientsFile,
   type Scope,
   type WebhookEndpoint,
@@ -29,6 +30,8 @@ export interface Client {
   webhooks: readonly WebhookEndpoint[];
   /** Its share of the workers against other clients' waiting orders (clients file, default 1). */
   fairnessWeight: number;
+  /** Its own API limits from the clients file; the API's defaults for the rest (src/api/limits.ts). */
+  limits?: ClientLimits;
 }
 
 /** An authenticated caller: the client, and which of its keys it used (an id, never the key). */
@@ -69,6 +72,7 @@ export class ClientRegistry {
         operator: entry.role === 'operator',
         webhooks: entry.webhooks ?? [],
         fairnessWeight: entry.fairnessWeight ?? DEFAULT_FAIRNESS_WEIGHT,
+        ...(entry.limits ? { limits: entry.limits } : {}),
       };
       clients.set(client.id, client);
       for (const key of entry.keys) {
