@@ -180,7 +180,11 @@ const schema = z.object({
   API_BATCH_BODY_LIMIT: z.string().default('1mb'),
   API_BATCH_CONCURRENCY: positiveInt.max(256).default(16),
   API_BATCH_TIMEOUT_MS: millis.default(60_000),
+  /** Per-client limits, for clients without their own in the clients file (src/api/limits.ts). */
   API_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
+  API_ORDERS_PER_MINUTE: positiveInt.default(3_000),
+  API_ORDERS_BURST: z.coerce.number().int().nonnegative().default(1_000),
+  API_CONCURRENT_REQUESTS: positiveInt.max(1_000).default(16),
   API_REQUEST_TIMEOUT_MS: millis.default(15_000),
   CATALOG_CACHE_TTL_MS: millis.default(60_000),
   /** Deadline of each Temporal call the API makes (start, query, describe, list, signal). */

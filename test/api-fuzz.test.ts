@@ -364,7 +364,11 @@ describe('intake API under generated hostile input', () => {
       client,
       taskQueue,
       provider,
-      config: apiTestConfig({ API_RATE_LIMIT_PER_MINUTE: '1000000' }),
+      config: apiTestConfig({
+        API_RATE_LIMIT_PER_MINUTE: '1000000',
+        API_ORDERS_PER_MINUTE: '1000000',
+        API_CONCURRENT_REQUESTS: '1000',
+      }),
     });
   });
 

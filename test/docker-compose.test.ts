@@ -105,6 +105,14 @@ describe('docker-compose.yml', () => {
     assert.ok(mount, 'DYNAMIC_CONFIG_FILE_PATH is inside a mounted directory');
     const hostFile = join(projectRoot, mount[0]!, env.DYNAMIC_CONFIG_FILE_PATH!.slice(mount[1]!.length));
     assert.ok(existsSync(hostFile), `${hostFile} exists`);
+    // Task-queue fairness on (docs/deployers.md "Fair under load"), as on every server we start.
+    const dynamicConfig = parse(readFileSync(hostFile, 'utf8')) as Record<string, { value: unknown }[]>;
+    for (const key of ['matching.enableFairness', 'matching.useNewMatcher'])
+      assert.deepEqual(
+        dynamicConfig[key]?.map((entry) => entry.value),
+        [true],
+        key,
+      );
   });
 
   it('orders the jobs: schema → server → setup (namespace, search attributes) → UI, worker and API', () => {

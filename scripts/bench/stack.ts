@@ -269,6 +269,8 @@ export async function startStack(
       API_BATCH_BODY_LIMIT: '10mb',
       // The bench is one client sending as fast as it can: the per-client limit would only measure itself.
       API_RATE_LIMIT_PER_MINUTE: String(1_000_000_000),
+      API_ORDERS_PER_MINUTE: String(1_000_000_000),
+      API_CONCURRENT_REQUESTS: '1000',
       ...(bundles.orders ? { WORKER_WORKFLOW_BUNDLE_PATH: bundles.orders } : {}),
       ...options.partEnv,
     };

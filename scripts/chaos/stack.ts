@@ -214,6 +214,8 @@ export class ChaosStack {
       API_HOST: '127.0.0.1',
       // One client polling hundreds of orders is not abuse here.
       API_RATE_LIMIT_PER_MINUTE: '1000000',
+      API_ORDERS_PER_MINUTE: '1000000',
+      API_CONCURRENT_REQUESTS: '1000',
       API_SHUTDOWN_TIMEOUT_MS: '2000',
       WORKER_WORKFLOW_BUNDLE_PATH: this.#options.workflowBundlePath,
       ...chaosTimingEnv(timeScale),

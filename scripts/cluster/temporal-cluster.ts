@@ -8,7 +8,7 @@
  * start once it serves (its metadata is written by then).
  */
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { stringify } from 'yaml';
 import {
@@ -64,6 +64,17 @@ interface ServicePorts {
   membershipPort: number;
   httpPort?: number;
 }
+
+/** docker-compose.yml's dynamic config (fairness on): the cluster tier runs the server as deployed. */
+export const dynamicConfigFile = resolve(
+  __dirname,
+  '..',
+  '..',
+  'deploy',
+  'temporal',
+  'dynamicconfig',
+  'dynamicconfig.yaml',
+);
 
 /** The server's configuration (config/development-postgres12.yaml's shape), every address on loopback. */
 export function clusterConfig(
@@ -121,6 +132,7 @@ export function clusterConfig(
       },
     },
     dcRedirectionPolicy: { policy: 'noop' },
+    dynamicConfigClient: { filepath: dynamicConfigFile, pollInterval: '60s' },
   };
 }
 

@@ -16,7 +16,8 @@ import type { OrderTimings } from '../../workflows/contract';
 import type { OrderType } from '../orders/schemas';
 import { timingsFromConfig } from '../orders/timings';
 import { clientRegistryFromConfig, type ClientRegistry } from '../clients/registry';
-import { identifyCaller, rateLimitPerCaller, requireApiKey } from './auth';
+import { identifyCaller, requireApiKey } from './auth';
+import { ApiLimits, defaultLimitsFromConfig } from './limits';
 import { jsonBody } from './json-body';
 import { cachedCatalog } from './catalog';
 import {
@@ -152,15 +153,13 @@ export function createApp(deps: AppDeps): Express {
   );
   app.use(publicRouter({ readiness, shuttingDown: deps.shuttingDown ?? (() => false), openApiDocument }));
 
-  // Everything under /v1 needs a key, checked before a body is even read.
-  app.use(
-    '/v1',
-    identifyCaller(clients),
-    rateLimitPerCaller(config.API_RATE_LIMIT_PER_MINUTE),
-    requireApiKey,
-  );
+  // Everything under /v1 needs a key, checked before a body is even read. Limits per client
+  // (limits.ts): concurrency and the request budget here, orders counted by the submit routes.
+  const limits = new ApiLimits(defaultLimitsFromConfig(config));
+  app.use('/v1', identifyCaller(clients), limits.requests(), requireApiKey);
   app.use(
     ordersRouter(orders, webhooks, {
+      chargeOrders: (caller, count, res) => limits.chargeOrders(caller, count, res),
       jsonBody: jsonBody(config.API_BODY_LIMIT),
       batchJsonBody: jsonBody(config.API_BATCH_BODY_LIMIT),
       batch: {

@@ -1,12 +1,11 @@
 /**
  * Who is calling: bearer keys identify a client (src/clients/registry.ts), each route requires one
- * scope, and the rate limit counts per client.
+ * scope; the limits per client are in limits.ts.
  *
  * Order of refusals: no or unknown key → 401, before anything else; then the route's scope → 403
  * naming it, before a body is parsed or an order is looked up (so a 403 says nothing about orders).
  */
-import type { Request, RequestHandler } from 'express';
-import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
+import type { RequestHandler } from 'express';
 import type { Caller, ClientRegistry } from '../clients/registry';
 import type { Scope } from '../clients/model';
 import { ApiError } from './errors';
@@ -65,32 +64,4 @@ export function requireScope(scope: Scope): RequestHandler {
       }),
     );
   };
-}
-
-/**
- * At most `perMinute` requests a minute per client (all its keys together: a second key is for
- * rotation, not for more traffic), or per client IP for callers without a valid key (so guessing
- * keys is throttled too). In memory: each API instance counts on its own, which is enough to stop
- * a runaway client; a shared store is the step after.
- */
-export function rateLimitPerCaller(perMinute: number): RequestHandler {
-  return rateLimit({
-    windowMs: 60_000,
-    limit: perMinute,
-    standardHeaders: 'draft-8',
-    legacyHeaders: false,
-    keyGenerator: (req: Request, res) => {
-      const caller = (res.locals as { caller?: Caller }).caller;
-      return caller ? `client:${caller.id}` : `ip:${ipKeyGenerator(req.ip ?? 'unknown')}`;
-    },
-    handler: (_req, _res, next) => {
-      // Retry-After is already set by the limiter (standardHeaders).
-      next(
-        new ApiError(
-          'rate-limited',
-          `At most ${perMinute} requests a minute; retry after the Retry-After delay.`,
-        ),
-      );
-    },
-  });
 }

@@ -72,7 +72,7 @@ export async function submitBatch(
         { body: OrderRequest },
         { body: item, path: undefined, query: undefined },
       );
-      const { created, view } = await orders.submit(caller, body, options.log);
+      const { created, view } = await orders.submit(caller, body, options.log, 'batch');
       return created
         ? { status: 201, location: orderLocation(view.ref), body: view }
         : { status: 200, body: view };

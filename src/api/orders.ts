@@ -42,6 +42,7 @@ import {
 import type { Caller, ClientRegistry } from '../clients/registry';
 import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../orders/schemas';
 import { providerRefFor } from '../orders/provider-ref';
+import { orderPriority, type OrderOrigin } from '../orders/priority';
 import { accessTo, inOperatorReach, maskCardCodes, type Purpose } from './access';
 import { ApiError, type FieldError } from './errors';
 import { temporarilyUnavailable } from './error-handler';
@@ -237,11 +238,13 @@ export class OrderService {
    * Starts the caller's order, or finds the one this ref already started for it. The workflow ID
    * is the idempotency key: Temporal refuses a second workflow with the same ID (REJECT_DUPLICATE
    * for closed ones, FAIL for a running one), so concurrent submissions start exactly one.
+   * `origin` sets the order's place in the task queue (src/orders/priority.ts).
    */
   async submit(
     caller: Caller,
     request: OrderRequest,
     log: Logger = this.#o.logger,
+    origin: OrderOrigin = 'single',
   ): Promise<{ created: boolean; view: OrderView }> {
     const address = { client: caller.id, ref: request.ref };
     const hash = requestHash(request);
@@ -264,6 +267,8 @@ export class OrderService {
           args: [input],
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
           workflowIdConflictPolicy: 'FAIL',
+          // Fair share across clients, singles before batch items; inherited by all the order's work.
+          priority: orderPriority(caller, origin),
           // Temporal UI's one-line summary of the order (no phone or line number, no card code).
           staticSummary: orderSummary(request),
           memo: { [REQUEST_HASH_MEMO]: hash, ...(providerRef ? { [PROVIDER_REF_MEMO]: providerRef } : {}) },

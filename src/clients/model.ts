@@ -97,6 +97,22 @@ export const WebhookEndpoint = z.strictObject({
 });
 export type WebhookEndpoint = z.infer<typeof WebhookEndpoint>;
 
+/**
+ * A client's own API limits (docs/integrators.md "Limits"); each one absent takes the API's
+ * default (API_ORDERS_PER_MINUTE, API_ORDERS_BURST, API_RATE_LIMIT_PER_MINUTE, API_CONCURRENT_REQUESTS).
+ */
+export const ClientLimits = z.strictObject({
+  /** Orders submitted a minute, batch items each counted. */
+  ordersPerMinute: z.number().int().positive().optional(),
+  /** Orders beyond that allowed in any ten minutes (0: none). */
+  ordersBurst: z.number().int().nonnegative().optional(),
+  /** Other /v1 requests a minute (reads, reviews, webhooks). */
+  requestsPerMinute: z.number().int().positive().optional(),
+  /** Requests in flight at once. */
+  concurrentRequests: z.number().int().positive().max(1_000).optional(),
+});
+export type ClientLimits = z.infer<typeof ClientLimits>;
+
 const ClientEntry = z.strictObject({
   id: ClientId,
   name: z.string().trim().min(1, 'must not be blank').max(100),
@@ -105,6 +121,13 @@ const ClientEntry = z.strictObject({
   scopes: z.array(z.enum(scopes)),
   keys: z.array(KeyEntry),
   webhooks: z.array(WebhookEndpoint).optional(),
+  /**
+   * This client's share of the workers when several clients' orders wait at once (Temporal task-queue
+   * fairness, docs/deployers.md "Fair under load"): a client of weight 2 is dispatched twice as often
+   * as one of weight 1 while both have work waiting. Absent: 1. Temporal clamps to [0.001, 1000].
+   */
+  fairnessWeight: z.number().min(0.001).max(1000).optional(),
+  limits: ClientLimits.optional(),
 });
 export type ClientEntry = z.infer<typeof ClientEntry>;
 

@@ -10,10 +10,14 @@ import {
   LEGACY_CLIENT_ID,
   parseClientsFile,
   scopes,
+  type ClientLimits,
   type ClientsFile,
   type Scope,
   type WebhookEndpoint,
 } from './model';
+
+/** Temporal's own default weight for a fairness key. */
+export const DEFAULT_FAIRNESS_WEIGHT = 1;
 
 export interface Client {
   id: string;
@@ -24,6 +28,10 @@ export interface Client {
   operator: boolean;
   /** Where its orders' events go (docs/integrators.md "Webhooks"); empty for most clients. */
   webhooks: readonly WebhookEndpoint[];
+  /** Its share of the workers against other clients' waiting orders (clients file, default 1). */
+  fairnessWeight: number;
+  /** Its own API limits from the clients file; the API's defaults for the rest (src/api/limits.ts). */
+  limits?: ClientLimits;
 }
 
 /** An authenticated caller: the client, and which of its keys it used (an id, never the key). */
@@ -63,6 +71,8 @@ export class ClientRegistry {
         scopes: new Set(entry.scopes),
         operator: entry.role === 'operator',
         webhooks: entry.webhooks ?? [],
+        fairnessWeight: entry.fairnessWeight ?? DEFAULT_FAIRNESS_WEIGHT,
+        ...(entry.limits ? { limits: entry.limits } : {}),
       };
       clients.set(client.id, client);
       for (const key of entry.keys) {

@@ -32,7 +32,19 @@ export interface DevServerOptions {
   retentionMs?: number;
   /** Dynamic config values (`--dynamic-config-value KEY=JSON`), e.g. the timer queue's granularity for bench. */
   dynamicConfig?: Record<string, string | number | boolean>;
+  /**
+   * Task-queue fairness and priority on (docs/deployers.md "Fair under load"), as on every server
+   * we run; false starts a server that serves each queue first come, first served (the bench's
+   * "fairness off" phase, the probe's test). `dynamicConfig` wins over it.
+   */
+  fairness?: boolean;
 }
+
+/** The dynamic config that makes a server honour fairness keys (≥ 1.29) and priority keys (default from 1.31). */
+export const fairnessDynamicConfig = {
+  'matching.enableFairness': true,
+  'matching.useNewMatcher': true,
+} as const;
 
 export interface DevServer {
   address: string;
@@ -64,7 +76,11 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     args.push('--search-attribute', `${name}=${type}`);
   if (namespace !== 'default') args.push('--namespace', namespace);
   if (options.dbFile) args.push('--db-filename', options.dbFile);
-  for (const [key, value] of Object.entries(options.dynamicConfig ?? {}))
+  const dynamicConfig = {
+    ...(options.fairness === false ? {} : fairnessDynamicConfig),
+    ...options.dynamicConfig,
+  };
+  for (const [key, value] of Object.entries(dynamicConfig))
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   let uiUrl: string | undefined;
   if (options.uiPort === false) {

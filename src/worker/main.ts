@@ -21,6 +21,7 @@ import { signingKeyFrom } from '../webhooks/secrets';
 import { WebhookSender } from '../webhooks/sender';
 import { nativeConnectionOptions } from '../temporal/connection';
 import { ensureTemporalSetup, TemporalSetupError } from '../temporal/setup';
+import { reportFairness } from '../temporal/fairness-probe';
 import { dataConverterFromConfig } from '../codec/data-converter';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createProviderClientFromConfig, isProviderError, type ProviderClient } from '../provider';
@@ -120,6 +121,8 @@ async function main(): Promise<void> {
         : {}),
       tracing: tracing ? 'on' : 'off',
     });
+    // In the background: the answer is for the log, and orders run either way.
+    void reportFairness(new Client({ connection, namespace }), config.TEMPORAL_TASK_QUEUE, logger);
     // Either one failing stops the other too: the process restarts as a whole.
     await Promise.all(
       workers.map((worker) =>

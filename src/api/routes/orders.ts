@@ -3,7 +3,8 @@
  * the central handler. Full paths (no mounted prefix), so `req.route.path` names the route in the
  * log line. The scope is checked before a body is read: a refused caller learns nothing from it.
  */
-import { Router, type Request, type RequestHandler } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
+import type { Caller } from '../../clients/registry';
 import { OrderRequest, ReviewRequest } from '../../orders/schemas';
 import { callerOf, requireScope } from '../auth';
 import { batchEnvelope, submitBatch } from '../batch';
@@ -15,6 +16,8 @@ import type { WebhookService } from '../webhooks';
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 
 export interface OrdersRouterOptions {
+  /** Counts `count` orders against the caller's limits, or throws a 429 (limits.ts); once the body is valid. */
+  chargeOrders: (caller: Caller, count: number, res: Response) => Promise<void>;
   /** Content-type check and JSON parser, run after the scope check (batchJsonBody: with the batch's body limit). */
   jsonBody: RequestHandler[];
   batchJsonBody: RequestHandler[];
@@ -32,6 +35,7 @@ export function ordersRouter(
 
   router.post('/v1/orders', requireScope('orders:write'), ...jsonBody, async (req, res) => {
     const { body } = validateRequest({ body: OrderRequest }, parts(req));
+    await options.chargeOrders(callerOf(res), 1, res);
     const { created, view } = await orders.submit(callerOf(res), body, req.log);
     if (created) res.status(201).location(orderLocation(view.ref));
     res.json(view);
@@ -39,6 +43,7 @@ export function ordersRouter(
 
   router.post('/v1/orders/batch', requireScope('orders:write'), ...batchJsonBody, async (req, res) => {
     const { body } = validateRequest({ body: BatchRequest }, parts(req));
+    await options.chargeOrders(callerOf(res), body.orders.length, res);
     const results = await submitBatch(orders, callerOf(res), body.orders, {
       concurrency: options.batch.concurrency,
       timeoutMs: options.batch.timeoutMs,
