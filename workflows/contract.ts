@@ -101,8 +101,7 @@ export interface OrderTimings {
   /**
    * After a send whose outcome is unknown, how long the provider may take to show it in check-ref
    * (its worst processing time plus read lag): no new send until check-ref has not found the ref
-   * this long after the send ended, twice, this far apart. Absent from orders started before the
-   * settle patch (they do not use it).
+   * this long after the send ended, twice, this far apart.
    */
   settleMs: number;
 }
@@ -128,18 +127,8 @@ function defaults(deadlineMs: number): OrderTimings {
   };
 }
 
-/**
- * The lifecycle new orders take (docs/contributors.md "The order lifecycle: lean polling"): the first send as a
- * local activity in the first workflow task, then one polling activity that the server retries
- * on the provider's schedule. Set by the starter and carried over continue-as-new; absent in
- * orders started before it, which keep the older path (and its patch markers).
- */
-export const LEAN_LIFECYCLE = 2;
-
 export interface OrderInput {
   request: OrderRequest;
-  /** LEAN_LIFECYCLE for orders started since it; absent before. */
-  lifecycle?: typeof LEAN_LIFECYCLE;
   /** ISO time the intake API accepted the order. */
   acceptedAt: string;
   /**

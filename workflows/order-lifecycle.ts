@@ -19,7 +19,6 @@ import {
   condition,
   log,
   makeContinueAsNewFunc,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
@@ -42,10 +41,10 @@ import {
   type ProviderFailureDetails,
   type Submission,
 } from '../activities/outcomes.types';
-import { checkReviewDecision, decidedByWhom, type ReviewDecisionCheck } from '../src/orders/review-decision';
+import { checkReviewDecision, decidedByWhom } from '../src/orders/review-decision';
 import type { ReviewDecision } from '../src/orders/schemas';
 import { REVIEW_DECISION_EVENT, statusEventType } from '../src/webhooks/event-types';
-import { WEBHOOK_EVENTS_PATCH, type OrderEvent } from './webhook-contract';
+import type { OrderEvent } from './webhook-contract';
 import {
   AcceptedAtAttribute,
   decideReviewUpdate,
@@ -53,7 +52,6 @@ import {
   decisionStatuses,
   defaultOrderTimings,
   finalStatuses,
-  LEAN_LIFECYCLE,
   OrderStatusAttribute,
   OrderTypeAttribute,
   resolveReviewSignal,
@@ -100,19 +98,15 @@ export interface AdaptedOrder<R extends OrderRequest> {
 
 /** How the lifecycle wants a submission made. */
 export interface SubmitHow {
-  /** Before the settle patch: an earlier submit activity of this order gave up; look the ref up first. */
-  lookUpFirst?: boolean;
-  /** Since the settle patch: just send, once; the lifecycle looks the ref up itself (SendOptions.sendOnly). */
-  sendOnly?: boolean;
-  /** The lean lifecycle's first send, a local activity: not after this (SendOptions.notAfter). */
+  /** The first send, a local activity: not after this (SendOptions.notAfter). */
   notAfter?: number;
 }
 
 export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
   /**
-   * `lookup`: the submission carries our ref, so an unclear one can be looked up (and, before the
-   * settle patch, Temporal may retry it because a retry looks the ref up first).
-   * `once`: it cannot be looked up, so it is never repeated and an unclear attempt goes to review.
+   * `lookup`: the submission carries our ref, so an unclear one can be looked up and settled.
+   * `once`: it cannot be looked up: only an attempt that certainly never reached the provider is
+   * repeated (by the activity's retry policy), and an unclear one goes to review.
    */
   submitRetry: 'lookup' | 'once';
   submit(activities: OrderActivities, order: AdaptedOrder<R>, how: SubmitHow): Promise<Submission<C>>;
@@ -122,7 +116,7 @@ export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
     order: AdaptedOrder<R>,
     providerReference: string | undefined,
   ): Promise<CheckOutcome<C>> | undefined;
-  /** The lean lifecycle's polling (activities pollUntilSettled); undefined like `check`. */
+  /** Polling (activities pollUntilSettled); undefined like `check`. */
   poll(
     activities: OrderActivities,
     order: AdaptedOrder<R>,
@@ -133,14 +127,14 @@ export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
   fulfilledResult(check: C, request: R): OrderResult | { problem: string };
   /**
    * Why a check answer found under this order's ref cannot be this order's (another number or
-   * amount; another topupId than the send returned), or undefined. Checked since the settle patch.
+   * amount; another topupId than the send returned), or undefined.
    */
   notThisOrder?(check: C, order: AdaptedOrder<R>, providerReference: string | undefined): string | undefined;
 }
 
 /**
  * An order's workflow. `review` and `decisions` are set only by the workflow itself, when it
- * continues as new into review (REVIEW_RUN_PATCH): they are there for Temporal UI to show.
+ * continues as new into review: they are there for Temporal UI to show.
  */
 export type OrderWorkflow = (
   input: OrderInput,
@@ -169,33 +163,10 @@ const MAX_SUBMIT_TRIES = 20;
 const MAX_TIMELINE_ENTRIES = 100;
 /** First retry of a failed provider call; further ones back off to the polling cap. */
 const RETRY_INITIAL_INTERVAL_MS = 1_000;
-/**
- * An order entering review (or a dispute) continues as new into a run of its own whose input
- * carries the review notice and the decisions (ui-metadata.ts `reviewNotice`): Temporal UI shows a
- * run's input as the workflow page opens, so the operator reads why and copies a decision without
- * a click. Asked with `patched()` in every lifecycle, lean included: histories recorded before it
- * replay in the run they entered review in (an order still in review then moves to a run of its
- * own at its next live step).
- */
-const REVIEW_RUN_PATCH = 'review-in-own-run';
-/** Orders started without the AcceptedAt search attribute set it themselves (publishStatus). */
-const ACCEPTED_AT_PATCH = 'accepted-at-attribute';
 /** lookUp's answer when the provider has no trace of the ref or order. */
 const PROVIDER_DOES_NOT_KNOW = 'the provider does not know the order';
-/**
- * The send path of docs/contributors.md "Never send twice: what we assume of the provider": one send per
- * activity, never repeated by Temporal, settle windows on durable timers before any new send, a
- * 409 on a fresh order's first send to review, and check answers that are not this order's never
- * adopted. Orders started before it keep the older path (a retried send looks the ref up first).
- */
-export const SETTLE_PATCH = 'send-settles-before-resend';
 /** How many steps of an unclear send's story the review evidence keeps (the first and the latest). */
 const MAX_EVIDENCE_STEPS = 8;
-/**
- * Decisions are checked against the provider, may carry force / orderId / decidedBy, and are
- * watched after they apply. Histories recorded before take the old path: applied as given.
- */
-const DECISIONS_CHECKED_PATCH = 'review-decisions-checked';
 /**
  * Announcing an event is one signal-with-start from the worker: a local activity, so it costs the
  * order one marker event and no task. Retried until Temporal takes it: a lost event is a missed webhook.
@@ -204,8 +175,6 @@ const announcer = proxyLocalActivities<Pick<OrderActivities, 'announceOrderEvent
   startToCloseTimeout: 10_000,
   retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000 },
 });
-/** ReviewSince is set with the status when an order enters review; histories before it replay without. */
-const REVIEW_SINCE_PATCH = 'review-since-attribute';
 /**
  * A fresh workflow's first task sees exactly its first three events (started, task scheduled,
  * task started). A longer history at the first activation means an earlier task failed or timed
@@ -254,10 +223,6 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private nextCheckMs: number;
   /** Valid operator decisions received in review, oldest first. */
   private readonly decisions: QueuedDecision[] = [];
-  /** This run follows SETTLE_PATCH (decided once, at its first activation). */
-  private readonly settles: boolean;
-  /** The lean lifecycle (OrderInput.lifecycle): local first send, one polling activity, no patch markers (but review-in-own-run). */
-  private readonly lean: boolean;
   /** This is the workflow's first task, never tried before (FIRST_TASK_HISTORY_LENGTH). */
   private readonly freshFirstTask: boolean;
   /** Set while an operator's decision is watched. */
@@ -270,7 +235,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     private readonly orderType: OrderType,
     private readonly adapter: OrderAdapter<R, C>,
     private readonly input: OrderInput,
-    /** The review this run was started to show (REVIEW_RUN_PATCH), if any. */
+    /** The review this run was started to show, if any. */
     private readonly shownReview?: ReviewNotice,
   ) {
     if (input.request.type !== orderType) {
@@ -296,10 +261,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     if (input.clientId) this.view.client = input.clientId;
     this.deadlineAt = carried?.deadlineAt ?? Date.now() + this.timings.deadlineMs;
     this.nextCheckMs = carried?.nextCheckMs ?? this.timings.firstCheckMs;
-    this.lean = input.lifecycle === LEAN_LIFECYCLE;
     this.freshFirstTask = workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH;
-    // Asked once, before any other command: histories recorded before the patch replay the old path.
-    this.settles = this.patchApplies(SETTLE_PATCH);
     this.watch = carried?.watch;
     this.eventSequence = carried?.eventSequence ?? 0;
     setHandler(statusQuery, () => this.view, { description: handlerDescriptions.status });
@@ -337,49 +299,33 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
 
   private async submit(): Promise<void> {
     if (this.adapter.submitRetry === 'lookup') {
-      if (!this.lean) return this.settles ? this.sendSettled() : this.submitOld();
       return this.sendSettled(this.freshFirstTask ? 'local-send' : 'settle-first');
     }
-    if (this.lean && !this.freshFirstTask) {
+    if (!this.freshFirstTask) {
       // Its placement may have run in the task before, and a placement cannot be looked up.
       return this.toReview(
         'the placement may or may not have reached the provider',
         'the first workflow task did not complete after it may have placed the order',
       );
     }
-    return this.submitOld();
+    return this.place();
   }
 
-  /** A gift card's placement; a top-up's submission before SETTLE_PATCH (a retried send looks up first). */
-  private async submitOld(): Promise<void> {
-    for (let tries = 1; ; tries++) {
-      try {
-        const viaQueue = () =>
-          this.adapter.submit(this.submitActivities(), this.order, { lookUpFirst: tries > 1 });
-        const submission =
-          this.lean && tries === 1 ? await this.submitLocalFirst({}, viaQueue) : await viaQueue();
-        return this.onSubmitted(submission);
-      } catch (err) {
-        const failure = providerFailureOf(err);
-        if (failure?.type === ProviderFailureType.rejected) return this.refused(failure);
-        if (!failure || !isSafeToRepeat(failure.type)) {
-          return this.toReview(
-            'the submission may or may not have reached the provider',
-            describeFailure(err),
-          );
-        }
-        const delayMs =
-          failure.details?.retryAfterMs ?? this.backoff(RETRY_INITIAL_INTERVAL_MS, 2 ** (tries - 1));
-        if (tries >= MAX_SUBMIT_TRIES || Date.now() + delayMs >= this.deadlineAt) {
-          return this.giveUpSubmitting(failure.message);
-        }
-        log.warn('submission not accepted by the provider, trying again', {
-          type: failure.type,
-          delayMs,
-          tries,
-        });
-        await sleep(delayMs, { summary: 'wait, then submit again (the provider was not reached)' });
-      }
+  /**
+   * A gift card's placement: first as a local activity; one that certainly never reached the
+   * provider (or never ran) is placed through the task queue, whose retry policy places again
+   * only after attempts that certainly never reached it (activities placeGiftCardOrder), until
+   * MAX_SUBMIT_TRIES or the deadline.
+   */
+  private async place(): Promise<void> {
+    const viaQueue = () => this.adapter.submit(this.placementActivities(), this.order, {});
+    try {
+      return this.onSubmitted(await this.submitLocalFirst(viaQueue, true));
+    } catch (err) {
+      const failure = providerFailureOf(err);
+      if (failure?.type === ProviderFailureType.rejected) return this.refused(failure);
+      if (failure && isSafeToRepeat(failure.type)) return this.giveUpSubmitting(failure.message);
+      return this.toReview('the submission may or may not have reached the provider', describeFailure(err));
     }
   }
 
@@ -393,7 +339,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   /**
-   * A top-up's send since SETTLE_PATCH (docs/contributors.md "Never send twice: what we assume of the provider").
+   * A top-up's send (docs/contributors.md "Never send twice: what we assume of the provider").
    * Each send is one activity that Temporal never repeats — a timed-out attempt (a dead worker)
    * may have reached the provider — so every decision to send again is taken here, on durable
    * timers. After a send whose outcome is unknown, nothing is sent again until check-ref has not
@@ -401,7 +347,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
    * refused, 429) are repeated after a back-off. A 409 means "someone else's top-up" when no send
    * of this order may have reached the provider yet, and "our earlier send" afterwards.
    */
-  private async sendSettled(start: 'send' | 'local-send' | 'settle-first' = 'send'): Promise<void> {
+  private async sendSettled(start: 'local-send' | 'settle-first'): Promise<void> {
     const activities = proxyActivities<OrderActivities>({
       startToCloseTimeout: this.timings.activityTimeoutMs,
       summary: 'send to the provider (once)',
@@ -413,19 +359,15 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     if (start === 'settle-first') {
       mayHaveReached = true;
       evidence.push('the first workflow task did not complete: its send may have reached the provider');
-      log.warn(
-        'the first workflow task of a lean order did not complete: looking its ref up before any send',
-      );
+      log.warn('the first workflow task of the order did not complete: looking its ref up before any send');
       if ((await this.settle(evidence, { mayResend: true })) !== 'resend') return;
     }
     for (let sends = 1; ; sends++) {
       let err: unknown;
       try {
-        const viaQueue = () => this.adapter.submit(activities, this.order, { sendOnly: true });
+        const viaQueue = () => this.adapter.submit(activities, this.order, {});
         const submission =
-          start === 'local-send' && sends === 1
-            ? await this.submitLocalFirst({ sendOnly: true }, viaQueue)
-            : await viaQueue();
+          start === 'local-send' && sends === 1 ? await this.submitLocalFirst(viaQueue) : await viaQueue();
         return this.onSubmitted(submission);
       } catch (caught) {
         err = caught;
@@ -525,7 +467,6 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   private notThisOrder(check: C): string | undefined {
-    if (!this.settles) return undefined;
     return this.adapter.notThisOrder?.(check, this.order, this.view.providerReference);
   }
 
@@ -542,7 +483,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     }
     const answer = await this.lookUp(this.timings.activityTimeoutMs, 'last look-up before giving up');
     if (typeof answer !== 'string') {
-      return this.settles ? this.adopt(answer) : this.onSubmitted({ alreadySent: true, check: answer });
+      return this.adopt(answer);
     }
     if (answer === PROVIDER_DOES_NOT_KNOW) {
       return this.finish(
@@ -567,34 +508,13 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
 
   // ---- polling ----
 
-  private async pollStep(): Promise<void> {
-    if (this.lean) return this.pollLean();
-    const wait = Math.min(this.nextCheckMs, this.deadlineAt - Date.now());
-    if (wait > 0) await sleep(wait, { summary: this.pollWaitSummary() });
-    const answer = await this.lookUp(this.deadlineAt - Date.now(), 'status check');
-    if (typeof answer === 'string') this.nextCheckMs = this.backoff(this.nextCheckMs, 2);
-    else this.observe(answer);
-    if (this.isOpen() && Date.now() >= this.deadlineAt) {
-      const last = typeof answer === 'string' ? answer : `provider status ${answer.status}`;
-      this.toReview('stuck: no final status by the deadline', last);
-    }
-  }
-
-  /** What the poll's timer waits for, shown on it in Temporal UI. */
-  private pollWaitSummary(): string {
-    const status = this.view.providerStatus;
-    return status === 'PENDING' || status === 'HANDLING' || status === undefined
-      ? `wait for ${status ?? 'PENDING'} to end`
-      : 'wait for the next status check';
-  }
-
   /**
-   * The lean lifecycle's polling: one activity that the server retries on the provider's schedule
+   * Polling: one activity that the server retries on the provider's schedule
    * (activities pollUntilSettled) and that returns what the provider said on the way; the view
    * takes each status change at the time the provider reported it. While it runs the view keeps
    * the status it had when it started (docs/contributors.md "The order lifecycle").
    */
-  private async pollLean(): Promise<void> {
+  private async pollStep(): Promise<void> {
     const plan: PollPlan = {
       firstCheckMs: Math.max(0, Math.min(this.nextCheckMs, this.deadlineAt - Date.now())),
       handlingCheckMs: this.timings.handlingCheckMs,
@@ -651,7 +571,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     });
   }
 
-  /** Acts on a check while polling: every answer counts. */
+  /** Acts on a check outside the polling activity (a send's look-up, a resumed order): every answer counts. */
   private observe(check: C): void {
     const previous = this.view.providerStatus;
     this.actOnCheck(check, (status) => {
@@ -679,7 +599,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     }
   }
 
-  /** What a check answer means for this order; since SETTLE_PATCH, one that is not this order's means review. */
+  /** What a check answer means for this order; one that is not this order's means review. */
   private meaningOf(check: C): Interpretation {
     const problem = this.notThisOrder(check);
     if (problem) {
@@ -723,7 +643,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
 
   private async reviewStep(): Promise<void> {
     // Entering review is published by the review's own run; one that stays here (a decision was
-    // already queued, or the order is older than REVIEW_RUN_PATCH) publishes it now.
+    // already queued) publishes it now.
     this.publishStatus();
     // Also wake when the history grows long: signals alone (a script resending a malformed
     // decision, say) must not push it towards Temporal's limit while we wait.
@@ -816,7 +736,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
 
   private onSignal(payload: unknown): void {
     // Operators type this by hand in Temporal UI: check it by the API's rule (zod-free, see review-decision.ts).
-    const checked = this.checkSignalled(payload);
+    const checked = checkReviewDecision(payload);
     if (!checked.ok) {
       const fields = checked.fields.join(', ');
       log.warn('invalid review decision ignored', { fields });
@@ -838,16 +758,6 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     this.decisions.push({ decision: checked.decision });
   }
 
-  /** Signals recorded before decisions were checked knew three fields: replayed, the others stay invalid. */
-  private checkSignalled(payload: unknown): ReviewDecisionCheck {
-    const checked = checkReviewDecision(payload);
-    if (!checked.ok) return checked;
-    // decidedBy is older than the patch: the API has sent it since clients had names.
-    const newer = (['force', 'orderId'] as const).filter((f) => checked.decision[f] !== undefined);
-    if (newer.length > 0 && !this.decisionsChecked()) return { ok: false, fields: [...newer] };
-    return checked;
-  }
-
   /** Works one queued decision off: RECHECK asks the provider; FULFILLED / REFUNDED is checked, then applied or refused. */
   private async decide(queued: QueuedDecision): Promise<void> {
     const { decision } = queued;
@@ -867,12 +777,6 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
       this.note(`Recheck requested by ${who}`);
       await this.recheck(decision);
       return this.answer(queued, 'rechecked');
-    }
-    if (decision.decision !== 'RECHECK' && !this.decisionsChecked()) {
-      this.finish(decision.decision, `Resolved as ${decision.decision} by ${decision.operator}`, {
-        resolution: decision,
-      });
-      return this.answer(queued, 'applied');
     }
     const misfit = this.misfit(decision); // the order may have changed since the decision was queued
     if (misfit) return this.refuse(queued, { kind: 'invalid', reason: misfit.message, forceable: false });
@@ -1108,23 +1012,9 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     });
   }
 
-  /** Decisions are checked against the provider (DECISIONS_CHECKED_PATCH). */
-  private decisionsChecked(): boolean {
-    return this.patchApplies(DECISIONS_CHECKED_PATCH);
-  }
-
-  /**
-   * Whether the change a patch guards applies to this order. The lean lifecycle is newer than
-   * every patch asked here and records no markers: each applies. Older orders ask `patched()` as
-   * they always did. (REVIEW_RUN_PATCH is newer than the lean lifecycle: asked with `patched()`.)
-   */
-  private patchApplies(patchId: string): boolean {
-    return this.lean || patched(patchId);
-  }
-
   // ---- provider calls ----
 
-  /** The lean lifecycle's first send: a local activity in the first workflow task, never retried. */
+  /** The first send: a local activity in the first workflow task, never retried. */
   private localSendActivities(): OrderActivities {
     const { taskTimeoutMs } = workflowInfo();
     return proxyLocalActivities<OrderActivities>({
@@ -1136,22 +1026,24 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   /**
-   * The lean lifecycle's first send, as a local activity. One the worker declined (its provider
-   * calls are rate-limited by the task queue) or that never got a slot was not sent: it goes
-   * through the task queue instead (`viaQueue`), at once.
+   * The first send, as a local activity. One the worker declined (its provider calls are
+   * rate-limited by the task queue) or that never got a slot was not sent: it goes through the
+   * task queue instead (`viaQueue`), at once; so does one that certainly never reached the
+   * provider, when `queueWhenNotReached` (a placement, whose queued activity retries only such).
    */
   private async submitLocalFirst(
-    how: SubmitHow,
     viaQueue: () => Promise<Submission<C>>,
+    queueWhenNotReached = false,
   ): Promise<Submission<C>> {
     try {
       return await this.adapter.submit(this.localSendActivities(), this.order, {
-        ...how,
         notAfter: this.sendWindowEnd(),
       });
     } catch (err) {
-      const declined = providerFailureOf(err)?.type === ProviderFailureType.localSendDeclined;
-      if (!declined && !neverStarted(err)) throw err;
+      const type = providerFailureOf(err)?.type;
+      const declined = type === ProviderFailureType.localSendDeclined;
+      const notReached = queueWhenNotReached && type !== undefined && isSafeToRepeat(type);
+      if (!declined && !notReached && !neverStarted(err)) throw err;
       return viaQueue();
     }
   }
@@ -1161,18 +1053,21 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     return Date.now() + LOCAL_SEND_WINDOW_SHARE * workflowInfo().taskTimeoutMs;
   }
 
-  private submitActivities(): OrderActivities {
-    const base = { startToCloseTimeout: this.timings.activityTimeoutMs, summary: 'submit to the provider' };
-    const options: ActivityOptions =
-      this.adapter.submitRetry === 'once'
-        ? { ...base, retry: { maximumAttempts: 1 } }
-        : {
-            ...base,
-            // Retries stop at the deadline; each one looks the ref up before it sends again.
-            scheduleToCloseTimeout: Math.max(this.deadlineAt - Date.now(), this.timings.activityTimeoutMs),
-            retry: this.retryPolicy([ProviderFailureType.rejected]),
-          };
-    return proxyActivities<OrderActivities>(options);
+  /** A placement through the task queue: Temporal places again only after attempts that never reached the provider. */
+  private placementActivities(): OrderActivities {
+    return proxyActivities<OrderActivities>({
+      startToCloseTimeout: this.timings.activityTimeoutMs,
+      summary: 'place the order with the provider',
+      scheduleToCloseTimeout: Math.max(this.deadlineAt - Date.now(), this.timings.activityTimeoutMs),
+      retry: {
+        ...this.retryPolicy([
+          ProviderFailureType.rejected,
+          ProviderFailureType.outcomeUnknown,
+          ProviderFailureType.duplicateRef,
+        ]),
+        maximumAttempts: MAX_SUBMIT_TRIES,
+      },
+    });
   }
 
   /**
@@ -1276,11 +1171,11 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
    * Only for a client that had endpoints: any other order's history is as it was, not one event more.
    */
   private announce(type: OrderEvent['type'], decision?: OrderEvent['decision'], at?: string): void {
-    if (!this.input.webhooks || !this.input.clientId || !this.patchApplies(WEBHOOK_EVENTS_PATCH)) return;
+    if (!this.input.webhooks || !this.input.clientId) return;
     const event: OrderEvent = {
       sequence: ++this.eventSequence,
       type,
-      // The lean lifecycle learns of PROCESSING when polling ends: the event keeps the provider's time.
+      // The workflow learns of PROCESSING when polling ends: the event keeps the provider's time.
       timestamp: at ?? new Date().toISOString(),
       client: this.input.clientId,
       ...(this.input.providerRef ? { providerRef: this.input.providerRef } : {}),
@@ -1313,9 +1208,8 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
     if (current.get(OrderStatusAttribute) !== this.view.status) {
       updates.push({ key: OrderStatusAttribute, value: this.view.status });
     }
-    // Orders accepted before AcceptedAt existed would be missing from the list: they gain it at
-    // their next status change. Asked only when it is absent, so new orders record no patch marker.
-    if (current.get(AcceptedAtAttribute) === undefined && patched(ACCEPTED_AT_PATCH)) {
+    // A starter that did not set AcceptedAt would leave the order out of the list.
+    if (current.get(AcceptedAtAttribute) === undefined) {
       updates.push({ key: AcceptedAtAttribute, value: new Date(this.view.acceptedAt) });
     }
     const reviewSince = this.reviewSinceUpdate(current.get(ReviewSinceAttribute));
@@ -1330,9 +1224,7 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   private reviewSinceUpdate(current: Date | undefined): SearchAttributeUpdatePair | undefined {
     const since = this.takesDecisions() ? this.view.review?.since : undefined;
     if (since === undefined || current?.getTime() === Date.parse(since)) return undefined;
-    return this.patchApplies(REVIEW_SINCE_PATCH)
-      ? { key: ReviewSinceAttribute, value: new Date(since) }
-      : undefined;
+    return { key: ReviewSinceAttribute, value: new Date(since) };
   }
 
   /** Polling and review can last long; a fresh run with the state carried over keeps history bounded. */
@@ -1344,14 +1236,14 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   /**
-   * Whether the review the order is in should be shown by a run of its own (REVIEW_RUN_PATCH):
-   * it takes decisions and this run was not started for this review.
+   * Whether the review the order is in should be shown by a run of its own: it takes decisions
+   * and this run was not started for this review. Temporal UI shows a run's input as the workflow
+   * page opens, so the operator reads why and copies a decision without a click.
    */
   private reviewGetsOwnRun(status: OrderStatus = this.view.status): boolean {
     if (!decisionStatuses.includes(status) || !this.view.review) return false;
     const shown = this.shownReview;
-    if (shown?.status === status && shown.inReviewSince === this.view.review.since) return false;
-    return patched(REVIEW_RUN_PATCH);
+    return !(shown?.status === status && shown.inReviewSince === this.view.review.since);
   }
 
   /** This run's search attributes with the review's status and since when. */

@@ -23,7 +23,6 @@ import type { OutcomeChangeSpecInput } from '../../src/sandbox/outcome-changes';
 import {
   AcceptedAtAttribute,
   defaultOrderTimings,
-  LEAN_LIFECYCLE,
   OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
@@ -182,7 +181,7 @@ export function startOrder(
       taskQueue,
       workflowId: orderWorkflowId(request.ref),
       // As the API starts orders (lean lifecycle), unless the test gives another `lifecycle`.
-      args: [{ request, acceptedAt: acceptedAt.toISOString(), lifecycle: LEAN_LIFECYCLE, ...extra }],
+      args: [{ request, acceptedAt: acceptedAt.toISOString(), ...extra }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       // The API keeps a fingerprint of the request here; it must survive continue-as-new.
       memo: { requestHash: `test-${request.ref}` },
