@@ -26,6 +26,8 @@ import {
 } from './outcomes.types';
 import { withinAttempt } from './attempt-deadline';
 import { toTemporalFailure } from './provider-failures';
+import type { Client } from '@temporalio/client';
+import { createSweepActivities } from './sweep';
 import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
 
 export type { CheckOutcome, Submission } from './outcomes.types';
@@ -54,15 +56,18 @@ export interface ActivityOptions {
    * without it a worker drops them (the orders are not affected).
    */
   webhooks?: AnnounceDeps;
+  /** For the order sweep (activities/sweep.ts): a client with the worker's data converter. */
+  temporal?: Client;
 }
 
-export function createActivities({ provider, localSends = true, webhooks }: ActivityOptions) {
+export function createActivities({ provider, localSends = true, webhooks, temporal }: ActivityOptions) {
   const sendOnce = <C>(options: SendOptions, send: () => Promise<{ topupId: string }>) => {
     mayRunThisSend(options, localSends);
     return justSend<C>(send);
   };
   return {
     ...createAnnounceActivity(webhooks),
+    ...createSweepActivities(temporal),
 
     sendMobileTopup(
       request: MobileTopupRequest,

@@ -154,6 +154,12 @@ export interface OrderInput {
   continued?: OrderContinuation;
   /** Continue as new once the history has this many events (default 2,000); lowered only by tests. */
   historyEventLimit?: number;
+  /**
+   * Set only by the order sweep (workflows/order-sweep.ts) when it starts a new run after one that
+   * closed without a final status (terminated, timed out, failed): the new run asks the provider
+   * before it sends anything. `continued` then carries the closed run's last view.
+   */
+  resumed?: { closedAs: string; at: string };
 }
 
 /** What a workflow run hands to the next when it continues as new. */
@@ -266,6 +272,8 @@ export interface OrderView {
 }
 
 export const statusQuery = defineQuery<OrderView>('status');
+/** The run's input, for the order sweep to resume a closed run from. */
+export const orderInputQuery = defineQuery<OrderInput>('orderInput');
 /** For Temporal UI and the CLI: no answer, so a refused decision is recorded in the timeline and log. */
 export const resolveReviewSignal = defineSignal<[ReviewDecision]>('resolveReview');
 
@@ -311,6 +319,6 @@ export const DecisionRejection = {
   notInReview: 'OrderNotInReview',
 } as const;
 
-export const finalStatuses: readonly OrderStatus[] = ['FULFILLED', 'REFUNDED', 'FAILED'];
+export const finalStatuses: readonly OrderStatus[] = ['FULFILLED', 'REFUNDED', 'FAILED', 'CANCELLED'];
 /** The statuses in which an order takes an operator's decision. */
 export const decisionStatuses: readonly OrderStatus[] = ['NEEDS_REVIEW', 'DISPUTED'];

@@ -7,6 +7,7 @@ import { internetTopupAdapter } from './order/adapters/internet-topup';
 import { mobileTopupAdapter } from './order/adapters/mobile-topup';
 import { defineOrderWorkflow } from './order/workflow';
 
+export { orderSweepWorkflow } from './order-sweep';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 
 export const mobileTopupWorkflow = defineOrderWorkflow('mobile_topup', mobileTopupAdapter);

@@ -31,8 +31,10 @@ export async function continueAsNewIfDue<R extends OrderRequest, C extends Provi
   log.info(intoReview ? 'continuing as new into review' : 'continuing as new to keep the history short', {
     historyLength: workflowInfo().historyLength,
   });
+  // The next run of a resumed order is not resumed itself: it goes on from this one.
+  const { resumed: _resumed, ...input } = o.input;
   const continued: OrderInput = {
-    ...o.input,
+    ...input,
     continued: {
       view: o.view,
       deadlineAt: o.deadlineAt,

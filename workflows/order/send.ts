@@ -4,7 +4,14 @@
  * send is a local activity in the order's first workflow task; every later one is an activity that
  * Temporal never repeats, except a placement that certainly never reached the provider.
  */
-import { log, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  log,
+  proxyActivities,
+  proxyLocalActivities,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { OrderActivities } from '../../activities';
 import { ProviderFailureType, type Submission } from '../../activities/outcomes.types';
 import type { OrderRequest } from '../contract';
@@ -18,6 +25,7 @@ import {
   type ProviderFailure,
 } from './failures';
 import { lookUp } from './provider';
+import { cancelledBeforeSending } from './cancellation';
 import type { Order } from './state';
 import type { ProviderCheck } from './types';
 
@@ -115,6 +123,11 @@ async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
     if ((await settle(o, evidence, { mayResend: true })) !== 'resend') return;
   }
   for (let sends = 1; ; sends++) {
+    // Here the provider certainly does not have the order: a cancellation ends it unsent.
+    const unsent = mayHaveReached
+      ? 'check-ref did not find the ref twice, the provider never had it; nothing sent again'
+      : 'the provider was never reached; nothing sent';
+    if (cancelledBeforeSending(o, unsent)) return;
     let err: unknown;
     try {
       const viaQueue = () => o.adapter.submit(activities, o.order, {});
@@ -154,7 +167,10 @@ async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
         delayMs,
         repeats,
       });
-      await sleep(delayMs, { summary: 'wait, then send again (the provider was not reached)' });
+      // A cancellation meanwhile ends the wait: the loop ends the order unsent.
+      await condition(() => o.cancelRequestedAt !== undefined, delayMs, {
+        summary: 'wait, then send again (the provider was not reached)',
+      });
       continue;
     }
     // Timeout, reset, 5xx, an attempt timed out, anything else: the provider may have it.

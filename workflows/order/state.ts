@@ -86,6 +86,8 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   /** Webhook events: the last sequence number announced, and the announcements in flight, in order. */
   eventSequence: number;
   announcing: Promise<void> = Promise.resolve();
+  /** When Temporal was asked to cancel this run (cancellation.ts), if it was. */
+  cancelRequestedAt: string | undefined;
 
   constructor(
     readonly orderType: OrderType,
@@ -117,9 +119,16 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
     if (input.clientId) this.view.client = input.clientId;
     this.deadlineAt = carried?.deadlineAt ?? Date.now() + this.timings.deadlineMs;
     this.nextCheckMs = carried?.nextCheckMs ?? this.timings.firstCheckMs;
-    this.freshFirstTask = workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH;
+    // A run the sweep started after a closed one may follow a send: it looks the order up first.
+    this.freshFirstTask = !input.resumed && workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH;
     this.watch = carried?.watch;
     this.eventSequence = carried?.eventSequence ?? 0;
+    if (input.resumed) {
+      this.note(
+        `Resumed by the sweep: the workflow run before closed as ${input.resumed.closedAs} without a final status; ` +
+          'the provider is asked before anything is sent',
+      );
+    }
     // Not a command: Temporal UI reads it through the metadata query, so no history changes.
     setCurrentDetails(orderDetails(this.view));
   }
@@ -148,7 +157,7 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   finish(
-    status: Extract<OrderStatus, 'FULFILLED' | 'REFUNDED' | 'FAILED'>,
+    status: Extract<OrderStatus, 'FULFILLED' | 'REFUNDED' | 'FAILED' | 'CANCELLED'>,
     event: string,
     outcome: Pick<OrderView, 'result' | 'failure'> & {
       resolution?: Omit<ReviewResolution, 'at'> | ReviewDecision;

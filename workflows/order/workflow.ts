@@ -7,16 +7,18 @@
  * This file holds the handlers and the run loop; each phase lives in its own file: state.ts (the
  * order's state and transitions), send.ts, polling.ts, review.ts, watch.ts.
  */
-import { allHandlersFinished, condition, setHandler } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, setHandler } from '@temporalio/workflow';
 import {
   decideReviewUpdate,
   finalStatuses,
+  orderInputQuery,
   resolveReviewSignal,
   statusQuery,
   type OrderRequest,
   type OrderView,
 } from '../contract';
 import { handlerDescriptions } from '../ui-metadata';
+import { onCancelRequested } from './cancellation';
 import { continueAsNewIfDue } from './continue-as-new';
 import { pollStep } from './polling';
 import { onSignal, onUpdate, reviewStep, validateDecision } from './review';
@@ -32,14 +34,24 @@ export function defineOrderWorkflow<R extends OrderRequest, C extends ProviderCh
   return (input, review) => {
     const order = new Order(orderType, adapter, input, review);
     setHandler(statusQuery, () => order.view, { description: handlerDescriptions.status });
+    // The sweep reads a closed run's input with it to resume the order (order-sweep.ts).
+    setHandler(orderInputQuery, () => order.input);
     setHandler(resolveReviewSignal, (decision) => onSignal(order, decision), {
       description: handlerDescriptions.resolveReview,
     });
-    setHandler(decideReviewUpdate, (decision) => onUpdate(order, decision), {
-      validator: (decision) => validateDecision(order, decision),
-      description: handlerDescriptions.decideReview,
-    });
-    return run(order);
+    // Its handler waits for the run loop: a cancel request must not end that wait (cancellation.ts).
+    setHandler(
+      decideReviewUpdate,
+      (decision) => CancellationScope.nonCancellable(() => onUpdate(order, decision)),
+      {
+        validator: (decision) => validateDecision(order, decision),
+        description: handlerDescriptions.decideReview,
+      },
+    );
+    // A cancel request never interrupts an order (money may be at the provider): recorded and
+    // acted on by the lifecycle itself (cancellation.ts).
+    CancellationScope.current().cancelRequested.catch(() => onCancelRequested(order));
+    return CancellationScope.nonCancellable(() => run(order));
   };
 }
 
