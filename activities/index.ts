@@ -145,7 +145,10 @@ export function createActivities({ provider, localSends = true, webhooks, tempor
         const type = failure instanceof ApplicationFailure ? failure.type : undefined;
         if (type !== ProviderFailureType.notReached && type !== ProviderFailureType.rateLimited)
           throw failure;
-        Context.current().heartbeat({ notReachedAttempt: attempt } satisfies PlacementNotReached);
+        // A local placement is never retried by Temporal (the workflow decides), and cannot heartbeat.
+        if (!Context.current().info.isLocal) {
+          Context.current().heartbeat({ notReachedAttempt: attempt } satisfies PlacementNotReached);
+        }
         throw toTemporalFailure(err);
       }
     },

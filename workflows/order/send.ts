@@ -66,21 +66,39 @@ export async function submit<R extends OrderRequest, C extends ProviderCheck>(o:
 }
 
 /**
- * A gift card's placement: first as a local activity; one that certainly never reached the
- * provider (or never ran) is placed through the task queue, whose retry policy places again
- * only after attempts that certainly never reached it (activities placeGiftCardOrder), until
- * MAX_SUBMIT_TRIES or the deadline.
+ * A gift card's placement: first as a local activity. One that certainly never reached the
+ * provider is placed again through the task queue after the provider's Retry-After (or a
+ * second), and that activity's retry policy places again only after attempts that certainly
+ * never reached it (activities placeGiftCardOrder), until MAX_SUBMIT_TRIES placements in all or
+ * the deadline.
  */
 async function place<R extends OrderRequest, C extends ProviderCheck>(o: Order<R, C>): Promise<void> {
   const viaQueue = () => o.adapter.submit(placementActivities(o), o.order, {});
   try {
-    return o.onSubmitted(await submitLocalFirst(o, viaQueue, true));
+    return o.onSubmitted(await submitLocalFirst(o, viaQueue));
   } catch (err) {
     const failure = providerFailureOf(err);
-    if (failure?.type === ProviderFailureType.rejected) return refused(o, failure);
-    if (failure && isSafeToRepeat(failure.type)) return giveUpSubmitting(o, failure.message);
-    return o.toReview('the submission may or may not have reached the provider', describeFailure(err));
+    if (!failure || !isSafeToRepeat(failure.type)) return placementFailed(o, err);
+    const delayMs = failure.details?.retryAfterMs ?? RETRY_INITIAL_INTERVAL_MS;
+    if (Date.now() + delayMs >= o.deadlineAt) return giveUpSubmitting(o, failure.message);
+    await sleep(delayMs, { summary: 'wait, then place again (the provider was not reached)' });
   }
+  try {
+    return o.onSubmitted(await viaQueue());
+  } catch (err) {
+    return placementFailed(o, err);
+  }
+}
+
+/** A placement that failed for good: refused, never reached until the end, or unclear. */
+function placementFailed<R extends OrderRequest, C extends ProviderCheck>(
+  o: Order<R, C>,
+  err: unknown,
+): Promise<void> | void {
+  const failure = providerFailureOf(err);
+  if (failure?.type === ProviderFailureType.rejected) return refused(o, failure);
+  if (failure && isSafeToRepeat(failure.type)) return giveUpSubmitting(o, failure.message);
+  return o.toReview('the submission may or may not have reached the provider', describeFailure(err));
 }
 
 /** A definitive 4xx refusal of the submission: nothing was done. */
@@ -275,13 +293,11 @@ function localSendActivities<R extends OrderRequest, C extends ProviderCheck>(
 /**
  * The first send, as a local activity. One the worker declined (its provider calls are
  * rate-limited by the task queue) or that never got a slot was not sent: it goes through the
- * task queue instead (`viaQueue`), at once; so does one that certainly never reached the
- * provider, when `queueWhenNotReached` (a placement, whose queued activity retries only such).
+ * task queue instead (`viaQueue`), at once. Any other failure is the caller's.
  */
 async function submitLocalFirst<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
   viaQueue: () => Promise<Submission<C>>,
-  queueWhenNotReached = false,
 ): Promise<Submission<C>> {
   try {
     return await o.adapter.submit(localSendActivities(o), o.order, {
@@ -290,8 +306,7 @@ async function submitLocalFirst<R extends OrderRequest, C extends ProviderCheck>
   } catch (err) {
     const type = providerFailureOf(err)?.type;
     const declined = type === ProviderFailureType.localSendDeclined;
-    const notReached = queueWhenNotReached && type !== undefined && isSafeToRepeat(type);
-    if (!declined && !notReached && !neverStarted(err)) throw err;
+    if (!declined && !neverStarted(err)) throw err;
     return viaQueue();
   }
 }
@@ -315,7 +330,8 @@ function placementActivities<R extends OrderRequest, C extends ProviderCheck>(
         ProviderFailureType.outcomeUnknown,
         ProviderFailureType.duplicateRef,
       ]),
-      maximumAttempts: MAX_SUBMIT_TRIES,
+      // The local placement was the first.
+      maximumAttempts: MAX_SUBMIT_TRIES - 1,
     },
   });
 }
