@@ -3,11 +3,10 @@
  * the provider client, so tests can inject a fake. Every provider call ends with the activity
  * attempt that makes it (attempt-deadline.ts).
  *
- * Never send twice (docs/contributors.md): workflows since the settle patch send a top-up with `sendOnly` — one
- * send, never repeated by Temporal, a 409 reported as such — and run the look-ups themselves, a
- * settle window apart, on durable timers. Activities scheduled by older workflow code keep the
- * older rule: a retried send (attempt > 1) first looks its ref up. A gift-card placement has no
- * ref to look up, so it is never retried here at all (the workflow decides).
+ * Never send twice (docs/contributors.md): a top-up send is one send, never repeated by Temporal, a
+ * 409 reported as such; the workflow runs the look-ups itself, a settle window apart, on durable
+ * timers. A gift-card placement has no ref to look up: Temporal may place again only after an
+ * attempt that certainly never reached the provider (placeGiftCardOrder).
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
@@ -27,6 +26,8 @@ import {
 } from './outcomes.types';
 import { withinAttempt } from './attempt-deadline';
 import { toTemporalFailure } from './provider-failures';
+import type { Client } from '@temporalio/client';
+import { createSweepActivities } from './sweep';
 import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
 
 export type { CheckOutcome, Submission } from './outcomes.types';
@@ -55,30 +56,29 @@ export interface ActivityOptions {
    * without it a worker drops them (the orders are not affected).
    */
   webhooks?: AnnounceDeps;
+  /** For the order sweep (activities/sweep.ts): a client with the worker's data converter. */
+  temporal?: Client;
 }
 
-export function createActivities({ provider, localSends = true, webhooks }: ActivityOptions) {
-  const sendOnce = <C>(
-    options: SendOptions,
-    send: () => Promise<{ topupId: string }>,
-    checkRef: () => Promise<C>,
-  ) => sendTopupOnce(options, send, checkRef, localSends);
+export function createActivities({ provider, localSends = true, webhooks, temporal }: ActivityOptions) {
+  const sendOnce = <C>(options: SendOptions, send: () => Promise<{ topupId: string }>) => {
+    mayRunThisSend(options, localSends);
+    return justSend<C>(send);
+  };
   return {
     ...createAnnounceActivity(webhooks),
+    ...createSweepActivities(temporal),
 
     sendMobileTopup(
       request: MobileTopupRequest,
       options: SendOptions = {},
     ): Promise<Submission<MobileCheck>> {
       const ref = options.providerRef ?? request.ref;
-      return sendOnce(
-        options,
-        () =>
-          provider.sendMobileTopup(
-            { plan_code: request.planCode, MSSIDN: request.msisdn, amount: request.amount, ref },
-            withinAttempt(),
-          ),
-        () => provider.checkMobileTopup(ref, withinAttempt()),
+      return sendOnce(options, () =>
+        provider.sendMobileTopup(
+          { plan_code: request.planCode, MSSIDN: request.msisdn, amount: request.amount, ref },
+          withinAttempt(),
+        ),
       );
     },
 
@@ -96,14 +96,11 @@ export function createActivities({ provider, localSends = true, webhooks }: Acti
       options: SendOptions = {},
     ): Promise<Submission<InternetCheck>> {
       const ref = options.providerRef ?? request.ref;
-      return sendOnce(
-        options,
-        () =>
-          provider.sendInternetTopup(
-            { type: request.lineType, number: request.number, value: request.value, ref },
-            withinAttempt(),
-          ),
-        () => provider.checkInternetTopup(ref, withinAttempt()),
+      return sendOnce(options, () =>
+        provider.sendInternetTopup(
+          { type: request.lineType, number: request.number, value: request.value, ref },
+          withinAttempt(),
+        ),
       );
     },
 
@@ -116,14 +113,27 @@ export function createActivities({ provider, localSends = true, webhooks }: Acti
     },
 
     /**
-     * One placement, never repeated by Temporal: every failure is non-retryable, and its type says
-     * whether the workflow may safely place again (not reached, rate limited) or must not.
+     * One placement per attempt. placeOrder carries no reference of ours, so an attempt whose
+     * answer was lost can never be looked up: Temporal may run another attempt only after one that
+     * certainly never reached the provider (not reached, 429). Such an attempt says so in its last
+     * heartbeat; an attempt that finds no such word from the attempt just before it (that one
+     * timed out, its worker died) refuses to place: the order goes to review.
      */
     async placeGiftCardOrder(
       request: GiftCardRequest,
       options: Pick<SendOptions, 'notAfter'> = {},
     ): Promise<Submission<GiftCardOrderCheck>> {
       mayRunThisSend(options, localSends);
+      const { attempt, heartbeatDetails } = Context.current().info;
+      if (
+        attempt > 1 &&
+        (heartbeatDetails as PlacementNotReached | undefined)?.notReachedAttempt !== attempt - 1
+      ) {
+        throw ApplicationFailure.nonRetryable(
+          'the placement attempt before this one may have reached the provider: not placed again',
+          ProviderFailureType.outcomeUnknown,
+        );
+      }
       try {
         const { orderId } = await provider.placeGiftCardOrder(
           { productId: request.productId, typeId: request.typeId, quantity: request.quantity },
@@ -131,7 +141,15 @@ export function createActivities({ provider, localSends = true, webhooks }: Acti
         );
         return { providerReference: orderId, alreadySent: false };
       } catch (err) {
-        throw toTemporalFailure(err, { neverRetry: true });
+        const failure = toTemporalFailure(err, { neverRetry: true });
+        const type = failure instanceof ApplicationFailure ? failure.type : undefined;
+        if (type !== ProviderFailureType.notReached && type !== ProviderFailureType.rateLimited)
+          throw failure;
+        // A local placement is never retried by Temporal (the workflow decides), and cannot heartbeat.
+        if (!Context.current().info.isLocal) {
+          Context.current().heartbeat({ notReachedAttempt: attempt } satisfies PlacementNotReached);
+        }
+        throw toTemporalFailure(err);
       }
     },
 
@@ -147,19 +165,18 @@ export function createActivities({ provider, localSends = true, webhooks }: Acti
 
 export type OrderActivities = ReturnType<typeof createActivities>;
 
+/** A gift-card placement attempt's last heartbeat: it certainly never reached the provider. */
+interface PlacementNotReached {
+  notReachedAttempt: number;
+}
+
+/**
+ * A top-up send: one send, a 409 reported as `ProviderDuplicateRef`, every failure non-retryable,
+ * and an attempt > 1 refused. The workflow knows whether this is the order's first send and runs
+ * the look-ups itself.
+ */
 export interface SendOptions {
-  /**
-   * Just send, once (workflows since the settle patch): no look-up, a 409 reported as
-   * `ProviderDuplicateRef`, every failure non-retryable, and an attempt > 1 refused. The workflow
-   * knows whether this is the order's first send and runs the look-ups itself.
-   */
-  sendOnly?: boolean;
-  /** The workflow sends again after an earlier send activity gave up: look the ref up first. */
-  lookUpFirst?: boolean;
-  /**
-   * The ref to send and look up at the provider. Absent in activities scheduled before clients
-   * existed: those used the order's own ref.
-   */
+  /** The ref to send to the provider (OrderInput.providerRef); the request's own ref when absent. */
   providerRef?: string;
   /**
    * Epoch ms (the workflow's clock) after which this send must not go out: set on the first send,
@@ -195,41 +212,7 @@ function mayRunThisSend({ notAfter }: Pick<SendOptions, 'notAfter'>, localSends:
   }
 }
 
-/**
- * Sends a top-up at most once per ref. A retry (attempt > 1) follows an attempt whose outcome we
- * did not see — an unknown answer, a timeout, a worker that died — so it looks the ref up first:
- * found means that attempt was accepted; only "not found" allows a new send. The workflow's own
- * re-submission (a new activity, attempt 1 again) asks for the same with `lookUpFirst`.
- */
-async function sendTopupOnce<C>(
-  { lookUpFirst = false, sendOnly = false, notAfter }: SendOptions,
-  send: () => Promise<{ topupId: string }>,
-  checkRef: () => Promise<C>,
-  localSends: boolean,
-): Promise<Submission<C>> {
-  mayRunThisSend({ notAfter }, localSends);
-  if (sendOnly) return justSend(send);
-  if (lookUpFirst || Context.current().info.attempt > 1) {
-    const earlier = await lookUpEarlierSend(checkRef);
-    if (earlier.found) return { alreadySent: true, check: earlier.check };
-  }
-  try {
-    const { topupId } = await send();
-    return { providerReference: topupId, alreadySent: false };
-  } catch (err) {
-    if (!isProviderError(err, 'duplicate_ref')) throw toTemporalFailure(err);
-  }
-  // 409: the provider already accepted this ref, so it was sent; read its state instead.
-  const sent = await lookUpEarlierSend(checkRef);
-  if (sent.found) return { alreadySent: true, check: sent.check };
-  // A 409 for a ref the provider cannot find: it contradicts itself. Retry; the retry looks up first.
-  throw ApplicationFailure.retryable(
-    'send answered 409 (ref already used) but check-ref does not find the ref',
-    ProviderFailureType.outcomeUnknown,
-  );
-}
-
-/** One send, whose outcome the workflow handles: Temporal never repeats it (see SendOptions.sendOnly). */
+/** One send, whose outcome the workflow handles: Temporal never repeats it (see SendOptions). */
 async function justSend<C>(send: () => Promise<{ topupId: string }>): Promise<Submission<C>> {
   // The workflow schedules this with one attempt. Should a retry ever arrive all the same (a
   // misconfigured policy), the attempt before may have reached the provider: never send blind.
@@ -244,14 +227,6 @@ async function justSend<C>(send: () => Promise<{ topupId: string }>): Promise<Su
     return { providerReference: topupId, alreadySent: false };
   } catch (err) {
     throw toTemporalFailure(err, { neverRetry: true });
-  }
-}
-
-async function lookUpEarlierSend<C>(checkRef: () => Promise<C>): Promise<CheckOutcome<C>> {
-  try {
-    return await findOut(checkRef);
-  } catch (err) {
-    throw toTemporalFailure(err, { lookingUpEarlierSend: true });
   }
 }
 

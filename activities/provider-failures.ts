@@ -13,22 +13,15 @@ export interface FailureOptions {
    * about itself; the `type` still says whether a repeat would be safe.
    */
   neverRetry?: boolean;
-  /**
-   * The call was the look-up of an earlier, unclear send: whatever stopped the look-up (a 401
-   * after a key rotation, a refused connection, a 429) says nothing about that send, whose outcome
-   * stays unknown: never "rejected" (the order would FAIL) nor "not reached" (it would be re-sent).
-   */
-  lookingUpEarlierSend?: boolean;
 }
 
 export function toTemporalFailure(err: unknown, options: FailureOptions = {}): Error {
   // Not a provider failure: a bug in this process. Rethrown as is, so Temporal retries it like any error.
   if (!isProviderError(err)) return err instanceof Error ? err : new Error(String(err));
-  let type = failureType(err);
-  if (options.lookingUpEarlierSend) type = ProviderFailureType.outcomeUnknown;
+  const type = failureType(err);
   return ApplicationFailure.create({
     type,
-    message: options.lookingUpEarlierSend ? `looking up an earlier send: ${err.message}` : err.message,
+    message: err.message,
     nonRetryable: options.neverRetry || type === ProviderFailureType.rejected,
     nextRetryDelay: err.kind === 'rate_limited' ? err.retryAfterMs : undefined,
     details: [detailsOf(err)],

@@ -6,6 +6,8 @@
  *
  * Only scenarios without a fixture are recorded, unless named with --only or --overwrite is given:
  * a fixture recorded by older workflow code is what proves that orders it started still replay.
+ * Every fixture was recorded by lifecycle 1.0 (docs/contributors.md "Lifecycle 1.0"): a fixture of
+ * a later change is added next to them, and a change that breaks one of them needs a patch.
  *
  * The webhook scenarios run a whole webhook stack (API, both workers, a receiver that fails the
  * first attempt of each event): the order's history with its announcements, and the order's
@@ -110,14 +112,15 @@ const holdInHandling = (sandbox: TestSandbox, ref: string) =>
   sandbox.changeTopup(ref, { status: 'HANDLING' });
 
 /**
- * A normal order of the lean lifecycle (what the API starts today): at most 15 events, the send's
- * local-activity marker and no patch marker.
+ * A normal order: at most 15 events, the send's local-activity marker and no patch marker.
  */
-function verifyLean(history: History): void {
+function verifyNormal(history: History): void {
   const events = history.events ?? [];
   const markers = events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
   if (events.length > 15 || markers.some((name) => name !== 'core_local_activity') || markers.length !== 1) {
-    throw new Error(`expected a lean history: ${events.length} events, markers ${markers.join(', ')}`);
+    throw new Error(
+      `expected a normal order's history: ${events.length} events, markers ${markers.join(', ')}`,
+    );
   }
 }
 
@@ -135,62 +138,22 @@ const forceRefundThenFulfilAfterDispute: NonNullable<Scenario['operator']> = asy
 };
 
 const scenarios: Record<string, Scenario> = {
-  // Recorded by the lean lifecycle (OrderInput.lifecycle = 2); the scenarios below it by older code.
-  'lean-mobile-fulfilled': {
-    request: (ref) => mobileRequest(ref),
-    expected: 'FULFILLED',
-    verify: verifyLean,
-  },
-  'lean-internet-fulfilled': { request: internetRequest, expected: 'FULFILLED', verify: verifyLean },
-  'lean-gift-card-fulfilled': {
+  'mobile-fulfilled': { request: (ref) => mobileRequest(ref), expected: 'FULFILLED', verify: verifyNormal },
+  'internet-fulfilled': { request: internetRequest, expected: 'FULFILLED', verify: verifyNormal },
+  'gift-card-fulfilled': {
     request: (ref) => giftCardRequest(ref),
     expected: 'FULFILLED',
-    verify: verifyLean,
+    verify: verifyNormal,
   },
-  'lean-mobile-refunded-plan-mismatch': {
-    request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.planMismatch),
-    expected: 'REFUNDED',
-    verify: verifyLean,
-  },
-  'lean-mobile-send-lost-fulfilled': {
-    request: (ref) => mobileRequest(ref),
-    faults: [{ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 }],
-    expected: 'FULFILLED',
-  },
-  'lean-mobile-stuck-resolved-by-recheck': {
-    request: (ref) => mobileRequest(ref),
-    timings: { deadlineMs: 10_000, reviewRecheckMs: 15_000 },
-    expected: 'FULFILLED',
-  },
-  // The review in a run of its own (REVIEW_RUN_PATCH): the run that entered review and continued
-  // as new (its marker and the continue-as-new), and the review's run, resolved by an operator.
-  'lean-mobile-review-own-run-refunded': {
-    request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
-    timings: noWatch,
-    operator: (handle) =>
-      update(
-        handle,
-        { decision: 'REFUNDED', operator: 'recorder', note: 'no credit, ticket 4412' },
-        'applied',
-      ),
-    expected: 'REFUNDED',
-    firstRunAs: 'lean-mobile-review-own-run-entered',
-    verify: (history) => {
-      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
-      if ((started?.input?.payloads?.length ?? 0) !== 5 || !started?.continuedExecutionRunId)
-        throw new Error('expected the review run: continued, with the notice and three decisions as input');
-    },
-  },
-  'mobile-fulfilled': { request: (ref) => mobileRequest(ref), expected: 'FULFILLED' },
-  'internet-fulfilled': { request: internetRequest, expected: 'FULFILLED' },
-  'gift-card-fulfilled': { request: (ref) => giftCardRequest(ref), expected: 'FULFILLED' },
   'mobile-refunded': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.refunded),
     expected: 'REFUNDED',
+    verify: verifyNormal,
   },
   'mobile-refunded-plan-mismatch': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.planMismatch),
     expected: 'REFUNDED',
+    verify: verifyNormal,
   },
   'mobile-failed-refused': {
     request: (ref) => mobileRequest(ref),
@@ -202,13 +165,38 @@ const scenarios: Record<string, Scenario> = {
     faults: [{ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 }],
     expected: 'FULFILLED',
   },
+  // The review in a run of its own: the run that entered review and continued as new (the
+  // continue-as-new), and the review's run, resolved by an operator.
+  'mobile-review-own-run-refunded': {
+    request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
+    timings: noWatch,
+    operator: (handle) =>
+      update(
+        handle,
+        { decision: 'REFUNDED', operator: 'recorder', note: 'no credit, ticket 4412' },
+        'applied',
+      ),
+    expected: 'REFUNDED',
+    firstRunAs: 'mobile-review-own-run-entered',
+    verify: (history) => {
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+      if ((started?.input?.payloads?.length ?? 0) !== 5 || !started?.continuedExecutionRunId)
+        throw new Error('expected the review run: continued, with the notice and three decisions as input');
+    },
+  },
   'mobile-review-recheck-then-fulfilled': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
     operator: async (handle) => {
       await decide('RECHECK', 'asked the provider')(handle);
       await waitForView(handle, (v) => v.timeline.some((e) => e.event.includes('still in review')));
-      await decide('FULFILLED', 'provider confirmed by phone')(handle);
+      // Forced: the provider still says UNKNOWN_ERROR, which the check refuses to read as fulfilled.
+      await update(
+        handle,
+        { decision: 'FULFILLED', operator: 'recorder', note: 'provider confirmed by phone', force: true },
+        'applied',
+      );
     },
+    timings: noWatch,
     expected: 'FULFILLED',
   },
   'gift-card-review-refunded': {
@@ -217,22 +205,9 @@ const scenarios: Record<string, Scenario> = {
     operator: decide('REFUNDED', 'no cards issued; refunded'),
     expected: 'REFUNDED',
   },
-  // Recorded with the workflow code before the send-settles-before-resend patch (its send activity
-  // fails at the deadline, where the patched code would wait a settle window): proves the guard.
-  'mobile-send-unclear-review-before-settle': {
-    request: (ref) => mobileRequest(ref),
-    faults: [
-      { kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 },
-      { kind: 'rate_limit', routes: ['mobile.check'], retryAfterSeconds: 1 },
-    ],
-    timings: { deadlineMs: 8_000, maxIntervalMs: 2_000 },
-    operator: decide('FULFILLED', 'provider confirmed the top-up by phone'),
-    expected: 'FULFILLED',
-  },
-  // ---- recorded since the send-settles-before-resend patch ----
   'gift-card-replaced-after-not-reached': {
     request: (ref) => giftCardRequest(ref),
-    // The first placement cannot connect (nothing reached the provider): the workflow places again.
+    // The first placement (local) cannot connect: nothing reached the provider, it is placed again.
     provider: (client) => refusingFirst(client, 'placeGiftCardOrder'),
     expected: 'FULFILLED',
   },
@@ -249,7 +224,19 @@ const scenarios: Record<string, Scenario> = {
       const { planCode, msisdn, amount, ref } = request as ReturnType<typeof mobileRequest>;
       return provider.sendMobileTopup({ plan_code: planCode, MSSIDN: msisdn, amount, ref });
     },
-    operator: decide('REFUNDED', 'the ref belonged to an older order; nothing sent for this one'),
+    // Forced: the provider shows the older order's top-up under the ref, which contradicts REFUNDED.
+    operator: (handle) =>
+      update(
+        handle,
+        {
+          decision: 'REFUNDED',
+          operator: 'recorder',
+          note: 'the ref belonged to an older order; nothing sent for this one',
+          force: true,
+        },
+        'applied',
+      ),
+    timings: noWatch,
     expected: 'REFUNDED',
   },
   'mobile-stuck-resolved-by-recheck': {
@@ -258,8 +245,6 @@ const scenarios: Record<string, Scenario> = {
     timings: { deadlineMs: 10_000, reviewRecheckMs: 15_000 },
     expected: 'FULFILLED',
   },
-
-  // ---- recorded after decisions were checked against the provider (patch review-decisions-checked) ----
 
   'mobile-review-update-applied-watched': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
@@ -297,28 +282,16 @@ const scenarios: Record<string, Scenario> = {
     },
     expected: 'FULFILLED',
   },
+  // The dispute's own run: started with ReviewSince, as the review queue lists it.
   'mobile-review-forced-disputed-resolved': {
     request: (ref) => mobileRequest(ref),
     arrange: holdInHandling,
     timings: { ...stuck, ...shortWatch },
     operator: forceRefundThenFulfilAfterDispute,
-    expected: 'FULFILLED',
-  },
-  // Since review-since-attribute: ReviewSince set with NEEDS_REVIEW and again with DISPUTED; the
-  // timers and activities carry their summaries (Temporal UI metadata, which needs no patch).
-  'mobile-review-since-disputed-resolved': {
-    request: (ref) => mobileRequest(ref),
-    arrange: holdInHandling,
-    timings: { ...stuck, ...shortWatch },
-    operator: forceRefundThenFulfilAfterDispute,
     verify: (history) => {
-      const events = history.events ?? [];
-      const reviewSince = events.filter(
-        (e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.ReviewSince,
-      );
-      const summarized = events.filter((e) => e.timerStartedEventAttributes && e.userMetadata?.summary);
-      if (reviewSince.length !== 2 || summarized.length === 0) {
-        throw new Error('expected ReviewSince set twice (review, dispute) and timers with summaries');
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+      if (!started?.continuedExecutionRunId || !started.searchAttributes?.indexedFields?.ReviewSince) {
+        throw new Error("expected the dispute's own run, started with ReviewSince");
       }
     },
     expected: 'FULFILLED',
@@ -403,6 +376,14 @@ function refusingFirst(client: ProviderClient, method: keyof OrderProvider): Ord
   });
 }
 
+/** The run the workflow's latest run continued from. */
+async function previousRunId(handle: WorkflowHandle): Promise<string> {
+  const [started] = (await handle.fetchHistory()).events ?? [];
+  const runId = started?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+  if (!runId) throw new Error(`${handle.workflowId}: its latest run did not continue from another`);
+  return runId;
+}
+
 function scaled(timeScale: number, overrides: Partial<OrderTimings> = {}): OrderTimings {
   const timings = { ...defaultOrderTimings.mobile_topup, ...overrides };
   const scale = (ms: number) => Math.max(1, Math.round(ms * timeScale));
@@ -479,7 +460,8 @@ async function recordWebhookScenarios(
     }),
     signingKey,
     sandboxTimeScale: timeScale,
-    timingsFor: () => scaled(timeScale),
+    // No watch: the decided order closes with its decision.
+    timingsFor: () => scaled(timeScale, noWatch),
     policy: { idleCloseMs: 2_000 },
   });
   const rows: string[] = [];
@@ -580,11 +562,11 @@ async function main(): Promise<void> {
         const view = await handle.result();
         if (view.status !== scenario.expected)
           throw new Error(`${name}: ${view.status}, expected ${scenario.expected}`);
-        // A scenario that continues as new is recorded by its first run: the one that did.
+        // A scenario that continues as new is recorded by the review's run: the one that did.
         const recorded =
           scenario.continueAsNewAfter === undefined
             ? handle
-            : env.client.workflow.getHandle(handle.workflowId, firstRunId);
+            : env.client.workflow.getHandle(handle.workflowId, await previousRunId(handle));
         const history = await recorded.fetchHistory();
         scenario.verify?.(history);
         writeFileSync(join(historiesDir, `${name}.json`), historyToJson(history));

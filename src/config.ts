@@ -238,6 +238,11 @@ const schema = z.object({
    */
   ORDER_ACTIVITY_TIMEOUT_MS: millis.default(30_000),
   /**
+   * How often the order sweep (a Temporal Schedule, created by `npm run temporal:setup`) resumes
+   * orders whose workflow closed without a final status (terminated, timed out, failed).
+   */
+  ORDER_SWEEP_INTERVAL_MS: millis.default(5 * 60_000),
+  /**
    * How long an order an operator resolved without the provider's confirmation keeps being checked
    * against the provider (a later contradiction makes it DISPUTED). A day: providers reverse or
    * complete stuck orders within hours, not weeks. 0 = no watch.

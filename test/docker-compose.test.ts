@@ -169,6 +169,23 @@ describe('docker-compose.yml', () => {
     assert.match(codec.environment!.CODEC_AUTH_TOKENS!, /^\$\{CODEC_AUTH_TOKENS:\?/);
   });
 
+  it('hides the Temporal UI buttons that bypass an order’s own rules, and keeps signals and updates', () => {
+    const ui = services['temporal-ui']!.environment!;
+    for (const setting of [
+      'TEMPORAL_WORKFLOW_TERMINATE_DISABLED',
+      'TEMPORAL_WORKFLOW_RESET_DISABLED',
+      'TEMPORAL_BATCH_ACTIONS_DISABLED',
+    ])
+      assert.equal(ui[setting], 'true', setting);
+    // Operators decide reviews with Send an Update / Send a Signal; cancellation is safe (the order decides).
+    for (const setting of [
+      'TEMPORAL_DISABLE_WRITE_ACTIONS',
+      'TEMPORAL_WORKFLOW_SIGNAL_DISABLED',
+      'TEMPORAL_WORKFLOW_CANCEL_DISABLED',
+    ])
+      assert.equal(ui[setting], undefined, setting);
+  });
+
   it('sets on our services only variables the configuration knows', () => {
     for (const [name, service] of ourServices) {
       const unknown = Object.keys(service.environment ?? {}).filter(

@@ -101,8 +101,7 @@ export interface OrderTimings {
   /**
    * After a send whose outcome is unknown, how long the provider may take to show it in check-ref
    * (its worst processing time plus read lag): no new send until check-ref has not found the ref
-   * this long after the send ended, twice, this far apart. Absent from orders started before the
-   * settle patch (they do not use it).
+   * this long after the send ended, twice, this far apart.
    */
   settleMs: number;
 }
@@ -128,18 +127,8 @@ function defaults(deadlineMs: number): OrderTimings {
   };
 }
 
-/**
- * The lifecycle new orders take (docs/contributors.md "The order lifecycle: lean polling"): the first send as a
- * local activity in the first workflow task, then one polling activity that the server retries
- * on the provider's schedule. Set by the starter and carried over continue-as-new; absent in
- * orders started before it, which keep the older path (and its patch markers).
- */
-export const LEAN_LIFECYCLE = 2;
-
 export interface OrderInput {
   request: OrderRequest;
-  /** LEAN_LIFECYCLE for orders started since it; absent before. */
-  lifecycle?: typeof LEAN_LIFECYCLE;
   /** ISO time the intake API accepted the order. */
   acceptedAt: string;
   /**
@@ -165,6 +154,12 @@ export interface OrderInput {
   continued?: OrderContinuation;
   /** Continue as new once the history has this many events (default 2,000); lowered only by tests. */
   historyEventLimit?: number;
+  /**
+   * Set only by the order sweep (workflows/order-sweep.ts) when it starts a new run after one that
+   * closed without a final status (terminated, timed out, failed): the new run asks the provider
+   * before it sends anything. `continued` then carries the closed run's last view.
+   */
+  resumed?: { closedAs: string; at: string };
 }
 
 /** What a workflow run hands to the next when it continues as new. */
@@ -277,6 +272,8 @@ export interface OrderView {
 }
 
 export const statusQuery = defineQuery<OrderView>('status');
+/** The run's input, for the order sweep to resume a closed run from. */
+export const orderInputQuery = defineQuery<OrderInput>('orderInput');
 /** For Temporal UI and the CLI: no answer, so a refused decision is recorded in the timeline and log. */
 export const resolveReviewSignal = defineSignal<[ReviewDecision]>('resolveReview');
 
@@ -322,6 +319,6 @@ export const DecisionRejection = {
   notInReview: 'OrderNotInReview',
 } as const;
 
-export const finalStatuses: readonly OrderStatus[] = ['FULFILLED', 'REFUNDED', 'FAILED'];
+export const finalStatuses: readonly OrderStatus[] = ['FULFILLED', 'REFUNDED', 'FAILED', 'CANCELLED'];
 /** The statuses in which an order takes an operator's decision. */
 export const decisionStatuses: readonly OrderStatus[] = ['NEEDS_REVIEW', 'DISPUTED'];

@@ -37,7 +37,6 @@ import {
   type OrderInput,
   type OrderTimings,
   type OrderView as WorkflowOrderView,
-  LEAN_LIFECYCLE,
 } from '../../workflows/contract';
 import type { Caller, ClientRegistry } from '../clients/registry';
 import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../orders/schemas';
@@ -251,7 +250,6 @@ export class OrderService {
     const providerRef = sendsRef(request.type) ? providerRefFor(caller.id, request.ref) : undefined;
     const input: OrderInput = {
       request,
-      lifecycle: LEAN_LIFECYCLE,
       acceptedAt: this.#o.clock().toISOString(),
       clientId: caller.id,
       ...(providerRef ? { providerRef } : {}),

@@ -6,7 +6,7 @@ import type { Client } from '@temporalio/client';
 import type { AuditRun } from './story';
 
 /**
- * A run continues as new after about 2,000 events (workflows/order-lifecycle.ts), so this many
+ * A run continues as new after about 2,000 events (workflows/order/state.ts), so this many
  * runs is far more history than an order makes; past it the story starts at the oldest run read.
  */
 export const MAX_RUNS = 100;

@@ -17,6 +17,7 @@ export const orderStatuses = [
   'FULFILLED',
   'REFUNDED',
   'FAILED',
+  'CANCELLED',
   'NEEDS_REVIEW',
   'DISPUTED',
 ] as const;

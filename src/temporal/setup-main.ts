@@ -1,14 +1,16 @@
 /**
  * `npm run temporal:setup` (in the image: `node dist/src/temporal/setup-main.js`, docker-compose's
  * `temporal-setup` job): makes sure TEMPORAL_NAMESPACE exists with TEMPORAL_NAMESPACE_RETENTION and
- * that every search attribute the service needs is registered and served (src/temporal/setup.ts).
+ * that every search attribute the service needs is registered and served (src/temporal/setup.ts),
+ * and creates or updates the order sweep's Schedule (src/temporal/sweep-schedule.ts).
  * Exits 0 when Temporal is ready for orders; otherwise 1, with a message that says what is missing.
  */
-import { Connection } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { ConfigError, loadConfig } from '../config';
 import { createLogger } from '../logging';
 import { temporalConnectionOptions } from './connection';
 import { ensureTemporalSetup, TemporalSetupError } from './setup';
+import { ensureOrderSweepSchedule } from './sweep-schedule';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -36,7 +38,14 @@ async function main(): Promise<void> {
       timeoutMs: Math.max(1_000, deadline - Date.now()),
       log: (message) => logger.info(message),
     });
-    logger.info({ ...result, namespace: config.TEMPORAL_NAMESPACE }, 'Temporal is set up for orders');
+    const sweep = await ensureOrderSweepSchedule(
+      new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
+      { taskQueue: config.TEMPORAL_TASK_QUEUE, intervalMs: config.ORDER_SWEEP_INTERVAL_MS },
+    );
+    logger.info(
+      { ...result, sweepSchedule: sweep, namespace: config.TEMPORAL_NAMESPACE },
+      'Temporal is set up for orders',
+    );
   } finally {
     await connection.close();
   }

@@ -70,6 +70,8 @@ async function main(): Promise<void> {
     const dataConverter = dataConverterFromConfig(config);
     const workflowCode = workflowCodeFromConfig(config);
     const namespace = config.TEMPORAL_NAMESPACE;
+    // Events carry order views (phone numbers, card codes): encrypted like every payload.
+    const temporal = new Client({ connection, namespace, dataConverter });
     const orderWorker = await createOrderWorker({
       connection,
       namespace,
@@ -78,9 +80,9 @@ async function main(): Promise<void> {
       activities: createActivities({
         provider: provider.client,
         localSends: config.WORKER_PROVIDER_CALLS_PER_SECOND === undefined,
+        temporal,
         webhooks: {
-          // Events carry order views (phone numbers, card codes): encrypted like every payload.
-          temporal: new Client({ connection, namespace, dataConverter }),
+          temporal,
           taskQueue: config.WEBHOOK_TASK_QUEUE,
           endpoints,
           policy: webhookPolicyFromConfig(config),

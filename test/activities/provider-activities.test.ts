@@ -51,9 +51,9 @@ const request = mobileRequest('ref-1');
 const fulfilled: MobileCheck = { status: 'FULFILLED', MSSIDN: request.msisdn, topup_amount: 500 };
 const firstAttempt = new MockActivityEnvironment({ attempt: 1 });
 const retry = new MockActivityEnvironment({ attempt: 2 });
-const sendOnly = { sendOnly: true, providerRef: 'p-ref-1' };
+const withRef = { providerRef: 'p-ref-1' };
 
-describe('top-up send activity, sendOnly (since the settle patch)', () => {
+describe('top-up send activity: one send, never repeated by Temporal', () => {
   it('sends once, with the provider ref, without looking anything up', async () => {
     const sent: unknown[] = [];
     const provider = new Proxy({} as OrderProvider, {
@@ -62,7 +62,7 @@ describe('top-up send activity, sendOnly (since the settle patch)', () => {
         return { topupId: 't1', topupRef: 'p-ref-1' };
       },
     });
-    const result = await firstAttempt.run(createActivities({ provider }).sendMobileTopup, request, sendOnly);
+    const result = await firstAttempt.run(createActivities({ provider }).sendMobileTopup, request, withRef);
 
     assert.deepEqual(result, { providerReference: 't1', alreadySent: false });
     assert.deepEqual(sent, [
@@ -77,7 +77,7 @@ describe('top-up send activity, sendOnly (since the settle patch)', () => {
     const { activities, calls } = scriptedProvider({
       sendMobileTopup: [providerError('duplicate_ref', { status: 409, code: 'DUPLICATE_REF' })],
     });
-    const failure = await failureOf(firstAttempt.run(activities.sendMobileTopup, request, sendOnly));
+    const failure = await failureOf(firstAttempt.run(activities.sendMobileTopup, request, withRef));
 
     assert.equal(failure.type, ProviderFailureType.duplicateRef);
     assert.equal(failure.nonRetryable, true);
@@ -91,7 +91,7 @@ describe('top-up send activity, sendOnly (since the settle patch)', () => {
   ] as const) {
     it(`fails ${kind} non-retryably as ${type}: only the workflow decides to send again`, async () => {
       const { activities } = scriptedProvider({ sendMobileTopup: [providerError(kind)] });
-      const failure = await failureOf(firstAttempt.run(activities.sendMobileTopup, request, sendOnly));
+      const failure = await failureOf(firstAttempt.run(activities.sendMobileTopup, request, withRef));
       assert.equal(failure.type, type);
       assert.equal(failure.nonRetryable, true);
     });
@@ -99,7 +99,7 @@ describe('top-up send activity, sendOnly (since the settle patch)', () => {
 
   it('refuses to run as a retry (attempt 2): the attempt before may have reached the provider', async () => {
     const { activities, calls } = scriptedProvider({});
-    const failure = await failureOf(retry.run(activities.sendMobileTopup, request, sendOnly));
+    const failure = await failureOf(retry.run(activities.sendMobileTopup, request, withRef));
 
     assert.equal(failure.type, ProviderFailureType.outcomeUnknown);
     assert.equal(failure.nonRetryable, true);
@@ -160,99 +160,12 @@ describe('provider calls end within their activity attempt', () => {
   });
 });
 
-describe('top-up send activity', () => {
-  it('on the first attempt, sends without looking the ref up', async () => {
-    const { activities, calls } = scriptedProvider({
-      sendMobileTopup: [{ topupId: 't1', topupRef: 'ref-1' }],
-    });
-    assert.deepEqual(await firstAttempt.run(activities.sendMobileTopup, request), {
-      providerReference: 't1',
-      alreadySent: false,
-    });
-    assert.deepEqual(calls, ['sendMobileTopup']);
-  });
-
-  it('on a retry, when the ref is found, returns it as already sent and does not send', async () => {
-    const { activities, calls } = scriptedProvider({ checkMobileTopup: [fulfilled] });
-    assert.deepEqual(await retry.run(activities.sendMobileTopup, request), {
-      alreadySent: true,
-      check: fulfilled,
-    });
-    assert.deepEqual(calls, ['checkMobileTopup']);
-  });
-
-  it('on a retry, when the ref is not found, sends', async () => {
-    const { activities, calls } = scriptedProvider({
-      checkMobileTopup: [providerError('not_found', { status: 404 })],
-      sendMobileTopup: [{ topupId: 't2', topupRef: 'ref-1' }],
-    });
-    assert.deepEqual(await retry.run(activities.sendMobileTopup, request), {
-      providerReference: 't2',
-      alreadySent: false,
-    });
-    assert.deepEqual(calls, ['checkMobileTopup', 'sendMobileTopup']);
-  });
-
-  it('on a retry, when looking the ref up is refused (e.g. 401), fails retryably: the earlier send is still unclear', async () => {
-    const { activities, calls } = scriptedProvider({
-      checkMobileTopup: [providerError('refused', { status: 401, code: 'UNAUTHORIZED' })],
-    });
-    const failure = await failureOf(retry.run(activities.sendMobileTopup, request));
-    assert.equal(failure.type, ProviderFailureType.outcomeUnknown);
-    assert.equal(failure.nonRetryable, false);
-    assert.deepEqual(calls, ['checkMobileTopup'], 'no send while the earlier one is unclear');
-  });
-
-  it('when the send answers 409 (ref already used), treats it as sent and reads its state', async () => {
-    const { activities, calls } = scriptedProvider({
-      sendMobileTopup: [providerError('duplicate_ref', { status: 409 })],
-      checkMobileTopup: [fulfilled],
-    });
-    assert.deepEqual(await firstAttempt.run(activities.sendMobileTopup, request), {
-      alreadySent: true,
-      check: fulfilled,
-    });
-    assert.deepEqual(calls, ['sendMobileTopup', 'checkMobileTopup']);
-  });
-
-  it('when the provider refuses (4xx), fails non-retryably as ProviderRejected with the codes', async () => {
-    const { activities } = scriptedProvider({
-      sendMobileTopup: [providerError('refused', { status: 403, code: 'FORBIDDEN' })],
-    });
-    const failure = await failureOf(firstAttempt.run(activities.sendMobileTopup, request));
-    assert.equal(failure.type, ProviderFailureType.rejected);
-    assert.equal(failure.nonRetryable, true);
-    assert.deepEqual(failure.details, [{ kind: 'refused', operation: 'op', status: 403, code: 'FORBIDDEN' }]);
-  });
-
-  it('when the outcome is unknown, fails retryably (the retry looks the ref up first)', async () => {
-    const { activities } = scriptedProvider({
-      sendMobileTopup: [providerError('outcome_unknown', { status: 503 })],
-    });
-    const failure = await failureOf(firstAttempt.run(activities.sendMobileTopup, request));
-    assert.equal(failure.type, ProviderFailureType.outcomeUnknown);
-    assert.equal(failure.nonRetryable, false);
-  });
-
-  it('when rate limited, fails retryably with the next retry after Retry-After', async () => {
-    const { activities } = scriptedProvider({
-      sendMobileTopup: [providerError('rate_limited', { status: 429, retryAfterMs: 3_000 })],
-    });
-    const failure = await failureOf(firstAttempt.run(activities.sendMobileTopup, request));
-    assert.equal(failure.type, ProviderFailureType.rateLimited);
-    assert.equal(failure.nonRetryable, false);
-    assert.equal(failure.nextRetryDelay, 3_000);
-  });
-});
-
 describe('gift-card placement activity', () => {
   for (const [kind, type] of [
-    ['not_reached', ProviderFailureType.notReached],
-    ['rate_limited', ProviderFailureType.rateLimited],
     ['outcome_unknown', ProviderFailureType.outcomeUnknown],
     ['refused', ProviderFailureType.rejected],
   ] as const) {
-    it(`when placement fails as ${kind}, fails non-retryably as ${type}: only the workflow may place again`, async () => {
+    it(`when placement fails as ${kind}, fails non-retryably as ${type}: it may not be placed again`, async () => {
       const { activities, calls } = scriptedProvider({ placeGiftCardOrder: [providerError(kind)] });
       const failure = await failureOf(
         firstAttempt.run(activities.placeGiftCardOrder, giftCardRequest('g-1')),
@@ -262,6 +175,46 @@ describe('gift-card placement activity', () => {
       assert.deepEqual(calls, ['placeGiftCardOrder']);
     });
   }
+
+  for (const [kind, type] of [
+    ['not_reached', ProviderFailureType.notReached],
+    ['rate_limited', ProviderFailureType.rateLimited],
+  ] as const) {
+    it(`when placement fails as ${kind}, fails retryably as ${type} and says so in its last heartbeat`, async () => {
+      const { activities } = scriptedProvider({ placeGiftCardOrder: [providerError(kind)] });
+      const env = new MockActivityEnvironment({ attempt: 1 });
+      const beats: unknown[] = [];
+      env.on('heartbeat', (details: unknown) => beats.push(details));
+      const failure = await failureOf(env.run(activities.placeGiftCardOrder, giftCardRequest('g-1')));
+      assert.equal(failure.type, type);
+      assert.equal(failure.nonRetryable, false);
+      assert.deepEqual(beats, [{ notReachedAttempt: 1 }]);
+    });
+  }
+
+  it('places again on the attempt after one that certainly never reached the provider', async () => {
+    const { activities, calls } = scriptedProvider({ placeGiftCardOrder: [{ orderId: 'o-2' }] });
+    const env = new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { notReachedAttempt: 1 } });
+    assert.deepEqual(await env.run(activities.placeGiftCardOrder, giftCardRequest('g-1')), {
+      providerReference: 'o-2',
+      alreadySent: false,
+    });
+    assert.deepEqual(calls, ['placeGiftCardOrder']);
+  });
+
+  it('refuses to place on an attempt after one that may have reached the provider (it timed out, its worker died)', async () => {
+    const { activities, calls } = scriptedProvider({ placeGiftCardOrder: [{ orderId: 'o-2' }] });
+    for (const env of [
+      new MockActivityEnvironment({ attempt: 2 }),
+      // Attempt 2 was not reached, attempt 3 then timed out: attempt 4 finds attempt 2's word only.
+      new MockActivityEnvironment({ attempt: 4, heartbeatDetails: { notReachedAttempt: 2 } }),
+    ]) {
+      const failure = await failureOf(env.run(activities.placeGiftCardOrder, giftCardRequest('g-1')));
+      assert.equal(failure.type, ProviderFailureType.outcomeUnknown);
+      assert.equal(failure.nonRetryable, true);
+    }
+    assert.deepEqual(calls, []);
+  });
 });
 
 describe('status check activities', () => {
@@ -282,14 +235,14 @@ describe('status check activities', () => {
   });
 });
 
-describe("the lean lifecycle's first send, a local activity", () => {
+describe('the first send, a local activity', () => {
   const local = new MockActivityEnvironment({ attempt: 1, isLocal: true, scheduledTimestampMs: Date.now() });
 
   it('when scheduled after its window (it may re-run a send of a task that ran before), refuses as outcome unknown and sends nothing', async () => {
     const { activities, calls } = scriptedProvider({ sendMobileTopup: [{ topupId: 't-1' }] });
     const late = new MockActivityEnvironment({ attempt: 1, isLocal: true, scheduledTimestampMs: Date.now() });
     const failure = await failureOf(
-      late.run(activities.sendMobileTopup, request, { ...sendOnly, notAfter: Date.now() - 1_000 }),
+      late.run(activities.sendMobileTopup, request, { ...withRef, notAfter: Date.now() - 1_000 }),
     );
     assert.equal(failure.type, ProviderFailureType.outcomeUnknown);
     assert.equal(failure.nonRetryable, true);
@@ -299,7 +252,7 @@ describe("the lean lifecycle's first send, a local activity", () => {
   it('within its window, sends once', async () => {
     const { activities, calls } = scriptedProvider({ sendMobileTopup: [{ topupId: 't-1' }] });
     const submission = await local.run(activities.sendMobileTopup, request, {
-      ...sendOnly,
+      ...withRef,
       notAfter: Date.now() + 5_000,
     });
     assert.deepEqual(submission, { providerReference: 't-1', alreadySent: false });
@@ -311,18 +264,18 @@ describe("the lean lifecycle's first send, a local activity", () => {
       { sendMobileTopup: [{ topupId: 't-1' }], placeGiftCardOrder: [{ orderId: 'o-1' }] },
       { localSends: false },
     );
-    const send = await failureOf(local.run(activities.sendMobileTopup, request, sendOnly));
+    const send = await failureOf(local.run(activities.sendMobileTopup, request, withRef));
     const place = await failureOf(local.run(activities.placeGiftCardOrder, giftCardRequest('g-1'), {}));
     assert.equal(send.type, ProviderFailureType.localSendDeclined);
     assert.equal(place.type, ProviderFailureType.localSendDeclined);
     assert.deepEqual(calls, []);
     // The same worker sends through the task queue.
-    await firstAttempt.run(activities.sendMobileTopup, request, sendOnly);
+    await firstAttempt.run(activities.sendMobileTopup, request, withRef);
     assert.deepEqual(calls, ['sendMobileTopup']);
   });
 });
 
-describe('polling activity (lean lifecycle): one check per attempt, retried by the server', () => {
+describe('polling activity: one check per attempt, retried by the server', () => {
   const plan = (overrides: Partial<PollPlan> = {}): PollPlan => ({
     firstCheckMs: 5_000,
     handlingCheckMs: 15_000,

@@ -23,7 +23,6 @@ import type { OutcomeChangeSpecInput } from '../../src/sandbox/outcome-changes';
 import {
   AcceptedAtAttribute,
   defaultOrderTimings,
-  LEAN_LIFECYCLE,
   OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
@@ -181,8 +180,8 @@ export function startOrder(
     {
       taskQueue,
       workflowId: orderWorkflowId(request.ref),
-      // As the API starts orders (lean lifecycle), unless the test gives another `lifecycle`.
-      args: [{ request, acceptedAt: acceptedAt.toISOString(), lifecycle: LEAN_LIFECYCLE, ...extra }],
+      // As the API starts orders.
+      args: [{ request, acceptedAt: acceptedAt.toISOString(), ...extra }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       // The API keeps a fingerprint of the request here; it must survive continue-as-new.
       memo: { requestHash: `test-${request.ref}` },
@@ -280,6 +279,9 @@ export async function startOrderTestWorkers<K extends string>(
   installTestRuntime();
   const [temporal, workflowCode] = await Promise.all([useTemporal(), bundledWorkflows()]);
   const nativeConnection = await NativeConnection.connect({ address: temporal.address });
+  const connection = await Connection.connect({ address: temporal.address });
+  // The sweep's activity resumes orders through it (activities/sweep.ts).
+  const client = new Client({ connection, namespace: temporal.namespace });
   const entries = Object.entries(providers) as [K, OrderProvider][];
   const workers = await Promise.all(
     entries.map(async ([name, provider]) => {
@@ -288,16 +290,19 @@ export async function startOrderTestWorkers<K extends string>(
         connection: nativeConnection,
         namespace: temporal.namespace,
         taskQueue,
-        activities: createActivities({ provider, localSends: !queueSendsOnly.includes(name) }),
+        activities: createActivities({
+          provider,
+          localSends: !queueSendsOnly.includes(name),
+          temporal: client,
+        }),
         workflowCode,
       });
       return { name, taskQueue, worker, running: worker.run() };
     }),
   );
-  const connection = await Connection.connect({ address: temporal.address });
   return {
     temporal,
-    client: new Client({ connection, namespace: temporal.namespace }),
+    client,
     taskQueues: Object.fromEntries(workers.map((w) => [w.name, w.taskQueue])) as Record<K, string>,
     async stop() {
       for (const { worker } of workers) worker.shutdown();

@@ -93,24 +93,6 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     assert.equal((await sandbox.sendsOf(request.ref)).accepted, 1);
   });
 
-  it('an order started before the lean lifecycle (no lifecycle in its input) still completes on its own path: patch markers, a send activity, checks on timers', async () => {
-    const request = mobileRequest(newRef('mobile-old-path'));
-    const handle = await start(request, { lifecycle: undefined });
-    const view = await handle.result();
-    assert.equal(view.status, 'FULFILLED');
-    const history = (await handle.fetchHistory()).events ?? [];
-    const activities = history.flatMap(
-      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
-    );
-    assert.equal(activities[0], 'sendMobileTopup');
-    assert.ok(
-      activities.slice(1).every((name) => name === 'checkMobileTopup'),
-      activities.join(' '),
-    );
-    assert.ok(history.some((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch'));
-    assert.equal((await sandbox.sendsOf(request.ref)).accepted, 1);
-  });
-
   it('on a worker whose provider calls are rate-limited by the task queue, the send goes through the queue (an activity) and is made once', async () => {
     const request = mobileRequest(newRef('mobile-queued-send'));
     const handle = await startOrder(env.client, env.taskQueues.queueSends, request, {

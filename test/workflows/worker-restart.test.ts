@@ -26,7 +26,6 @@ import {
   startTestSandbox,
   type TestSandbox,
 } from '../helpers/orders';
-import type { OrderInput } from '../../workflows/contract';
 
 const root = resolve(__dirname, '..', '..');
 /** The child's provider timeouts: one call takes at most 2.5 s, so an attempt needs 2 × 2.5 s + margin. */
@@ -69,7 +68,7 @@ describe('a worker process killed while an order is in flight', () => {
   }
 
   /** `npm run worker`'s entry point with test configuration; resolves once it has started polling. */
-  async function startWorkerProcess(): Promise<ChildProcess> {
+  async function startWorkerProcess(env: Record<string, string> = {}): Promise<ChildProcess> {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'worker', 'main.ts')], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -83,6 +82,7 @@ describe('a worker process killed while an order is in flight', () => {
         PROVIDER_API_KEY: SANDBOX_KEY,
         WORKER_WORKFLOW_BUNDLE_PATH: bundlePath,
         ...childHttpTimeouts,
+        ...env,
       },
     });
     children.add(child);
@@ -153,17 +153,16 @@ describe('a worker process killed while an order is in flight', () => {
   const killedDuringLateCommittedSend = async (
     label: string,
     commitDelayMs: number,
-    extra: Partial<OrderInput> = {},
+    firstWorkerEnv: Record<string, string> = {},
   ) => {
     await sandbox.settings({ uniqueRefs: false });
     await sandbox.addFault({ kind: 'late_commit', commitDelayMs, routes: ['mobile.send'], times: 1 });
     try {
-      const first = await startWorkerProcess();
+      const first = await startWorkerProcess(firstWorkerEnv);
       const request = mobileRequest(newRef(label));
       const since = Date.now();
       const handle = await startOrder(client, taskQueue, request, {
         timings: scaledTimings({ activityTimeoutMs: 3_000, settleMs: 3_000 }),
-        ...extra,
       });
       await waitForSendInFlight(since);
 
@@ -187,10 +186,10 @@ describe('a worker process killed while an order is in flight', () => {
   };
 
   it('when SIGKILLed during a send the provider commits only later (no unique refs), the new worker finds that send after the settle window and never sends again', async () => {
-    // A send through the task queue (the lifecycle before the lean one, which orders still in
-    // flight run): the provider commits 4 s after receiving it, whoever is still listening; the dead
-    // worker's attempt times out after 3 s. A look-up right then would find nothing.
-    await killedDuringLateCommittedSend('killed-late', 4_000, { lifecycle: undefined });
+    // A send through the task queue (a worker whose provider calls are rate-limited sends every
+    // order that way): the provider commits 4 s after receiving it, whoever is still listening; the
+    // dead worker's attempt times out after 3 s. A look-up right then would find nothing.
+    await killedDuringLateCommittedSend('killed-late', 4_000, { WORKER_PROVIDER_CALLS_PER_SECOND: '50' });
   });
 
   it('when SIGKILLed during the local-activity send of the first workflow task, the task that runs again looks the ref up and never sends twice', async () => {

@@ -1,0 +1,91 @@
+/**
+ * The sweep's activity (workflows/order-sweep.ts): finds every order whose latest workflow run
+ * closed without a final status (terminated, timed out, failed, or cancelled by older code) and
+ * starts a new run under the same workflow ID with the closed run's input and last view, marked
+ * `resumed`: the new run looks the order up at the provider and never sends again unless the
+ * provider certainly never had it (the settle rules of "Never send twice").
+ */
+import { log } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import {
+  defaultOrderTimings,
+  finalStatuses,
+  orderInputQuery,
+  OrderStatusAttribute,
+  statusQuery,
+  workflowTypeByOrderType,
+  type OrderInput,
+  type OrderView,
+} from '../workflows/contract';
+
+/** The closed-run statuses a sweep resumes, as visibility queries name them. */
+const strandedStatuses = ['Terminated', 'TimedOut', 'Failed', 'Canceled'];
+const strandedNames: readonly string[] = ['TERMINATED', 'TIMED_OUT', 'FAILED', 'CANCELLED'];
+
+export function strandedOrdersQuery(taskQueue: string): string {
+  const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
+  const statuses = strandedStatuses.map((s) => `'${s}'`);
+  const final = finalStatuses.map((s) => `'${s}'`);
+  return (
+    `TaskQueue = '${taskQueue}' AND WorkflowType IN (${types.join(', ')}) ` +
+    `AND ExecutionStatus IN (${statuses.join(', ')}) AND ${OrderStatusAttribute.name} NOT IN (${final.join(', ')})`
+  );
+}
+
+export function createSweepActivities(temporal: Client | undefined) {
+  return {
+    async resumeStrandedOrders(taskQueue: string): Promise<{ resumed: string[] }> {
+      if (!temporal) throw new Error('this worker has no Temporal client for the sweep');
+      const resumed: string[] = [];
+      for await (const closed of temporal.workflow.list({ query: strandedOrdersQuery(taskQueue) })) {
+        const latest = await temporal.workflow.getHandle(closed.workflowId).describe();
+        // A later run exists (already resumed, or a new order under a reused ID): not ours to touch.
+        if (latest.runId !== closed.runId || !strandedNames.includes(latest.status.name)) continue;
+        const run = temporal.workflow.getHandle(closed.workflowId, closed.runId);
+        // A closed run answers queries by replaying its history on a worker.
+        const input = await run.query(orderInputQuery);
+        const view = await run.query(statusQuery).catch(() => undefined);
+        if (view && finalStatuses.includes(view.status)) continue;
+        await temporal.workflow.start(latest.type, {
+          workflowId: closed.workflowId,
+          taskQueue: latest.taskQueue,
+          args: [resumedInput(input, view, latest.status.name)],
+          workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+          memo: latest.memo,
+          typedSearchAttributes: latest.typedSearchAttributes,
+        });
+        log.warn('order resumed after its workflow closed without a final status', {
+          workflowId: closed.workflowId,
+          closedAs: latest.status.name,
+        });
+        resumed.push(closed.workflowId);
+      }
+      return { resumed };
+    },
+  };
+}
+
+export type SweepActivities = ReturnType<typeof createSweepActivities>;
+
+/**
+ * The closed run's input with its last view: the new run starts where the closed one was, with a
+ * deadline of a whole order from now (the closed run's deadline is not in its view).
+ */
+function resumedInput(input: OrderInput, view: OrderView | undefined, closedAs: string): OrderInput {
+  const { continued, ...rest } = input;
+  const { deadlineMs } = { ...defaultOrderTimings[input.request.type], ...input.timings };
+  const at = new Date().toISOString();
+  return {
+    ...rest,
+    resumed: { closedAs, at },
+    ...(view && {
+      continued: {
+        ...continued,
+        view,
+        deadlineAt: Date.now() + deadlineMs,
+        // Look the order up at once: that is what the new run is for.
+        nextCheckMs: 0,
+      },
+    }),
+  };
+}

@@ -1,0 +1,17 @@
+/** A gift card: placed without a ref of ours, so it is checked only by the provider's orderId. */
+import type { GiftCardRequest } from '../../../src/orders/schemas';
+import type { GiftCardOrderCheck } from '../../../src/provider/wire';
+import type { OrderAdapter } from '../types';
+
+export const giftCardAdapter: OrderAdapter<GiftCardRequest, GiftCardOrderCheck> = {
+  // placeOrder carries no reference of ours: an attempt whose answer was lost cannot be looked up.
+  submitRetry: 'once',
+  submit: (activities, { request }, how) => activities.placeGiftCardOrder(request, how),
+  check: (activities, _request, orderId) => (orderId ? activities.checkGiftCardOrder(orderId) : undefined),
+  poll: (activities, _request, orderId, plan) =>
+    orderId ? activities.pollGiftCardOrder(orderId, plan) : undefined,
+  fulfilledResult: (check, request) =>
+    check.cards?.length === request.quantity
+      ? { cards: check.cards.map((card) => ({ code: card.value, serial: card.serial })) }
+      : { problem: `FULFILLED with ${check.cards?.length ?? 0} cards for a quantity of ${request.quantity}` },
+};

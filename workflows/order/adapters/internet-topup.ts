@@ -1,0 +1,27 @@
+/** An internet top-up: sent under our ref, checked by it; a fulfilled one carries a card code. */
+import type { InternetTopupRequest } from '../../../src/orders/schemas';
+import type { InternetCheck } from '../../../src/provider/wire';
+import type { OrderAdapter } from '../types';
+import { otherTopup } from './other-topup';
+
+export const internetTopupAdapter: OrderAdapter<InternetTopupRequest, InternetCheck> = {
+  submitRetry: 'lookup',
+  submit: (activities, { request, providerRef }, how) =>
+    activities.sendInternetTopup(request, { ...how, providerRef }),
+  check: (activities, { providerRef }) => activities.checkInternetTopup(providerRef),
+  poll: (activities, { providerRef }, _topupId, plan) => activities.pollInternetTopup(providerRef, plan),
+  fulfilledResult: (check) =>
+    check.card_code && check.num_trans
+      ? { cardCode: check.card_code, transactionNumber: check.num_trans }
+      : { problem: 'FULFILLED without card_code or num_trans' },
+  notThisOrder: (check, { request }, topupId) => {
+    // The spec shows only the status here; a provider that also shows the line is held to it.
+    const shown = check as { type?: unknown; number?: unknown; value?: unknown };
+    const differs = (value: unknown, ours: unknown) => value !== undefined && value !== ours;
+    return differs(shown.type, request.lineType) ||
+      differs(shown.number, request.number) ||
+      differs(shown.value, request.value)
+      ? 'the top-up under this ref has another line or value than the order'
+      : otherTopup(check, topupId);
+  },
+};

@@ -1,0 +1,81 @@
+/**
+ * Polling: one activity that the server retries on the provider's schedule (activities
+ * pollUntilSettled) and that returns what the provider said on the way; the view takes each
+ * status change at the time the provider reported it (docs/contributors.md "The order lifecycle").
+ */
+import { ActivityFailure, log, proxyActivities, sleep, TimeoutFailure } from '@temporalio/workflow';
+import type { OrderActivities } from '../../activities';
+import type { PollPlan, PollProgress } from '../../activities/outcomes.types';
+import type { OrderRequest } from '../contract';
+import { describeFailure, PROVIDER_DOES_NOT_KNOW } from './failures';
+import type { Order } from './state';
+import type { ProviderCheck } from './types';
+
+/**
+ * Polling: one activity that the server retries on the provider's schedule
+ * (activities pollUntilSettled) and that returns what the provider said on the way; the view
+ * takes each status change at the time the provider reported it. While it runs the view keeps
+ * the status it had when it started (docs/contributors.md "The order lifecycle").
+ */
+export async function pollStep<R extends OrderRequest, C extends ProviderCheck>(
+  o: Order<R, C>,
+): Promise<void> {
+  const plan: PollPlan = {
+    firstCheckMs: Math.max(0, Math.min(o.nextCheckMs, o.deadlineAt - Date.now())),
+    handlingCheckMs: o.timings.handlingCheckMs,
+    maxIntervalMs: o.timings.maxIntervalMs,
+    until: o.deadlineAt,
+    ...(o.view.providerStatus && { lastStatus: o.view.providerStatus }),
+  };
+  const activities = proxyActivities<OrderActivities>({
+    startToCloseTimeout: o.timings.activityTimeoutMs,
+    // A backstop only: the activity itself ends at the deadline with the last answer.
+    scheduleToCloseTimeout: Math.max(0, o.deadlineAt - Date.now()) + 2 * o.timings.activityTimeoutMs,
+    retry: o.retryPolicy(),
+    summary: 'status checks until the order settles (one per attempt)',
+  });
+  let progress: PollProgress<C> | undefined;
+  let settled = false;
+  let failed: string | undefined;
+  try {
+    const outcome = o.adapter.poll(activities, o.order, o.view.providerReference, plan);
+    if (!outcome) return o.toReview('stuck: the order cannot be looked up', 'no provider reference');
+    ({ settled, ...progress } = await outcome);
+  } catch (err) {
+    failed = describeFailure(err);
+    const timeout =
+      err instanceof ActivityFailure && err.cause instanceof TimeoutFailure ? err.cause : undefined;
+    progress = timeout?.lastHeartbeatDetails as PollProgress<C> | undefined;
+    log.warn('polling ended without an answer', { failure: failed });
+  }
+  let last: string | undefined;
+  for (const seen of progress?.observed ?? []) {
+    last = seen.check
+      ? `provider status ${seen.answer}`
+      : seen.answer === 'NOT_FOUND'
+        ? PROVIDER_DOES_NOT_KNOW
+        : `the status check failed (${seen.failure ?? 'no answer'})`;
+    if (seen.check && o.isOpen()) observePolled(o, seen.check, seen.at);
+  }
+  if (!o.isOpen()) return;
+  if (settled) return o.publishStatus();
+  if (Date.now() >= o.deadlineAt) {
+    return o.toReview('stuck: no final status by the deadline', failed ?? last ?? 'no answer');
+  }
+  // Not settled before the deadline: only a failure of the polling itself (a bug); try again later.
+  o.publishStatus();
+  await sleep(o.timings.maxIntervalMs);
+}
+
+/** One answer the polling activity saw, at the time it saw it. */
+function observePolled<R extends OrderRequest, C extends ProviderCheck>(
+  o: Order<R, C>,
+  check: C,
+  at: string,
+): void {
+  o.actOnCheck(check, (status) => {
+    if (status === o.view.status) return;
+    // Published with whatever status the polling ends in: one search-attribute update.
+    o.transition(status, `The provider reports ${check.status}`, { at, publish: false });
+  });
+}

@@ -1,0 +1,396 @@
+/**
+ * An order's state and its transitions, shared by every phase (send, polling, review, watch): the
+ * view the status query answers, the deadline, the decisions waiting, the watch, and the one way
+ * each status change is made — noted in the timeline, published to search attributes and
+ * announced to the client's webhooks.
+ *
+ * Deterministic workflow code: no I/O, no Node built-ins; Date.now() is the SDK's replay-safe clock.
+ */
+import {
+  ApplicationFailure,
+  log,
+  proxyLocalActivities,
+  setCurrentDetails,
+  upsertSearchAttributes,
+  workflowInfo,
+  type ActivityOptions,
+} from '@temporalio/workflow';
+import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporalio/common';
+import type { OrderActivities } from '../../activities';
+import { nextCheckDelayMs, type Submission } from '../../activities/outcomes.types';
+import { decidedByWhom } from '../../src/orders/review-decision';
+import type { ReviewDecision } from '../../src/orders/schemas';
+import { statusEventType } from '../../src/webhooks/event-types';
+import type { OrderEvent } from '../webhook-contract';
+import {
+  AcceptedAtAttribute,
+  decisionStatuses,
+  defaultOrderTimings,
+  OrderStatusAttribute,
+  OrderTypeAttribute,
+  ReviewSinceAttribute,
+  type DecisionOutcome,
+  type DecisionRefusal,
+  type DecisionWatch,
+  type OrderInput,
+  type OrderRequest,
+  type OrderStatus,
+  type OrderTimings,
+  type OrderType,
+  type OrderView,
+  type ReviewResolution,
+} from '../contract';
+import { countDecisionOutcome } from '../decision-metrics';
+import { orderDetails, type ReviewNotice } from '../ui-metadata';
+import { refundOf } from './failures';
+import { RETRY_INITIAL_INTERVAL_MS } from './send';
+import type { AdaptedOrder, Interpretation, OrderAdapter, ProviderCheck, QueuedDecision } from './types';
+
+/**
+ * Temporal warns at 10,240 events; continuing as new well before keeps replays fast and leaves
+ * room for a burst of signals. A normal order uses about 15.
+ */
+const DEFAULT_HISTORY_EVENT_LIMIT = 2_000;
+/** The view's timeline keeps its first entry and the latest ones; the history keeps everything. */
+const MAX_TIMELINE_ENTRIES = 100;
+/**
+ * A fresh workflow's first task sees exactly its first three events (started, task scheduled,
+ * task started). A longer history at the first activation means an earlier task failed or timed
+ * out — possibly after its local-activity send reached the provider — or a signal came first.
+ */
+const FIRST_TASK_HISTORY_LENGTH = 3;
+/**
+ * Announcing an event is one signal-with-start from the worker: a local activity, so it costs the
+ * order one marker event and no task. Retried until Temporal takes it: a lost event is a missed webhook.
+ */
+const announcer = proxyLocalActivities<Pick<OrderActivities, 'announceOrderEvent'>>({
+  startToCloseTimeout: 10_000,
+  retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000 },
+});
+
+export class Order<R extends OrderRequest, C extends ProviderCheck> {
+  readonly request: R;
+  readonly order: AdaptedOrder<R>;
+  readonly timings: OrderTimings;
+  readonly view: OrderView;
+  /** Epoch ms after which a still-open order goes to NEEDS_REVIEW as stuck (renewed when polling resumes). */
+  deadlineAt: number;
+  /** Polling: how long to wait before the next check. */
+  nextCheckMs: number;
+  /** Valid operator decisions received in review, oldest first. */
+  readonly decisions: QueuedDecision[] = [];
+  /** This is the workflow's first task, never tried before (FIRST_TASK_HISTORY_LENGTH). */
+  readonly freshFirstTask: boolean;
+  /** Set while an operator's decision is watched. */
+  watch: DecisionWatch | undefined;
+  /** Webhook events: the last sequence number announced, and the announcements in flight, in order. */
+  eventSequence: number;
+  announcing: Promise<void> = Promise.resolve();
+  /** When Temporal was asked to cancel this run (cancellation.ts), if it was. */
+  cancelRequestedAt: string | undefined;
+
+  constructor(
+    readonly orderType: OrderType,
+    readonly adapter: OrderAdapter<R, C>,
+    readonly input: OrderInput,
+    /** The review this run was started to show, if any. */
+    readonly shownReview?: ReviewNotice,
+  ) {
+    if (input.request.type !== orderType) {
+      throw ApplicationFailure.nonRetryable(
+        `a ${input.request.type} order cannot run as ${orderType}`,
+        'WrongOrderType',
+      );
+    }
+    this.request = input.request as R;
+    this.order = { request: this.request, providerRef: input.providerRef ?? input.request.ref };
+    this.timings = { ...defaultOrderTimings[orderType], ...input.timings };
+    const carried = input.continued;
+    this.view = carried?.view ?? {
+      ref: input.request.ref,
+      type: orderType,
+      status: 'ACCEPTED',
+      request: input.request,
+      acceptedAt: input.acceptedAt,
+      updatedAt: input.acceptedAt,
+      timeline: [{ at: input.acceptedAt, status: 'ACCEPTED', event: 'Order accepted' }],
+    };
+    // Orders (and runs) from before the view named its owner gain it here: no command, no event.
+    if (input.clientId) this.view.client = input.clientId;
+    this.deadlineAt = carried?.deadlineAt ?? Date.now() + this.timings.deadlineMs;
+    this.nextCheckMs = carried?.nextCheckMs ?? this.timings.firstCheckMs;
+    // A run the sweep started after a closed one may follow a send: it looks the order up first.
+    this.freshFirstTask = !input.resumed && workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH;
+    this.watch = carried?.watch;
+    this.eventSequence = carried?.eventSequence ?? 0;
+    if (input.resumed) {
+      this.note(
+        `Resumed by the sweep: the workflow run before closed as ${input.resumed.closedAs} without a final status; ` +
+          'the provider is asked before anything is sent',
+      );
+    }
+    // Not a command: Temporal UI reads it through the metadata query, so no history changes.
+    setCurrentDetails(orderDetails(this.view));
+  }
+
+  isOpen(): boolean {
+    return this.view.status === 'SUBMITTED' || this.view.status === 'PROCESSING';
+  }
+
+  takesDecisions(): boolean {
+    return decisionStatuses.includes(this.view.status);
+  }
+
+  /** Top-ups are looked up by our ref; a gift card only by the provider's orderId. */
+  canLookUp(): boolean {
+    return this.adapter.submitRetry === 'lookup' || this.view.providerReference !== undefined;
+  }
+
+  toReview(reason: string, evidence: string): void {
+    this.view.review = { reason, evidence, since: new Date().toISOString() };
+    log.warn('order needs review', { reason, evidence });
+    // Published by the review's own run: this one closes without it, so the review queue (by
+    // OrderStatus) lists the order once.
+    this.transition('NEEDS_REVIEW', `Needs review: ${reason}`, {
+      publish: !this.reviewGetsOwnRun('NEEDS_REVIEW'),
+    });
+  }
+
+  finish(
+    status: Extract<OrderStatus, 'FULFILLED' | 'REFUNDED' | 'FAILED' | 'CANCELLED'>,
+    event: string,
+    outcome: Pick<OrderView, 'result' | 'failure'> & {
+      resolution?: Omit<ReviewResolution, 'at'> | ReviewDecision;
+    },
+  ): void {
+    const now = new Date().toISOString();
+    if (outcome.result) this.view.result = { ...this.view.result, ...outcome.result };
+    if (outcome.failure) this.view.failure = outcome.failure;
+    if (outcome.resolution && this.view.review)
+      this.view.review.resolution = { ...outcome.resolution, at: now };
+    this.view.completedAt = now;
+    this.transition(status, event);
+  }
+
+  transition(
+    status: OrderStatus,
+    event: string,
+    { at, publish = true }: { at?: string; publish?: boolean } = {},
+  ): void {
+    this.view.status = status;
+    this.note(event, at);
+    if (publish) this.publishStatus();
+    log.info('order status changed', { status, event });
+    // Decisions that arrived while the order was settled (or went back to polling): recorded, not acted on.
+    if (!this.takesDecisions()) this.refuseQueued();
+    if (status !== 'ACCEPTED') this.announce(statusEventType(status), undefined, at);
+  }
+
+  /**
+   * Hands the event to the order's webhook delivery (docs/integrators.md "Webhooks") without waiting for it:
+   * announcements run one after another, in order, and run() waits for the last before it ends.
+   * Only for a client that had endpoints: any other order's history is as it was, not one event more.
+   */
+  announce(type: OrderEvent['type'], decision?: OrderEvent['decision'], at?: string): void {
+    if (!this.input.webhooks || !this.input.clientId) return;
+    const event: OrderEvent = {
+      sequence: ++this.eventSequence,
+      type,
+      // The workflow learns of PROCESSING when polling ends: the event keeps the provider's time.
+      timestamp: at ?? new Date().toISOString(),
+      client: this.input.clientId,
+      ...(this.input.providerRef ? { providerRef: this.input.providerRef } : {}),
+      // A copy: the view changes on while the announcement waits its turn.
+      view: JSON.parse(JSON.stringify(this.view)) as OrderView,
+      ...(decision ? { decision } : {}),
+    };
+    this.announcing = this.announcing.then(() =>
+      announcer.announceOrderEvent(event).catch((err: unknown) => {
+        log.error('webhook event not announced', { type, sequence: event.sequence, error: String(err) });
+      }),
+    );
+  }
+
+  /** A timeline entry; `event` never holds a phone number or card code. */
+  note(event: string, at = new Date().toISOString()): void {
+    this.view.updatedAt = at;
+    this.view.timeline.push({ at, status: this.view.status, event });
+    if (this.view.timeline.length > MAX_TIMELINE_ENTRIES) this.view.timeline.splice(1, 1);
+    setCurrentDetails(orderDetails(this.view));
+  }
+
+  /** Keeps the OrderType/OrderStatus search attributes current; no event when the starter already set them. */
+  publishStatus(): void {
+    const current = workflowInfo().typedSearchAttributes;
+    const updates: SearchAttributeUpdatePair[] = [];
+    if (current.get(OrderTypeAttribute) !== this.orderType) {
+      updates.push({ key: OrderTypeAttribute, value: this.orderType });
+    }
+    if (current.get(OrderStatusAttribute) !== this.view.status) {
+      updates.push({ key: OrderStatusAttribute, value: this.view.status });
+    }
+    // A starter that did not set AcceptedAt would leave the order out of the list.
+    if (current.get(AcceptedAtAttribute) === undefined) {
+      updates.push({ key: AcceptedAtAttribute, value: new Date(this.view.acceptedAt) });
+    }
+    const reviewSince = this.reviewSinceUpdate(current.get(ReviewSinceAttribute));
+    if (reviewSince) updates.push(reviewSince);
+    if (updates.length > 0) upsertSearchAttributes(updates);
+  }
+
+  /**
+   * Entering review (or a dispute): ReviewSince, so the queue sorts and alerts by how long an order
+   * has waited. Kept when the order leaves review (queries filter on OrderStatus).
+   */
+  reviewSinceUpdate(current: Date | undefined): SearchAttributeUpdatePair | undefined {
+    const since = this.takesDecisions() ? this.view.review?.since : undefined;
+    if (since === undefined || current?.getTime() === Date.parse(since)) return undefined;
+    return { key: ReviewSinceAttribute, value: new Date(since) };
+  }
+
+  /** Polling and review can last long; a fresh run with the state carried over keeps history bounded. */
+  historyIsLong(): boolean {
+    const { historyLength, continueAsNewSuggested } = workflowInfo();
+    return (
+      continueAsNewSuggested || historyLength >= (this.input.historyEventLimit ?? DEFAULT_HISTORY_EVENT_LIMIT)
+    );
+  }
+
+  /**
+   * Whether the review the order is in should be shown by a run of its own: it takes decisions
+   * and this run was not started for this review. Temporal UI shows a run's input as the workflow
+   * page opens, so the operator reads why and copies a decision without a click.
+   */
+  reviewGetsOwnRun(status: OrderStatus = this.view.status): boolean {
+    if (!decisionStatuses.includes(status) || !this.view.review) return false;
+    const shown = this.shownReview;
+    return !(shown?.status === status && shown.inReviewSince === this.view.review.since);
+  }
+
+  /** This run's search attributes with the review's status and since when. */
+  reviewAttributes(notice: ReviewNotice): TypedSearchAttributes {
+    return workflowInfo().typedSearchAttributes.updateCopy([
+      { key: OrderStatusAttribute, value: notice.status },
+      { key: ReviewSinceAttribute, value: new Date(notice.inReviewSince) },
+    ]);
+  }
+
+  onSubmitted(submission: Submission<C>): void {
+    if (submission.providerReference) this.view.providerReference = submission.providerReference;
+    this.transition(
+      'SUBMITTED',
+      submission.alreadySent
+        ? 'The provider already had this order from an earlier attempt; not sent again'
+        : 'Sent to the provider',
+    );
+    if (submission.check) this.observe(submission.check);
+  }
+
+  notThisOrder(check: C): string | undefined {
+    return this.adapter.notThisOrder?.(check, this.order, this.view.providerReference);
+  }
+
+  /** What a check answer means for this order; one that is not this order's means review. */
+  meaningOf(check: C): Interpretation {
+    const problem = this.notThisOrder(check);
+    if (problem) {
+      return {
+        kind: 'review',
+        reason: "the provider's answer under this ref is not this order's",
+        evidence: problem,
+      };
+    }
+    return this.interpret(check);
+  }
+
+  interpret(check: C): Interpretation {
+    switch (check.status) {
+      case 'PENDING':
+        return { kind: 'open', status: 'SUBMITTED' };
+      case 'HANDLING':
+        return { kind: 'open', status: 'PROCESSING' };
+      case 'REFUNDED':
+        return { kind: 'final', status: 'REFUNDED', result: refundOf(check) };
+      case 'UNKNOWN_ERROR':
+        return {
+          kind: 'review',
+          reason: 'the provider reports UNKNOWN_ERROR',
+          evidence: 'provider status UNKNOWN_ERROR',
+        };
+      case 'FULFILLED': {
+        const result = this.adapter.fulfilledResult(check, this.request);
+        return 'problem' in result
+          ? {
+              kind: 'review',
+              reason: 'the provider reports FULFILLED with an unusable answer',
+              evidence: result.problem,
+            }
+          : { kind: 'final', status: 'FULFILLED', result };
+      }
+    }
+  }
+
+  /**
+   * What both ways of polling do with an answer: a final one finishes the order, one that needs
+   * review sends it there; an open one is the caller's (`onOpen`, with the status it means).
+   */
+  actOnCheck(check: C, onOpen: (status: 'SUBMITTED' | 'PROCESSING') => void): void {
+    this.view.providerStatus = check.status;
+    const meaning = this.meaningOf(check);
+    switch (meaning.kind) {
+      case 'final':
+        return this.finish(meaning.status, `The provider reports ${check.status}`, {
+          result: meaning.result,
+        });
+      case 'review':
+        return this.toReview(meaning.reason, meaning.evidence);
+      case 'open':
+        return onOpen(meaning.status);
+    }
+  }
+
+  /** Acts on a check outside the polling activity (a send's look-up, a resumed order): every answer counts. */
+  observe(check: C): void {
+    const previous = this.view.providerStatus;
+    this.actOnCheck(check, (status) => {
+      this.nextCheckMs = nextCheckDelayMs(this.timings, this.nextCheckMs, check.status, previous);
+      if (status !== this.view.status) this.transition(status, `The provider reports ${check.status}`);
+    });
+  }
+
+  /** Answers an update waiting for this decision (a signal's sender waits for nothing). */
+  answer(queued: QueuedDecision, outcome: DecisionOutcome['outcome'], refusal?: DecisionRefusal): void {
+    // A copy: the view keeps changing after the answer is given.
+    const view = JSON.parse(JSON.stringify(this.view)) as OrderView;
+    queued.outcome = { outcome, ...(refusal && { refusal }), view };
+    countDecisionOutcome(this.orderType, queued.decision.decision, outcome, refusal?.kind);
+  }
+
+  /** Decisions still queued when the order leaves review: recorded, not acted on. */
+  refuseQueued(): void {
+    const status = this.view.status;
+    for (const late of this.decisions.splice(0)) {
+      this.note(
+        `Review decision ${late.decision.decision} by ${decidedByWhom(late.decision)} ignored: the order is already ${status}`,
+      );
+      this.answer(late, 'refused', {
+        kind: 'not-in-review',
+        reason: `the order is already ${status}`,
+        forceable: false,
+      });
+    }
+  }
+
+  retryPolicy(nonRetryableErrorTypes: string[] = []): ActivityOptions['retry'] {
+    return {
+      initialInterval: Math.min(RETRY_INITIAL_INTERVAL_MS, this.timings.maxIntervalMs),
+      backoffCoefficient: 2,
+      maximumInterval: this.timings.maxIntervalMs,
+      nonRetryableErrorTypes,
+    };
+  }
+
+  backoff(intervalMs: number, factor: number): number {
+    return Math.min(this.timings.maxIntervalMs, intervalMs * factor);
+  }
+}

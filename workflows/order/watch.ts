@@ -1,0 +1,107 @@
+/**
+ * After an operator's decision the provider had not confirmed: the provider is checked until the
+ * watch ends; an answer against the decision reopens the order as DISPUTED.
+ */
+import { condition, log } from '@temporalio/workflow';
+import type { DecisionWatch, OrderRequest, OrderResult } from '../contract';
+import { contradictsLater } from '../decision-rules';
+import { countDispute } from '../decision-metrics';
+import { providerAnswerOf } from './failures';
+import { askProvider } from './provider';
+import type { Order } from './state';
+import type { Asked, ProviderCheck } from './types';
+
+export function startWatch<R extends OrderRequest, C extends ProviderCheck>(
+  o: Order<R, C>,
+  decision: 'FULFILLED' | 'REFUNDED',
+  asked: Asked<C>,
+): void {
+  const { reviewWatchMs, reviewWatchFirstCheckMs } = o.timings;
+  if (reviewWatchMs <= 0) return;
+  if (!o.canLookUp()) {
+    o.note('Not watched: the order has no provider reference to check');
+    return;
+  }
+  const untilMs = Date.now() + reviewWatchMs;
+  o.watch = {
+    decision,
+    ...(asked.kind === 'status' && { baseline: asked.check.status }),
+    untilMs,
+    nextCheckMs: reviewWatchFirstCheckMs,
+  };
+  const until = new Date(untilMs).toISOString();
+  o.view.watch = { decision, until };
+  o.note(`Watching the provider until ${until}: an answer against the decision reopens the order`);
+}
+
+export async function watchStep<R extends OrderRequest, C extends ProviderCheck>(
+  o: Order<R, C>,
+  watch: DecisionWatch,
+): Promise<void> {
+  const wait = Math.min(watch.nextCheckMs, watch.untilMs - Date.now());
+  if (wait > 0 && (await condition(() => o.historyIsLong(), wait, { summary: 'watch: next check' }))) return; // continue as new first
+  // Nobody waits for these: retried for up to one attempt's time, like a recheck.
+  const asked = await askProvider(o, o.view.providerReference, {
+    startToCloseTimeout: o.timings.activityTimeoutMs,
+    summary: 'watch: does the provider still agree?',
+    scheduleToCloseTimeout: o.timings.activityTimeoutMs,
+    retry: o.retryPolicy(),
+  });
+  const at = new Date().toISOString();
+  if (o.view.watch) o.view.watch.lastCheck = { at, ...providerAnswerOf(asked) };
+  if (asked.kind === 'status') {
+    const { status } = asked.check;
+    o.view.providerStatus = status;
+    if (status === watch.decision && asked.meaning.kind === 'final') {
+      return endWatch(o, 'confirmed', `Watch: the provider confirms ${status}`, asked.meaning.result);
+    }
+    if (contradictsLater(watch.decision, watch.baseline, status))
+      return disputeDecision(o, watch, status, asked);
+  }
+  if (Date.now() >= watch.untilMs) {
+    return endWatch(
+      o,
+      'quiet',
+      `Watch ended: the provider did not contradict ${watch.decision} (${providerAnswerOf(asked).answer})`,
+    );
+  }
+  watch.nextCheckMs = Math.min(watch.nextCheckMs * 2, Math.max(o.timings.reviewRecheckMs, watch.nextCheckMs));
+}
+
+function endWatch<R extends OrderRequest, C extends ProviderCheck>(
+  o: Order<R, C>,
+  outcome: 'confirmed' | 'quiet',
+  event: string,
+  result?: OrderResult,
+): void {
+  o.watch = undefined;
+  if (result) o.view.result = { ...o.view.result, ...result };
+  if (o.view.watch) o.view.watch.ended = { at: new Date().toISOString(), outcome };
+  o.note(event);
+}
+
+/** The provider now says otherwise than the operator's decision: the order reopens for operators. */
+function disputeDecision<R extends OrderRequest, C extends ProviderCheck>(
+  o: Order<R, C>,
+  watch: DecisionWatch,
+  status: 'FULFILLED' | 'REFUNDED',
+  asked: Asked<C>,
+): void {
+  o.watch = undefined;
+  const at = new Date().toISOString();
+  if (o.view.watch) o.view.watch.ended = { at, outcome: 'disputed' };
+  o.view.dispute = { decision: watch.decision, providerStatus: status, reportedAt: at };
+  const resolution = o.view.review?.resolution;
+  o.view.review = {
+    reason: `the provider reports ${status} after the order was resolved ${watch.decision}`,
+    evidence: providerAnswerOf(asked).answer,
+    since: at,
+    ...(resolution && { resolution }),
+  };
+  delete o.view.completedAt;
+  log.warn('order disputed: the provider contradicts the decision', { decision: watch.decision, status });
+  countDispute(o.orderType, watch.decision);
+  o.transition('DISPUTED', `Disputed: the provider now reports ${status}, against ${watch.decision}`, {
+    publish: !o.reviewGetsOwnRun('DISPUTED'),
+  });
+}
