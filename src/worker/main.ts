@@ -21,6 +21,7 @@ import { signingKeyFrom } from '../webhooks/secrets';
 import { WebhookSender } from '../webhooks/sender';
 import { nativeConnectionOptions } from '../temporal/connection';
 import { ensureTemporalSetup, TemporalSetupError } from '../temporal/setup';
+import { ensureOrderSweepSchedule } from '../temporal/sweep-schedule';
 import { reportFairness } from '../temporal/fairness-probe';
 import { dataConverterFromConfig } from '../codec/data-converter';
 import { ConfigError, loadConfig, type Config } from '../config';
@@ -72,6 +73,12 @@ async function main(): Promise<void> {
     const namespace = config.TEMPORAL_NAMESPACE;
     // Events carry order views (phone numbers, card codes): encrypted like every payload.
     const temporal = new Client({ connection, namespace, dataConverter });
+    // The sweep that resumes orders closed without a final status (terminated, timed out): every
+    // deployment gets it, the dev stack included, not only those that run `npm run temporal:setup`.
+    await ensureOrderSweepSchedule(temporal, {
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      intervalMs: config.ORDER_SWEEP_INTERVAL_MS,
+    });
     const orderWorker = await createOrderWorker({
       connection,
       namespace,
