@@ -227,14 +227,14 @@ describe('the dev stack (npm start)', { timeout: 600_000 }, () => {
       const fulfilled = await waitForStatus(stack, 'dev-stack-1', ['FULFILLED']);
 
       // The sandbox's admin surface takes the token generated into the data dir, not a constant.
+      const faults = (token: string) =>
+        fetch(`${stack.providerUrl}/admin/faults`, { headers: { 'x-admin-token': token } });
+      assert.equal((await faults('dev-admin-token')).status, 403, 'the old constant is refused');
       const tokenFile = join(dataDir, 'sandbox-admin-token');
       assert.match(stack.output(), new RegExp(`Sandbox admin: X-Admin-Token from ${tokenFile}`));
       assert.equal(statSync(tokenFile).mode & 0o777, 0o600, 'readable by its owner only');
       const adminToken = readFileSync(tokenFile, 'utf8').trim();
       assert.ok(adminToken.length >= 40 && adminToken !== 'dev-admin-token');
-      const faults = (token: string) =>
-        fetch(`${stack.providerUrl}/admin/faults`, { headers: { 'x-admin-token': token } });
-      assert.equal((await faults('dev-admin-token')).status, 403, 'the old constant is refused');
       assert.equal((await faults(adminToken)).status, 200);
 
       // Links into Temporal UI: the review queue the banner prints, the workflow the view names.
