@@ -18,7 +18,6 @@ import { reviewQueueUiUrl } from '../src/temporal/ui-links';
 import { projectRoot } from './lib/processes';
 import { Launcher } from './lib/stack';
 
-const DEV_SANDBOX_ADMIN_TOKEN = 'dev-admin-token';
 /** Metrics listeners of the dev stack's API and worker, unless API_/WORKER_METRICS_ADDRESS say otherwise. */
 const DEV_API_METRICS_ADDRESS = '127.0.0.1:9464';
 const DEV_WORKER_METRICS_ADDRESS = '127.0.0.1:9465';
@@ -47,6 +46,17 @@ function devWebhookSigningKey(dataDir: string): string {
   const file = join(dataDir, 'webhook-signing-key');
   if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
   return readFileSync(file, 'utf8').trim();
+}
+
+/**
+ * The sandbox's admin token (faults, send counts): generated on the first start and kept like the
+ * keys above. A constant would open the admin surface to anyone who read this file and can reach
+ * the sandbox's port.
+ */
+function devSandboxAdminToken(dataDir: string): { token: string; file: string } {
+  const file = join(dataDir, 'sandbox-admin-token');
+  if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
+  return { token: readFileSync(file, 'utf8').trim(), file };
 }
 
 /** The back office's endpoint: every event, card codes included, to the dev receiver. */
@@ -145,12 +155,16 @@ async function main() {
 
   let providerBaseUrl = process.env.PROVIDER_BASE_URL;
   let providerApiKey = config.PROVIDER_API_KEY;
+  let sandboxAdminTokenFile: string | undefined;
   if (!providerBaseUrl) {
     providerBaseUrl = `http://127.0.0.1:${config.SANDBOX_PORT}`;
     providerApiKey = config.SANDBOX_KEY;
+    let adminToken = config.SANDBOX_ADMIN_TOKEN;
+    if (adminToken === undefined)
+      ({ token: adminToken, file: sandboxAdminTokenFile } = devSandboxAdminToken(dataDir));
     await stack.startServer('sandbox', {
       port: config.SANDBOX_PORT,
-      env: { ...baseEnv, SANDBOX_ADMIN_TOKEN: config.SANDBOX_ADMIN_TOKEN ?? DEV_SANDBOX_ADMIN_TOKEN },
+      env: { ...baseEnv, SANDBOX_ADMIN_TOKEN: adminToken },
     });
   }
 
@@ -209,6 +223,7 @@ async function main() {
     `  Temporal:      ${temporalAddress}`,
     `  Codec server:  ${codecUrl}`,
     `  Provider:      ${providerBaseUrl}`,
+    ...(sandboxAdminTokenFile ? [`  Sandbox admin: X-Admin-Token from ${sandboxAdminTokenFile}`] : []),
     `  API:           ${apiUrl}`,
     ...(dev
       ? [

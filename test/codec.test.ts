@@ -194,6 +194,9 @@ interface HttpAnswer {
   text: string;
 }
 
+/** The namespace the codec servers of these tests serve (but the one against a real Temporal server). */
+const NAMESPACE = 'default';
+
 async function call(
   base: string,
   path: string,
@@ -202,7 +205,12 @@ async function call(
   const { method = 'POST', headers = {}, body } = options;
   const res = await request(base + path, {
     method,
-    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    headers: {
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      // What Temporal UI and the CLI send with every call; a test that omits it says so.
+      ...(method === 'POST' ? { 'x-namespace': NAMESPACE } : {}),
+      ...headers,
+    },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
@@ -247,6 +255,7 @@ describe('codec server with bearer tokens', () => {
   before(async () => {
     const app = createCodecServer({
       codec,
+      namespace: NAMESPACE,
       authTokens: ['another-token-0123456789', TOKEN],
       corsOrigins: [UI_ORIGIN],
       logger: logs.logger,
@@ -255,6 +264,30 @@ describe('codec server with bearer tokens', () => {
     ({ base, close } = await listen(app));
   });
   after(() => close());
+
+  it('serves its own namespace only: another X-Namespace is a 403, none a 400, and nothing is decoded or encoded', async () => {
+    const original = toJsonPayload(secretPayload());
+    const encoded = await call(base, '/encode', { headers: auth, body: { payloads: [original] } });
+    assert.equal(encoded.status, 200, encoded.text);
+    for (const [namespace, status] of [
+      ['other-namespace', 403],
+      ['', 400],
+    ] as const) {
+      for (const [path, body] of [
+        ['/decode', encoded.text],
+        ['/encode', { payloads: [original] }],
+      ] as const) {
+        const answer = await call(base, path, { headers: { ...auth, 'x-namespace': namespace }, body });
+        assert.equal(answer.status, status, `${path} for ${JSON.stringify(namespace)}: ${answer.text}`);
+        assert.equal((JSON.parse(answer.text) as { payloads?: unknown }).payloads, undefined, 'no payloads');
+      }
+    }
+    const own = await call(base, '/decode', {
+      headers: { ...auth, 'x-namespace': NAMESPACE },
+      body: encoded.text,
+    });
+    assert.equal(own.status, 200);
+  });
 
   it('when a client encodes then decodes over HTTP, it gets the original payloads back', async () => {
     const original = toJsonPayload(secretPayload());
@@ -478,6 +511,7 @@ describe('codec server in local mode (no tokens)', () => {
   before(async () => {
     const app = createCodecServer({
       codec,
+      namespace: NAMESPACE,
       authTokens: [],
       corsOrigins: [UI_ORIGIN],
       logger: pino({ level: 'silent' }),
@@ -612,6 +646,7 @@ describe('end to end with a Temporal server', () => {
     workerRun = worker.run();
     const app = createCodecServer({
       codec: codecWith(keys),
+      namespace: temporalServer.namespace,
       authTokens: [TOKEN],
       corsOrigins: [],
       logger: pino({ level: 'silent' }),

@@ -7,7 +7,7 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -33,6 +33,7 @@ interface RunningStack {
   metricsUrls: string[];
   temporalAddress: string;
   codecUrl: string;
+  providerUrl: string;
 }
 
 async function stackEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise<NodeJS.ProcessEnv> {
@@ -47,6 +48,7 @@ async function stackEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise
     'TEMPORAL_UI_URL',
     'OTEL_EXPORTER_OTLP_ENDPOINT',
     'NODE_TEST_CONTEXT',
+    'SANDBOX_ADMIN_TOKEN',
   ]) {
     delete env[name];
   }
@@ -142,6 +144,7 @@ async function startStack(env: NodeJS.ProcessEnv): Promise<RunningStack> {
     metricsUrls: [...(/Metrics:\s+(\S+) \(API\), (\S+) \(worker\)/.exec(output) ?? [])].slice(1),
     temporalAddress: field('Temporal'),
     codecUrl: field('Codec server'),
+    providerUrl: field('Provider'),
   };
 }
 
@@ -222,6 +225,17 @@ describe('the dev stack (npm start)', { timeout: 600_000 }, () => {
       });
       assert.equal(submitted.status, 201);
       const fulfilled = await waitForStatus(stack, 'dev-stack-1', ['FULFILLED']);
+
+      // The sandbox's admin surface takes the token generated into the data dir, not a constant.
+      const faults = (token: string) =>
+        fetch(`${stack.providerUrl}/admin/faults`, { headers: { 'x-admin-token': token } });
+      assert.equal((await faults('dev-admin-token')).status, 403, 'the old constant is refused');
+      const tokenFile = join(dataDir, 'sandbox-admin-token');
+      assert.match(stack.output(), new RegExp(`Sandbox admin: X-Admin-Token from ${tokenFile}`));
+      assert.equal(statSync(tokenFile).mode & 0o777, 0o600, 'readable by its owner only');
+      const adminToken = readFileSync(tokenFile, 'utf8').trim();
+      assert.ok(adminToken.length >= 40 && adminToken !== 'dev-admin-token');
+      assert.equal((await faults(adminToken)).status, 200);
 
       // Links into Temporal UI: the review queue the banner prints, the workflow the view names.
       // The UI answers every route of its app with the app, so the shape is checked as well.

@@ -34,7 +34,7 @@ import { noMetrics, type Metrics } from '../observability/metrics';
 import { requestSpans } from '../observability/request-spans';
 import { openApiDocument } from './openapi';
 import { OrderService } from './orders';
-import { pageTokensFromConfig } from './page-token';
+import { pageTokensFromConfig, type PageTokens } from './page-token';
 import { giftCardsRouter } from './routes/catalog';
 import { ordersRouter } from './routes/orders';
 import { publicRouter } from './routes/public';
@@ -59,6 +59,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** With tracing on: one span per request, parent of everything it does. */
   tracer?: Tracer;
+  /** Seals list page tokens; default: from API_PAGE_TOKEN_KEYS (page-token.ts). */
+  pageTokens?: PageTokens;
 }
 
 /** Headers on every answer: no MIME sniffing, and order data must not sit in shared caches. */
@@ -90,10 +92,7 @@ export function createApp(deps: AppDeps): Express {
   const clients = deps.clients ?? clientRegistryFromConfig(config);
   const clock = deps.clock ?? (() => new Date());
   const metrics = deps.metrics ?? noMetrics;
-  const { pageTokens, random: pageTokenKeyIsRandom } = pageTokensFromConfig(config);
-  if (pageTokenKeyIsRandom) {
-    logger.warn('API_PAGE_TOKEN_KEYS is unset: page tokens work on this instance only, until it restarts');
-  }
+  const pageTokens = deps.pageTokens ?? pageTokensFromConfig(config).pageTokens;
 
   const orders = new OrderService({
     client: deps.client,

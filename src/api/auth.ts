@@ -58,10 +58,17 @@ export function callerOf(res: { locals: { caller?: Caller } }): Caller {
 export function requireScope(scope: Scope): RequestHandler {
   return (_req, res, next) => {
     if (callerOf(res).scopes.has(scope)) return next();
-    next(
-      new ApiError('forbidden', `This route needs the scope ${scope}, which your client does not have.`, {
-        headers: { 'WWW-Authenticate': `${WWW_AUTHENTICATE}, error="insufficient_scope", scope="${scope}"` },
-      }),
-    );
+    next(insufficientScope(scope, 'This route needs'));
   };
+}
+
+/** For a parameter that needs a scope beyond the route's (`what`: e.g. `reveal=true`): 403 otherwise. */
+export function assertScope(caller: Caller, scope: Scope, what: string): void {
+  if (!caller.scopes.has(scope)) throw insufficientScope(scope, `${what} needs`);
+}
+
+function insufficientScope(scope: Scope, needs: string): ApiError {
+  return new ApiError('forbidden', `${needs} the scope ${scope}, which your client does not have.`, {
+    headers: { 'WWW-Authenticate': `${WWW_AUTHENTICATE}, error="insufficient_scope", scope="${scope}"` },
+  });
 }

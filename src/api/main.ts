@@ -19,6 +19,7 @@ import { clientRegistryFromConfig, reloadClientsOnSighup } from '../clients/regi
 import { ConfigError, loadConfig } from '../config';
 import { createProviderClientFromConfig } from '../provider/pool';
 import { createApp } from './app';
+import { pageTokensFromConfig } from './page-token';
 import { createLogger } from '../logging';
 import { listen } from './server';
 import { temporalConnectionOptions } from '../temporal/connection';
@@ -70,8 +71,14 @@ async function main(): Promise<void> {
     metrics ? { onCall: providerCallMetrics(metrics) } : {},
   );
 
+  const { pageTokens, random: pageTokenKeyIsRandom } = pageTokensFromConfig(config);
+  if (pageTokenKeyIsRandom) {
+    logger.warn('API_PAGE_TOKEN_KEYS is unset: page tokens work on this instance only, until it restarts');
+  }
+
   let shuttingDown = false;
   const app = createApp({
+    pageTokens,
     client,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     provider: provider.client,

@@ -266,7 +266,7 @@ function buildRegistry(): OpenAPIRegistry {
       'audit:read',
       'Any client’s order (`?client=`; default: yours), read from Temporal history — every run joined — ' +
         'not from the order’s current view. The owner needs audit:read too. Phone and line numbers and card ' +
-        'codes are masked unless `reveal=true`.',
+        'codes are masked unless `reveal=true`, which needs the scope `audit:reveal` as well.',
     ),
     request: { params: RefParams, query: AuditQuery },
     responses: {

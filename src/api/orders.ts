@@ -54,6 +54,7 @@ import { noMetrics, type Counter, type Metrics } from '../observability/metrics'
 import { grpcCode, GrpcStatus } from '../temporal/grpc';
 import { workflowUiUrl } from '../temporal/ui-links';
 import { auditOrder, type OrderAudit } from '../audit/order-audit';
+import { REVEAL_SCOPE, revealRecorder, type RevealRecorder } from '../audit/reveal';
 import { orderSummary } from '../../workflows/ui-metadata';
 
 export interface OrderServiceOptions {
@@ -155,10 +156,12 @@ export class OrderService {
   readonly #listing: OrderListing;
   readonly #accepted: Counter<'order_type' | 'client'>;
   readonly #reader: OrderReader;
+  readonly #reveals: RevealRecorder;
 
   constructor(options: OrderServiceOptions) {
     this.#o = options;
     this.#accepted = (options.metrics ?? noMetrics).counter(metricCatalog.ordersAccepted);
+    this.#reveals = revealRecorder(options.metrics ?? noMetrics, options.clients.holdersOf(REVEAL_SCOPE));
     this.#listing = new OrderListing(
       options.client,
       options.clients,
@@ -465,8 +468,13 @@ export class OrderService {
    * route's scope), which reaches every client's orders; the order must still be `address.client`'s,
    * as the workflow records it (404 otherwise). Secrets masked unless `reveal`.
    */
-  async audit(address: OrderAddress, { reveal }: { reveal: boolean }): Promise<OrderAudit> {
+  async audit(
+    address: OrderAddress,
+    { reveal, by, log = this.#o.logger }: { reveal: boolean; by: Caller; log?: Logger },
+  ): Promise<OrderAudit> {
     const description = await this.#describeOwned(address);
+    // Recorded once the order is known to exist: a 404 revealed nothing.
+    if (reveal) this.#reveals.record(by, address, log);
     const { temporalUiUrl } = this.#identity(address);
     return auditOrder(this.#o.client, description, {
       ref: address.ref,

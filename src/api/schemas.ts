@@ -57,8 +57,8 @@ export const AuditQuery = z.strictObject({
     .transform((v) => v === 'true')
     .meta({
       description:
-        'true: phone and line numbers, card codes and digits in notes in clear (the request is logged as such). ' +
-        'Default: masked.',
+        'true: phone and line numbers, card codes and digits in notes in clear. Needs the scope ' +
+        '`audit:reveal` besides `audit:read` (403 otherwise); every reveal is logged and counted. Default: masked.',
     }),
 });
 

@@ -39,8 +39,9 @@ export const testClients = {
   writer: { key: 'test-key-writer', scopes: ['orders:write'] },
   reader: { key: 'test-key-reader', scopes: ['orders:read'] },
   operator: { key: 'test-key-operator', scopes: ['orders:read', 'reviews:write'], operator: true },
-  auditor: { key: 'test-key-auditor', scopes: ['orders:read', 'audit:read'] },
-  /** A back office that is also an auditor: it reads the audit of its own orders (and everyone's). */
+  /** Reads every order's audit, and may reveal it (card codes in clear). */
+  auditor: { key: 'test-key-auditor', scopes: ['orders:read', 'audit:read', 'audit:reveal'] },
+  /** A back office that is also an auditor: it reads the audit of its own orders (and everyone's), masked. */
   ledger: { key: 'test-key-ledger', scopes: ['orders:write', 'orders:read', 'audit:read'] },
 } satisfies Record<string, { key: string; scopes: Scope[]; operator?: boolean }>;
 export type TestClientId = keyof typeof testClients;

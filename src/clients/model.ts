@@ -19,6 +19,8 @@ export const scopes = [
   'orders:read',
   'reviews:write',
   'audit:read',
+  /** With audit:read: the audit export with `reveal=true` (card codes in clear). Never implied. */
+  'audit:reveal',
   'webhooks:read',
   'webhooks:write',
 ] as const;
@@ -154,6 +156,8 @@ export const ClientsFile = z
       const reads = client.scopes.includes('orders:read');
       if (client.scopes.includes('audit:read') && !reads)
         issue(['clients', i, 'scopes'], 'audit:read widens orders:read to every client: add orders:read');
+      if (client.scopes.includes('audit:reveal') && !client.scopes.includes('audit:read'))
+        issue(['clients', i, 'scopes'], 'audit:reveal reveals the audit export: add audit:read');
       if (client.role === 'operator' && !reads)
         issue(['clients', i, 'scopes'], 'an operator reads the review queue: add orders:read');
       const keyIds = new Set<string>();

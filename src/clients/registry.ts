@@ -107,6 +107,11 @@ export class ClientRegistry {
     return this.#clients.get(clientId)?.webhooks ?? [];
   }
 
+  /** The ids of the clients that hold `scope` now. */
+  holdersOf(scope: Scope): string[] {
+    return [...this.#clients.values()].filter((c) => c.scopes.has(scope)).map((c) => c.id);
+  }
+
   /** The client that keeps the pre-clients workflow IDs (`order-<ref>`), if one is configured. */
   get defaultClientId(): string | undefined {
     return this.#defaultClientId;

@@ -32,6 +32,7 @@ function main(): void {
 
   const app = createCodecServer({
     codec,
+    namespace: config.TEMPORAL_NAMESPACE,
     authTokens,
     corsOrigins: config.CODEC_CORS_ORIGINS,
     logger,
@@ -45,6 +46,7 @@ function main(): void {
         url: `http://${host}:${port}`,
         port,
         mode: authTokens.length > 0 ? 'token' : 'local',
+        namespace: config.TEMPORAL_NAMESPACE,
         corsOrigins: config.CODEC_CORS_ORIGINS,
       },
       'codec server listening',

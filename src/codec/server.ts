@@ -21,6 +21,12 @@
  *   non-browser local programs such as the CLI and are let in: any local process could forge an Origin
  *   anyway, so local mode trusts every process on the machine — never use it on a shared host.
  *
+ * One namespace: the server decodes and encodes for TEMPORAL_NAMESPACE only. Temporal UI and the CLI
+ * name the namespace of every call in `X-Namespace` (the protocol's header); a call without it is a
+ * 400 and a call for another namespace a 403, so a UI user signed in to look at one namespace
+ * cannot have another namespace's payloads decoded (or forge payloads for it) under the same keys.
+ * Another namespace runs a codec server of its own, with keys of its own (docs/deployers.md).
+ *
  * In both modes browsers are limited to CODEC_CORS_ORIGINS (a page from any other origin is refused,
  * preflight included), bodies are capped, and the log records method, path, status, payload count and
  * duration — never headers, bodies or decoded content.
@@ -41,6 +47,8 @@ import { PayloadDecryptionError } from './encryption-codec';
 
 export interface CodecServerOptions {
   codec: PayloadCodec;
+  /** The one namespace served (TEMPORAL_NAMESPACE): every call must name it in X-Namespace. */
+  namespace: string;
   /** Accepted bearer tokens; empty = local mode (see above). */
   authTokens: readonly string[];
   /** Browser origins allowed to call, e.g. the Temporal UI's `http://localhost:8233`. */
@@ -170,12 +178,25 @@ export function createCodecServer(options: CodecServerOptions): Express {
     };
 
   const json = express.json({ limit: options.bodyLimit ?? '8mb', strict: true, type: 'application/json' });
+  const requireNamespace: RequestHandler = (req, res, next) => {
+    const named = req.get('x-namespace');
+    if (!named) {
+      return problem(res, 400, 'Namespace required', 'Send X-Namespace: the namespace of the payloads.');
+    }
+    if (named === options.namespace) return next();
+    problem(
+      res,
+      403,
+      'Namespace not served',
+      `This codec server serves namespace ${options.namespace} only.`,
+    );
+  };
   const requireJson: RequestHandler = (req, res, next) => {
     if (req.is('application/json')) return next();
     problem(res, 415, 'Unsupported Media Type', 'Send Content-Type: application/json.');
   };
-  app.post(/\/encode$/, requireJson, json, handle('encode'));
-  app.post(/\/decode$/, requireJson, json, handle('decode'));
+  app.post(/\/encode$/, requireNamespace, requireJson, json, handle('encode'));
+  app.post(/\/decode$/, requireNamespace, requireJson, json, handle('decode'));
 
   app.use((_req, res) => {
     problem(res, 404, 'Not Found', 'POST …/encode or …/decode.');

@@ -71,6 +71,11 @@ export const metricCatalog = {
     'Orders the intake API accepted (a new workflow started; repeats of the same request not counted).',
     ['order_type', 'client'],
   ),
+  auditReveals: counter(
+    'topup_audit_reveals',
+    'Audit exports read with secrets revealed (card codes, phone and line numbers in clear), by the client that read them.',
+    ['client'],
+  ),
   apiRequests: counter(
     'topup_api_requests',
     'Intake API requests answered, by route pattern and status code.',
