@@ -20,6 +20,8 @@ import { formatComparison, formatNormal, formatScale, normalTargets } from './be
 import type { NormalReport } from './bench/run-normal';
 import { runNormal } from './bench/run-normal';
 import { runScale } from './bench/run-scale';
+import { formatNoisy, runNoisy, type NoisyReport } from './bench/run-noisy';
+import { fairnessDynamicConfig } from '../src/temporal/dev-server';
 import { startStack } from './bench/stack';
 import { Launcher } from './lib/stack';
 
@@ -50,7 +52,58 @@ function timestamp(date: Date): string {
   return date.toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
 }
 
+/**
+ * `--noisy N`: the noisy-neighbour run twice, each on a fresh stack of its own — Temporal with
+ * fairness off (first come, first served), then on — and one table of both.
+ */
+async function noisyMain(options: BenchOptions): Promise<void> {
+  const startedAt = new Date();
+  const reports: NoisyReport[] = [];
+  for (const fairness of [false, true]) {
+    const runLauncher = new Launcher({ output: 'none', log });
+    const runId = `${Date.now().toString(36)}${fairness ? 'f' : 'n'}`;
+    const off = Object.fromEntries(Object.keys(fairnessDynamicConfig).map((key) => [key, false]));
+    const runOptions = { ...options, serverConfig: { ...options.serverConfig, ...(fairness ? {} : off) } };
+    try {
+      const stack = await startStack(runLauncher, runOptions, runId, { withBaselineWorker: false, log });
+      const connection = await Connection.connect(stack.connectionOptions);
+      runLauncher.onStop('bench client connection', () => connection.close());
+      const client = new Client({
+        connection,
+        namespace: stack.namespace,
+        dataConverter: stack.dataConverter,
+      });
+      const monitor = new ProcMonitor({
+        worker: stack.pids.worker,
+        api: stack.pids.api,
+        temporal: stack.pids.temporal,
+      });
+      runLauncher.onStop('monitor', async () => monitor.close());
+      reports.push(await runNoisy({ options: runOptions, stack, client, monitor, runId, log }, fairness));
+    } finally {
+      await runLauncher.stop();
+    }
+  }
+  const header = [
+    '',
+    `bench --noisy ${timestamp(startedAt)}${options.label ? ` “${options.label}”` : ''} — git ${gitRevision() ?? 'n/a'}, ` +
+      `${cpus().length} cores, load average at the end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}; time scale ${options.timeScale}, mix ${options.mix.join('/')}`,
+  ];
+  process.stdout.write(`${formatNoisy(reports, header)}\n`);
+  const outDir = resolve(projectRoot, options.outDir);
+  mkdirSync(outDir, { recursive: true });
+  const file = join(outDir, `bench-${timestamp(startedAt)}-noisy.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({ startedAt: startedAt.toISOString(), git: gitRevision(), reports }, null, 2),
+  );
+  log(`results written to ${file}`);
+}
+
 async function main(options: BenchOptions): Promise<void> {
+  if (options.noisy !== undefined) return noisyMain(options);
   const startedAt = new Date();
   const runId = Date.now().toString(36);
   launcher.stopOnSignals();

@@ -56,6 +56,14 @@ describe('bench flags', () => {
     );
   });
 
+  it('--noisy N: the noisy-neighbour run at the spec’s timings, mobile top-ups unless --mix says otherwise', () => {
+    const noisy = parse(['--noisy', '600']);
+    assert.deepEqual([noisy.noisy, noisy.timeScale, noisy.mix], [600, 1, ['mobile_topup']]);
+    assert.deepEqual(parse(['--noisy', '600', '--mix', 'gift_card']).mix, ['gift_card']);
+    assert.equal(parse([]).noisy, undefined);
+    assert.throws(() => parse(['--noisy', '0']), /--noisy: expected a positive integer/);
+  });
+
   it('reads --env as text and --server-config as typed dynamic config', () => {
     const options = parse([
       '--env',

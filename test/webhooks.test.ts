@@ -324,9 +324,17 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
       (status) => status === 'COMPLETED',
       'the delivery workflow closed',
     );
+    const deliveryEvents = (await delivery.fetchHistory()).events ?? [];
     t.diagnostic(
-      `its delivery workflow (two endpoints, every attempt a success): ${(await delivery.fetchHistory()).events?.length} events`,
+      `its delivery workflow (two endpoints, every attempt a success): ${deliveryEvents.length} events`,
     );
+    // Fair turns per endpoint on the delivery queue: each attempt carries <client>:<endpoint>.
+    const keys = deliveryEvents.flatMap((e) => {
+      const scheduled = e.activityTaskScheduledEventAttributes;
+      return scheduled ? [scheduled.priority?.fairnessKey] : [];
+    });
+    assert.ok(keys.length > 0, 'delivery attempts scheduled');
+    assert.deepEqual([...new Set(keys)].sort(), ['hooked:fulfilled_only', 'hooked:main']);
     await assert.rejects(
       stack.client.workflow
         .getHandle(webhookDeliveryWorkflowId(orderWorkflowId(plainRef, 'plain')))

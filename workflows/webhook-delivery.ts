@@ -53,6 +53,7 @@ class WebhookDelivery {
   /** Something changed (an event, a redelivery, an attempt ended): look at the queues again. */
   private woke = false;
   private readonly deliver: DeliveryActivities['deliverWebhook'];
+  private readonly deliveries = new Map<string, DeliveryActivities['deliverWebhook']>();
 
   constructor(private readonly input: WebhookDeliveryInput) {
     this.state = {
@@ -65,14 +66,30 @@ class WebhookDelivery {
       }),
       policy: input.policy,
     };
-    this.deliver = proxyActivities<DeliveryActivities>({
-      startToCloseTimeout: input.policy.attemptTimeoutMs,
-      // One try per activity: the workflow retries, so that its state shows every attempt.
-      retry: { maximumAttempts: 1 },
-    }).deliverWebhook;
+    this.deliver = (args) => this.deliveryTo(args.endpoint)(args);
     setHandler(webhookEventSignal, (event) => this.onEvent(event));
     setHandler(redeliverSignal, (request) => this.onRedeliver(request));
     setHandler(webhookDeliveriesQuery, () => this.state);
+  }
+
+  /**
+   * The delivery activity for one endpoint. Each endpoint's attempts carry the fairness key
+   * `<client>:<endpoint>` on the delivery queue (docs/integrators.md "Delivery, retries, and what
+   * never waits"): while deliveries wait for a worker slot, each endpoint gets its turn, so a slow
+   * or dead endpoint's backlog does not hold another's deliveries behind it.
+   */
+  private deliveryTo(endpoint: string): DeliveryActivities['deliverWebhook'] {
+    let deliver = this.deliveries.get(endpoint);
+    if (!deliver) {
+      deliver = proxyActivities<DeliveryActivities>({
+        startToCloseTimeout: this.input.policy.attemptTimeoutMs,
+        // One try per activity: the workflow retries, so that its state shows every attempt.
+        retry: { maximumAttempts: 1 },
+        priority: { fairnessKey: `${this.state.client}:${endpoint}` },
+      }).deliverWebhook;
+      this.deliveries.set(endpoint, deliver);
+    }
+    return deliver;
   }
 
   async run(): Promise<WebhookDeliveryState> {

@@ -13,6 +13,8 @@ export interface BenchOptions {
   rounds: number;
   /** Scale mode: this many orders at full spec timings, no baselines. */
   scale?: number;
+  /** Noisy-neighbour mode: client A floods this many orders in batches of 500, fairness off then on. */
+  noisy?: number;
   /** Scale mode: submit through the API (default) or through OrderService in-process (no HTTP). */
   scaleSubmit: 'api' | 'direct';
   /** Multiplies the sandbox's delays and our polling timings (normal run 0.05, scale run 1). */
@@ -65,6 +67,10 @@ export const usage = `npm run bench -- [flags]
   --orders N               orders in the normal run (default 500)
   --concurrency C          requests / starts in flight at once (default 16; scale run 64)
   --scale N                scale run: N orders at the spec's full timings (e.g. 10000)
+  --noisy N                noisy-neighbour run (the issue's N: 3000): fairness off, then on, each on a
+                           fresh stack (mobile top-ups, time scale 1) — client A
+                           floods N orders in batches of 500 while B submits one order every 2 s and A
+                           one single order every 5 s, against the same orders on the idle stack
   --scale-submit api|direct  scale run: through the API (default) or OrderService in-process
   --time-scale F           sandbox delays and polling timings x F (default 0.05; scale run 1)
   --mix a,b,c              order types, round-robin (default mobile_topup,internet_topup,gift_card)
@@ -132,6 +138,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       concurrency: { type: 'string' },
       scale: { type: 'string' },
       'scale-submit': { type: 'string' },
+      noisy: { type: 'string' },
       'time-scale': { type: 'string' },
       mix: { type: 'string' },
       warmup: { type: 'string' },
@@ -166,6 +173,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   if (values.help) return 'help';
 
   const scale = values.scale !== undefined ? positive('scale', values.scale, 0) : undefined;
+  const noisy = values.noisy !== undefined ? positive('noisy', values.noisy, 3_000) : undefined;
   const mix = (values.mix ?? orderTypes.join(',')).split(',').map((t) => t.trim());
   for (const type of mix) {
     if (!(orderTypes as readonly string[]).includes(type)) {
@@ -195,9 +203,11 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     concurrency: positive('concurrency', values.concurrency ?? env.BENCH_CONCURRENCY, scale ? 64 : 16),
     rounds: positive('rounds', values.rounds, 1),
     scale,
+    noisy,
     scaleSubmit,
-    timeScale: positive('time-scale', values['time-scale'], scale ? 1 : 0.05, false),
-    mix: mix as OrderType[],
+    // The noisy-neighbour run, like the scale run, at the spec's timings (an idle final is ~20 s).
+    timeScale: positive('time-scale', values['time-scale'], scale || noisy ? 1 : 0.05, false),
+    mix: (noisy && !values.mix ? ['mobile_topup'] : mix) as OrderType[],
     warmup: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 30),
     waitTimeoutS: positive('wait-timeout', values['wait-timeout'], scale ? 1_800 : 300),
     historyConcurrency: positive('history-concurrency', values['history-concurrency'], 16),

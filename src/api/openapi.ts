@@ -77,7 +77,17 @@ const headersByStatus: Record<number, ResponseConfig['headers']> = {
       schema: { type: 'string' },
     },
   },
-  429: retryAfter,
+  429: {
+    ...retryAfter,
+    'RateLimit-Policy': {
+      description: 'The budget refused (IETF draft RateLimit headers): `"orders";q=3000;w=60`.',
+      schema: { type: 'string' },
+    },
+    RateLimit: {
+      description: 'What is left of it and when its window starts again: `"orders";r=0;t=42`.',
+      schema: { type: 'string' },
+    },
+  },
   503: retryAfter,
 };
 
