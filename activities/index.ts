@@ -121,7 +121,7 @@ export function createActivities({ provider, localSends = true, webhooks, tempor
      */
     async placeGiftCardOrder(
       request: GiftCardRequest,
-      options: Pick<SendOptions, 'notAfter'> = {},
+      options: Pick<SendOptions, 'notAfter' | 'placeUntil'> = {},
     ): Promise<Submission<GiftCardOrderCheck>> {
       mayRunThisSend(options, localSends);
       const { attempt, heartbeatDetails } = Context.current().info;
@@ -132,6 +132,12 @@ export function createActivities({ provider, localSends = true, webhooks, tempor
         throw ApplicationFailure.nonRetryable(
           'the placement attempt before this one may have reached the provider: not placed again',
           ProviderFailureType.outcomeUnknown,
+        );
+      }
+      if (options.placeUntil !== undefined && Date.now() > options.placeUntil) {
+        throw ApplicationFailure.nonRetryable(
+          'the order reached its deadline before the provider could be reached: nothing was placed',
+          ProviderFailureType.notReached,
         );
       }
       try {
@@ -187,6 +193,12 @@ export interface SendOptions {
    * workflow looks the ref up instead.
    */
   notAfter?: number;
+  /**
+   * Epoch ms: a gift-card placement retried through the task queue places nothing after this (the
+   * order's deadline). An attempt that finds it passed fails as "not reached", which is certain,
+   * where a schedule-to-close timeout could not say whether the attempt it cut short had placed.
+   */
+  placeUntil?: number;
 }
 
 /**

@@ -69,7 +69,8 @@ describe('intake API end to end', () => {
       taskQueue,
       provider: provider.client,
       timingsFor: () => scaledTimings(),
-      config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000' }),
+      // 50 concurrent submissions of one ref test idempotency, not the per-client concurrency cap.
+      config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000', API_CONCURRENT_REQUESTS: '64' }),
     });
   });
 

@@ -73,7 +73,7 @@ export async function submit<R extends OrderRequest, C extends ProviderCheck>(o:
  * the deadline.
  */
 async function place<R extends OrderRequest, C extends ProviderCheck>(o: Order<R, C>): Promise<void> {
-  const viaQueue = () => o.adapter.submit(placementActivities(o), o.order, {});
+  const viaQueue = () => o.adapter.submit(placementActivities(o), o.order, { placeUntil: o.deadlineAt });
   try {
     return o.onSubmitted(await submitLocalFirst(o, viaQueue));
   } catch (err) {
@@ -323,7 +323,8 @@ function placementActivities<R extends OrderRequest, C extends ProviderCheck>(
   return proxyActivities<OrderActivities>({
     startToCloseTimeout: o.timings.activityTimeoutMs,
     summary: 'place the order with the provider',
-    scheduleToCloseTimeout: Math.max(o.deadlineAt - Date.now(), o.timings.activityTimeoutMs),
+    // No schedule-to-close timeout: one that cut an attempt short would leave unknown whether it
+    // placed. The deadline is kept by the attempts themselves (SendOptions.placeUntil).
     retry: {
       ...o.retryPolicy([
         ProviderFailureType.rejected,

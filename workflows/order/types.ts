@@ -30,6 +30,8 @@ export interface AdaptedOrder<R extends OrderRequest> {
 export interface SubmitHow {
   /** The first send, a local activity: not after this (SendOptions.notAfter). */
   notAfter?: number;
+  /** A placement retried through the task queue: nothing placed after this (SendOptions.placeUntil). */
+  placeUntil?: number;
 }
 
 export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
