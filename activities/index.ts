@@ -4,7 +4,7 @@
  * attempt that makes it (attempt-deadline.ts).
  *
  * Never send twice (docs/contributors.md): workflows since the settle patch send a top-up with `sendOnly` — one
- * send, never repeated by Temporal, a 409 reported as such — and run the look-ups themselves, a
+ * send, never repeated by Temporal, a DUPLICATED_REF reported as such — and run the look-ups themselves, a
  * settle window apart, on durable timers. Activities scheduled by older workflow code keep the
  * older rule: a retried send (attempt > 1) first looks its ref up. A gift-card placement has no
  * ref to look up, so it is never retried here at all (the workflow decides).
@@ -149,7 +149,7 @@ export type OrderActivities = ReturnType<typeof createActivities>;
 
 export interface SendOptions {
   /**
-   * Just send, once (workflows since the settle patch): no look-up, a 409 reported as
+   * Just send, once (workflows since the settle patch): no look-up, a DUPLICATED_REF reported as
    * `ProviderDuplicateRef`, every failure non-retryable, and an attempt > 1 refused. The workflow
    * knows whether this is the order's first send and runs the look-ups itself.
    */
@@ -219,12 +219,12 @@ async function sendTopupOnce<C>(
   } catch (err) {
     if (!isProviderError(err, 'duplicate_ref')) throw toTemporalFailure(err);
   }
-  // 409: the provider already accepted this ref, so it was sent; read its state instead.
+  // DUPLICATED_REF: the provider already accepted this ref, so it was sent; read its state instead.
   const sent = await lookUpEarlierSend(checkRef);
   if (sent.found) return { alreadySent: true, check: sent.check };
-  // A 409 for a ref the provider cannot find: it contradicts itself. Retry; the retry looks up first.
+  // A DUPLICATED_REF for a ref the provider cannot find: it contradicts itself. Retry; the retry looks up first.
   throw ApplicationFailure.retryable(
-    'send answered 409 (ref already used) but check-ref does not find the ref',
+    'send answered DUPLICATED_REF (ref already used) but check-ref does not find the ref',
     ProviderFailureType.outcomeUnknown,
   );
 }

@@ -41,7 +41,7 @@ let seq = 0;
 const freshRef = () => `FUZZ-${process.pid}-${++seq}`;
 
 const provider: ProviderPort = {
-  getGiftCardCatalog: async () => ({ products: [] }),
+  getGiftCardCatalog: async () => ({ categories: [] }),
   validateKey: async () => ({ username: 'u', apiKey: { type: 'SANDBOX', scope: 'all', isEnabled: true } }),
 };
 

@@ -29,9 +29,7 @@ import { useTemporal, type TestTemporal } from './helpers/temporal';
 import pino from 'pino';
 
 const catalog: Catalog = {
-  products: [
-    { productId: 'P1', name: 'Product', types: [{ typeId: 'T1', name: 'T', value: 1, currency: 'DZD' }] },
-  ],
+  categories: [{ title: 'Cards', products: [{ id: 'P1', title: 'Product', enabled: true }] }],
 };
 const keyInfo: KeyInfo = { username: 'u', apiKey: { type: 'SANDBOX', scope: 'all', isEnabled: true } };
 

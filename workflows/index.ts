@@ -15,12 +15,12 @@ export const mobileTopupWorkflow = defineOrderWorkflow<MobileTopupRequest, Mobil
   check: (activities, { providerRef }) => activities.checkMobileTopup(providerRef),
   poll: (activities, { providerRef }, _topupId, plan) => activities.pollMobileTopup(providerRef, plan),
   fulfilledResult: (check, request) =>
-    // The ref is ours, but a 409 could point at an earlier order under the same ref: make sure it is this one.
-    check.MSSIDN === request.msisdn && check.topup_amount === request.amount
+    // The ref is ours, but a DUPLICATED_REF could point at an earlier order under the same ref: make sure it is this one.
+    check.MSSIDN === request.msisdn && sameAmount(check.topup_amount, request.amount)
       ? { msisdn: check.MSSIDN, amount: check.topup_amount }
       : { problem: 'the fulfilled top-up under this ref has another number or amount than the order' },
   notThisOrder: (check, { request }, topupId) =>
-    check.MSSIDN !== request.msisdn || check.topup_amount !== request.amount
+    check.MSSIDN !== request.msisdn || !sameAmount(check.topup_amount, request.amount)
       ? 'the top-up under this ref has another number or amount than the order'
       : otherTopup(check, topupId),
 });
@@ -39,11 +39,10 @@ export const internetTopupWorkflow = defineOrderWorkflow<InternetTopupRequest, I
         : { problem: 'FULFILLED without card_code or num_trans' },
     notThisOrder: (check, { request }, topupId) => {
       // The spec shows only the status here; a provider that also shows the line is held to it.
-      const shown = check as { type?: unknown; number?: unknown; value?: unknown };
       const differs = (value: unknown, ours: unknown) => value !== undefined && value !== ours;
-      return differs(shown.type, request.lineType) ||
-        differs(shown.number, request.number) ||
-        differs(shown.value, request.value)
+      return differs(check.type, request.lineType) ||
+        differs(check.number, request.number) ||
+        differs(check.topup_amount, request.value)
         ? 'the top-up under this ref has another line or value than the order'
         : otherTopup(check, topupId);
     },
@@ -67,10 +66,14 @@ export const giftCardWorkflow = defineOrderWorkflow<GiftCardRequest, GiftCardOrd
       : { problem: `FULFILLED with ${check.cards?.length ?? 0} cards for a quantity of ${request.quantity}` },
 });
 
-/** A check that shows a topupId (the spec does not promise one) must show the one our send got back. */
-function otherTopup(check: object, topupId: string | undefined): string | undefined {
-  const shown = (check as { topupId?: unknown }).topupId;
-  return topupId !== undefined && typeof shown === 'string' && shown !== topupId
-    ? 'check-ref shows another topupId than the send returned'
+/** A check shows the top-up's `_id` (documented): it must be the topupId our send got back. */
+function otherTopup(check: { _id?: string }, topupId: string | undefined): string | undefined {
+  return topupId !== undefined && check._id !== undefined && check._id !== topupId
+    ? 'check-ref shows another _id than the topupId the send returned'
     : undefined;
+}
+
+/** A fixed plan's order names no amount (the plan has its own): any amount the provider shows is its. */
+function sameAmount(shown: number | undefined, ordered: number | undefined): boolean {
+  return ordered === undefined || shown === ordered;
 }

@@ -87,8 +87,8 @@ import {
 /** The part of every provider check answer the lifecycle reads; the adapter reads the rest. */
 export interface ProviderCheck {
   status: ProviderStatus;
-  message?: string;
-  suggested_plans?: { plan_code: string; amount: number }[];
+  refund_message?: string;
+  suggested_offers?: { plan_code: string; amount?: number; typename?: string }[];
 }
 
 /** What the adapter knows of the order it submits or checks. */
@@ -716,6 +716,14 @@ class OrderLifecycle<R extends OrderRequest, C extends ProviderCheck> {
             }
           : { kind: 'final', status: 'FULFILLED', result };
       }
+      default:
+        // QUEUED, PARTIALLY_FILLED (documented, not yet acted on) or a status nobody documented:
+        // an answer a person reads, never a loop.
+        return {
+          kind: 'review',
+          reason: `the provider reports ${check.status}, which this service does not act on`,
+          evidence: `provider status ${check.status}`,
+        };
     }
   }
 
@@ -1450,11 +1458,12 @@ function summarize(evidence: string[]): string {
 
 function refundOf(check: ProviderCheck): OrderResult {
   const result: OrderResult = {};
-  if (check.message) result.message = check.message;
-  if (check.suggested_plans?.length) {
-    result.suggestedPlans = check.suggested_plans.map((plan) => ({
-      planCode: plan.plan_code,
-      amount: plan.amount,
+  if (check.refund_message) result.refundMessage = check.refund_message;
+  if (check.suggested_offers?.length) {
+    result.suggestedOffers = check.suggested_offers.map((offer) => ({
+      planCode: offer.plan_code,
+      ...(offer.amount !== undefined && { amount: offer.amount }),
+      ...(offer.typename !== undefined && { typename: offer.typename }),
     }));
   }
   return result;
