@@ -94,7 +94,7 @@ function randomRequest(
 export function conflictingBody(request: OrderRequest): OrderRequest {
   switch (request.type) {
     case 'mobile_topup':
-      return { ...request, amount: request.amount === 100 ? 200 : request.amount - 100 };
+      return { ...request, amount: request.amount === 100 ? 200 : (request.amount ?? 300) - 100 };
     case 'internet_topup':
       return { ...request, value: request.value === 500 ? 1_000 : request.value - 500 };
     case 'gift_card':

@@ -18,7 +18,8 @@ import { timingsFromConfig } from '../orders/timings';
 import { clientRegistryFromConfig, type ClientRegistry } from '../clients/registry';
 import { identifyCaller, rateLimitPerCaller, requireApiKey } from './auth';
 import { requireJsonBody } from './content-type';
-import { cachedCatalog } from './catalog';
+import { cachedCatalog, loadCatalogView, type CatalogProvider } from './catalog';
+import { createIntakeCheck, type IntakeProvider } from './intake';
 import {
   errorHandler,
   methodNotAllowedHandler,
@@ -42,8 +43,11 @@ import { WebhookService } from './webhooks';
 export interface AppDeps {
   client: Client;
   taskQueue: string;
-  /** The provider client: the catalog and readiness (validateKey). */
-  provider: ProviderPort;
+  /**
+   * The provider client: the catalog, readiness (validateKey) and intake's look-ups (plans,
+   * internet products, a product's types); without the latter intake checks formats only.
+   */
+  provider: ProviderPort & IntakeProvider & CatalogProvider;
   config: Config;
   logger: Logger;
   /** The API's clients; default: read from API_CLIENTS_FILE or API_KEYS (main.ts passes its own to reload it). */
@@ -99,6 +103,12 @@ export function createApp(deps: AppDeps): Express {
     timingsFor: deps.timingsFor ?? ((type) => timingsFromConfig(config, type)),
     logger,
     metrics,
+    intake: createIntakeCheck({
+      provider: deps.provider,
+      ttlMs: config.CATALOG_CACHE_TTL_MS,
+      now: () => clock().getTime(),
+      logger,
+    }),
     ...(config.TEMPORAL_UI_URL
       ? { temporalUi: { baseUrl: config.TEMPORAL_UI_URL, namespace: deps.client.options.namespace } }
       : {}),
@@ -112,7 +122,7 @@ export function createApp(deps: AppDeps): Express {
     logger,
   });
   const catalog = cachedCatalog(
-    () => deps.provider.getGiftCardCatalog(),
+    () => loadCatalogView(deps.provider),
     config.CATALOG_CACHE_TTL_MS,
     () => clock().getTime(),
   );

@@ -10,6 +10,7 @@
  * search attribute) before anything is shown or changed: the ID alone is not trusted, since the
  * default client's `order-<ref>` form is shared with orders started before clients existed.
  */
+import type { IntakeCheck } from './intake';
 import { createHash } from 'node:crypto';
 import {
   WorkflowExecutionAlreadyStartedError,
@@ -55,6 +56,8 @@ import { auditOrder, type OrderAudit } from '../audit/order-audit';
 import { orderSummary } from '../../workflows/ui-metadata';
 
 export interface OrderServiceOptions {
+  /** Refuses (422) what the provider would refuse, before anything starts (intake.ts); none: formats only. */
+  intake?: IntakeCheck;
   client: Client;
   taskQueue: string;
   /** Who owns what: the clients, and which one keeps the `order-<ref>` workflow IDs. */
@@ -229,6 +232,7 @@ export class OrderService {
     request: OrderRequest,
     log: Logger = this.#o.logger,
   ): Promise<{ created: boolean; view: OrderView }> {
+    await this.#o.intake?.check(request);
     const address = { client: caller.id, ref: request.ref };
     const hash = requestHash(request);
     const providerRef = sendsRef(request.type) ? providerRefFor(caller.id, request.ref) : undefined;
