@@ -4,7 +4,7 @@
  * attempt that makes it (attempt-deadline.ts).
  *
  * Never send twice (docs/contributors.md): a top-up send is one send, never repeated by Temporal, a
- * 409 reported as such; the workflow runs the look-ups itself, a settle window apart, on durable
+ * DUPLICATED_REF reported as such; the workflow runs the look-ups itself, a settle window apart, on durable
  * timers. A gift-card placement has no ref to look up: Temporal may place again only after an
  * attempt that certainly never reached the provider (placeGiftCardOrder).
  */
@@ -177,7 +177,7 @@ interface PlacementNotReached {
 }
 
 /**
- * A top-up send: one send, a 409 reported as `ProviderDuplicateRef`, every failure non-retryable,
+ * A top-up send: one send, a DUPLICATED_REF reported as `ProviderDuplicateRef`, every failure non-retryable,
  * and an attempt > 1 refused. The workflow knows whether this is the order's first send and runs
  * the look-ups itself.
  */

@@ -16,11 +16,21 @@ export const ProviderFailureType = {
   /** The provider may have acted on the request: only a lookup can tell. */
   outcomeUnknown: 'ProviderOutcomeUnknown',
   /**
-   * 409 on a send: the provider already has a top-up under this ref. Ours, if an earlier send of
-   * this order may have reached it; otherwise someone else's (a ref used before, by an order we no
-   * longer hold).
+   * DUPLICATED_REF on a send: the provider already has a top-up under this ref. Ours, if an
+   * earlier send of this order may have reached it; otherwise someone else's (a ref used before,
+   * by an order we no longer hold). Never a refusal.
    */
   duplicateRef: 'ProviderDuplicateRef',
+  /**
+   * INSUFFICIENT_BALANCE: nothing was sent, the account cannot cover the order. Retryable after a
+   * long back-off (funds must be added first); never the order's failure.
+   */
+  insufficientBalance: 'ProviderInsufficientBalance',
+  /**
+   * We cannot talk to the provider (missing or bad key, IP blocked, outside the key's whitelist,
+   * key disabled): nothing was done, and it is not the order's fault. Retryable.
+   */
+  accessDenied: 'ProviderAccessDenied',
   /**
    * A send asked of this worker as a local activity that it makes only through the task queue
    * (WORKER_PROVIDER_CALLS_PER_SECOND is set): nothing was sent, send it as a regular activity.
@@ -41,6 +51,8 @@ export interface ProviderFailureDetails {
   /** The provider's error code or the transport error code. */
   code?: string;
   retryAfterMs?: number;
+  /** INSUFFICIENT_BALANCE: what the order needs and what the account holds, when the provider said. */
+  balance?: { required?: number; available?: number };
 }
 
 /** A check: what the provider says, or that it does not know the ref / order (404). */
@@ -50,7 +62,7 @@ export type CheckOutcome<C> = { found: true; check: C } | { found: false };
 export interface Submission<C> {
   /** The provider's identifier (topupId, orderId); absent when an earlier attempt's send was found by ref. */
   providerReference?: string;
-  /** True when an earlier attempt had already been accepted (found by ref, or a 409): nothing was sent now. */
+  /** True when an earlier attempt had already been accepted (found by ref, or a DUPLICATED_REF): nothing was sent now. */
   alreadySent: boolean;
   /** The order's state, when the activity had to look it up. */
   check?: C;

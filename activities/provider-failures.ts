@@ -7,6 +7,14 @@ import { ApplicationFailure } from '@temporalio/common';
 import { isProviderError, type ProviderError } from '../src/provider/errors';
 import { ProviderFailureType, type ProviderFailureDetails } from './outcomes.types';
 
+/**
+ * The back-off of a retried call the account's balance could not cover: someone must add funds
+ * first, so retrying sooner only repeats the refusal (the docs: "don't retry without adding funds").
+ */
+export const INSUFFICIENT_BALANCE_RETRY_MS = 5 * 60_000;
+/** The back-off of a call refused for its key or address, when the provider gives none. */
+export const ACCESS_DENIED_RETRY_MS = 60_000;
+
 export interface FailureOptions {
   /**
    * Forbid Temporal from retrying whatever the kind, for a placement the workflow must decide
@@ -23,9 +31,22 @@ export function toTemporalFailure(err: unknown, options: FailureOptions = {}): E
     type,
     message: err.message,
     nonRetryable: options.neverRetry || type === ProviderFailureType.rejected,
-    nextRetryDelay: err.kind === 'rate_limited' ? err.retryAfterMs : undefined,
+    nextRetryDelay: retryDelayOf(err),
     details: [detailsOf(err)],
   });
+}
+
+function retryDelayOf(err: ProviderError): number | undefined {
+  switch (err.kind) {
+    case 'rate_limited':
+      return err.retryAfterMs;
+    case 'insufficient_balance':
+      return INSUFFICIENT_BALANCE_RETRY_MS;
+    case 'access_denied':
+      return err.retryAfterMs ?? ACCESS_DENIED_RETRY_MS;
+    default:
+      return undefined;
+  }
 }
 
 function failureType(err: ProviderError): string {
@@ -40,6 +61,10 @@ function failureType(err: ProviderError): string {
       return ProviderFailureType.rateLimited;
     case 'duplicate_ref':
       return ProviderFailureType.duplicateRef;
+    case 'insufficient_balance':
+      return ProviderFailureType.insufficientBalance;
+    case 'access_denied':
+      return ProviderFailureType.accessDenied;
     case 'outcome_unknown':
       return ProviderFailureType.outcomeUnknown;
   }
@@ -50,5 +75,6 @@ function detailsOf(err: ProviderError): ProviderFailureDetails {
   if (err.status !== undefined) details.status = err.status;
   if (err.code !== undefined) details.code = err.code;
   if (err.retryAfterMs !== undefined) details.retryAfterMs = err.retryAfterMs;
+  if (err.balance) details.balance = err.balance;
   return details;
 }

@@ -287,6 +287,8 @@ const schema = z.object({
   SANDBOX_ADMIN_TOKEN: z.string().min(1).optional(),
   /** Journal the sandbox's orders, counters and settings to this file and resume from it at start. */
   SANDBOX_STATE_FILE: z.string().min(1).optional(),
+  /** The sandbox account's balance (DZD) on a fresh start and after a reset; default: plenty. */
+  SANDBOX_STARTING_BALANCE: z.coerce.number().min(0).optional(),
 
   // -- dev stack (npm start) --
   DEV_TEMPORAL_PORT: port.default(7233),

@@ -707,7 +707,11 @@ describe('clients, scopes and tenant isolation', () => {
       // The same ref and body again: the same order (200), no second workflow or send.
       const again = await call<OrderView>('shop', 'POST', '/v1/orders', request);
       assert.equal(again.status, 200, again.text);
-      assertProblem(await call('shop', 'POST', '/v1/orders', { ...request, amount: 1 }), 409, 'ref-conflict');
+      assertProblem(
+        await call('shop', 'POST', '/v1/orders', { ...request, amount: 600 }),
+        409,
+        'ref-conflict',
+      );
       const listed = await listAll('shop', '&status=FULFILLED', [request.ref]);
       assert.equal(listed.orders.find((o) => o.ref === request.ref)?.client, 'shop');
       assertProblem(await view('acme', request.ref), 404, 'order-not-found');

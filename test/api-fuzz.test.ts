@@ -41,7 +41,7 @@ let seq = 0;
 const freshRef = () => `FUZZ-${process.pid}-${++seq}`;
 
 const provider: ProviderPort = {
-  getGiftCardCatalog: async () => ({ products: [] }),
+  getGiftCardCatalog: async () => ({ categories: [] }),
   validateKey: async () => ({ username: 'u', apiKey: { type: 'SANDBOX', scope: 'all', isEnabled: true } }),
 };
 
@@ -59,8 +59,8 @@ const validOrder = (ref: string) =>
     fc.record({
       type: fc.constant('internet_topup'),
       ref: fc.constant(ref),
-      lineType: fc.constantFrom('ADSL', '4G'),
-      number: fc.stringMatching(/^0\d{8,9}$/),
+      lineType: fc.constant('ADSL'),
+      number: fc.stringMatching(/^0\d{8}$/),
       value: fc.integer({ min: 1, max: 100_000 }),
     }),
     fc.record({

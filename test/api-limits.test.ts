@@ -16,7 +16,7 @@ import { useTemporal, type TestTemporal } from './helpers/temporal';
 
 const run = randomUUID().slice(0, 8);
 const provider: ProviderPort = {
-  getGiftCardCatalog: async () => ({ products: [] }),
+  getGiftCardCatalog: async () => ({ categories: [] }),
   validateKey: async () => ({ username: 'u', apiKey: { type: 'SANDBOX', scope: 'all', isEnabled: true } }),
 };
 const topUp = (ref: string) => ({

@@ -49,7 +49,7 @@ interface Document {
 }
 
 const provider: ProviderPort = {
-  getGiftCardCatalog: async () => ({ products: [] }),
+  getGiftCardCatalog: async () => ({ categories: [] }),
   validateKey: async () => ({ username: 'u', apiKey: { type: 'SANDBOX', scope: 'all', isEnabled: true } }),
 };
 

@@ -84,14 +84,14 @@ const orderRequest = fc.oneof(
     type: fc.constant('mobile_topup'),
     ref,
     planCode: fc.stringMatching(/^PREPAID_[A-Z0-9]{1,12}$/),
-    msisdn: fc.stringMatching(/^0\d{9}$/),
+    msisdn: fc.stringMatching(/^0[567]\d{8}$/),
     amount: dinars,
   }),
   fc.record({
     type: fc.constant('internet_topup'),
     ref,
-    lineType: fc.constantFrom('ADSL', '4G'),
-    number: fc.stringMatching(/^0\d{8,9}$/),
+    lineType: fc.constant('ADSL'),
+    number: fc.stringMatching(/^0\d{8}$/),
     value: dinars,
   }),
   fc.record({

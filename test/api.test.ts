@@ -202,7 +202,7 @@ describe('intake API end to end', () => {
       const request = mobileRequest(newRef('conflict'));
       assert.equal((await api.request('POST', '/v1/orders', { body: request })).status, 201);
       const res = await api.request('POST', '/v1/orders', {
-        body: { ...request, amount: request.amount + 1 },
+        body: { ...request, amount: (request.amount ?? 500) + 1 },
       });
       assert.equal(res.status, 409, res.text);
       assert.equal((res.body as Problem).type, '/problems/ref-conflict');

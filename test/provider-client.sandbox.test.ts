@@ -183,17 +183,18 @@ describe('ProviderClient against the sandbox', { timeout: 60_000 }, () => {
 
       const r = await client.checkMobileTopup(refunded);
       assert.equal(r.status, 'REFUNDED');
-      assert.equal(typeof r.message, 'string');
+      assert.equal(typeof r.refund_message, 'string');
+      assert.equal(r.balance_amount, 0, 'nothing debited after the refund');
       const m = await client.checkMobileTopup(mismatch);
       assert.equal(m.status, 'REFUNDED');
-      assert.ok(m.suggested_plans && m.suggested_plans.length > 0);
+      assert.equal(m.suggested_offers?.[0]?.plan_code, 'FACTURE_DJEZZY');
       assert.equal((await client.checkMobileTopup(unknown)).status, 'UNKNOWN_ERROR');
     });
 
     it('an internet top-up is sent and reaches FULFILLED with a card code and transaction number', async () => {
       const ref = uniqueRef('net');
 
-      const sent = await client.sendInternetTopup({ type: 'ADSL', number: '0231234567', value: 1000, ref });
+      const sent = await client.sendInternetTopup({ type: 'ADSL', number: '023123456', value: 1000, ref });
       assert.equal(sent.topupRef, ref);
       const final = await eventually(
         () => client.checkInternetTopup(ref),
@@ -206,8 +207,9 @@ describe('ProviderClient against the sandbox', { timeout: 60_000 }, () => {
 
     it('gift cards: the catalog lists GOOGLE_PLAY_1000; an order for 2 is FULFILLED with 2 cards', async () => {
       const catalog = await client.getGiftCardCatalog();
-      const product = catalog.products.find((p) => p.productId === 'GOOGLE_PLAY');
-      assert.ok(product?.types.some((t) => t.typeId === 'GOOGLE_PLAY_1000'));
+      assert.ok(catalog.categories.some((c) => c.products.some((p) => p.id === 'GOOGLE_PLAY')));
+      const product = await client.checkGiftCardProduct('GOOGLE_PLAY');
+      assert.ok(product.types.some((t) => t.id === 'GOOGLE_PLAY_1000' && t.quantity > 0 && t.price > 0));
 
       const { orderId } = await client.placeGiftCardOrder({
         productId: 'GOOGLE_PLAY',
@@ -232,30 +234,28 @@ describe('ProviderClient against the sandbox', { timeout: 60_000 }, () => {
       const err = await expectFailure('refused', () => client.sendMobileTopup(invalid));
 
       assert.equal(err.status, 400);
-      assert.equal(err.code, 'VALIDATION_ERROR');
+      assert.equal(err.code, 'ERR_VALIDATION');
       assert.equal(err.operation, 'sendMobileTopup');
       await expectFailure('not_found', () => client.checkMobileTopup(ref));
     });
 
-    it('refused: the production key on a send is a 403 FORBIDDEN', async () => {
-      const err = await expectFailure('refused', () =>
+    it('access_denied: the production key on a send is a 403 (not the order’s fault)', async () => {
+      const err = await expectFailure('access_denied', () =>
         clientWith('production-key').sendMobileTopup(mobile(uniqueRef('prod'))),
       );
       assert.equal(err.status, 403);
       assert.equal(err.code, 'FORBIDDEN');
     });
 
-    it('refused: a disabled key (which still validates, as not enabled) is a 403 on a send; an unknown key a 401', async () => {
+    it('access_denied: a disabled key (which still validates, as not enabled) is a 403 on a send; an unknown key a 401 INVALID_ACCESS_TOKEN', async () => {
       const disabled = clientWith('disabled-key');
       assert.equal((await disabled.validateKey()).apiKey.isEnabled, false);
-      const forbidden = await expectFailure('refused', () =>
+      const forbidden = await expectFailure('access_denied', () =>
         disabled.sendMobileTopup(mobile(uniqueRef('off'))),
       );
       assert.equal(forbidden.status, 403);
-      assert.equal(
-        (await expectFailure('refused', () => clientWith('no-such-key').validateKey())).status,
-        401,
-      );
+      const unknown = await expectFailure('access_denied', () => clientWith('no-such-key').validateKey());
+      assert.deepEqual([unknown.status, unknown.code], [401, 'INVALID_ACCESS_TOKEN']);
     });
 
     it('not_found: an unknown ref or order', async () => {
@@ -265,13 +265,13 @@ describe('ProviderClient against the sandbox', { timeout: 60_000 }, () => {
       await expectFailure('not_found', () => client.checkGiftCardOrder('no-such-order'));
     });
 
-    it('duplicate_ref: a second send of the same ref is a 409 and only the first was accepted', async () => {
+    it('duplicate_ref: a second send of the same ref is a 403 DUPLICATED_REF and only the first was accepted', async () => {
       const ref = uniqueRef('dup');
       await client.sendMobileTopup(mobile(ref));
 
       const err = await expectFailure('duplicate_ref', () => client.sendMobileTopup(mobile(ref)));
 
-      assert.equal(err.status, 409);
+      assert.deepEqual([err.status, err.code], [403, 'DUPLICATED_REF']);
       assert.deepEqual(await sends(ref), { accepted: 1, attempts: 2 });
     });
 
@@ -288,7 +288,7 @@ describe('ProviderClient against the sandbox', { timeout: 60_000 }, () => {
       assert.equal(err.status, 429);
       assert.equal(err.retryAfterMs, 2_000);
       // The fault was for one request only; the next one is answered.
-      assert.ok((await client.getGiftCardCatalog()).products.length > 0);
+      assert.ok((await client.getGiftCardCatalog()).categories.length > 0);
     });
 
     it('outcome_unknown: a 503 on a send; here it did not commit, so check-ref finds nothing', async () => {
@@ -312,7 +312,7 @@ describe('ProviderClient against the sandbox', { timeout: 60_000 }, () => {
       const ref = uniqueRef('e500');
 
       const err = await expectFailure('outcome_unknown', () =>
-        client.sendInternetTopup({ type: '4G', number: '0661234567', value: 500, ref }),
+        client.sendInternetTopup({ type: '4G', number: '213661234567', value: 500, ref }),
       );
 
       assert.equal(err.status, 500);

@@ -21,7 +21,7 @@ import { useTemporal, workflowCodeOptions, type TestTemporal } from './helpers/t
 
 const DAY_MS = 86_400_000;
 const upProvider: ProviderPort = {
-  getGiftCardCatalog: async () => ({ products: [] }),
+  getGiftCardCatalog: async () => ({ categories: [] }),
   validateKey: async () => ({ username: 'u', apiKey: { type: 'SANDBOX', scope: 'all', isEnabled: true } }),
 };
 

@@ -19,9 +19,9 @@ import {
   KeyInfo,
   MobileCheck,
   PlaceOrderResult,
+  ProductDetails,
   SendResult,
 } from '../src/provider/wire';
-import { sandboxCatalog } from '../src/sandbox/catalog';
 import { createSandboxApp, startSandbox } from '../src/sandbox/server';
 import { SandboxState } from '../src/sandbox/state';
 
@@ -41,9 +41,11 @@ type Sandbox = Awaited<ReturnType<typeof startSandbox>>;
 interface Envelope {
   success: boolean;
   data: unknown;
-  error?: { code: string; message: string };
+  error?: { code: string; message: string; details?: Record<string, unknown> };
   meta: { timestamp: string };
   requestId: string;
+  totalProducts?: number;
+  totalCategories?: number;
 }
 
 interface Answer {
@@ -104,7 +106,7 @@ const mobileBody = (ref: string, MSSIDN = '0555123456') => ({
   amount: 500,
   ref,
 });
-const internetBody = (ref: string, type = 'ADSL', number = '021123456') => ({
+const internetBody = (ref: string, type = 'ADSL', number = type === '4G' ? '213472731602' : '021123456') => ({
   type,
   number,
   value: 1000,
@@ -144,7 +146,15 @@ function assertFailure(answer: Answer, status: number, code: string, field?: str
   assert.equal(answer.body.success, false);
   assert.equal(answer.body.error?.code, code);
   assert.equal(typeof answer.body.error?.message, 'string');
-  if (field !== undefined) assert.match(answer.body.error?.message ?? '', new RegExp(`(^|; )${field}: `));
+  if (field === undefined) return;
+  // The field is named in the message, or (ERR_VALIDATION) in `details.field` as the docs show it.
+  const message = answer.body.error?.message ?? '';
+  const named = answer.body.error?.details?.field;
+  assert.ok(
+    new RegExp(`(^|; |/)${field}(: | )`).test(message) ||
+      (typeof named === 'string' && named.endsWith(`/${field}`)),
+    `${field} is not named in ${JSON.stringify(answer.body.error)}`,
+  );
 }
 
 /** The undici error code a request failed with (e.g. UND_ERR_SOCKET), or 'answered'. */
@@ -181,11 +191,13 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       assert.equal(headers['x-request-id'], body.requestId);
     });
 
-    it('a failure has success:false, error {code, message}, meta.timestamp and a requestId equal to X-Request-Id', async () => {
+    it('a failure has success:false, error {code, message}, no data and no meta, and a requestId equal to X-Request-Id', async () => {
       const answer = await call('GET', '/v3/mobile/check-ref/never-sent');
 
-      assertFailure(answer, 404, 'NOT_FOUND', 'ref');
-      assert.equal(new Date(answer.body.meta.timestamp).toISOString(), answer.body.meta.timestamp);
+      assertFailure(answer, 404, 'NOT_FOUND');
+      assert.match(answer.body.error?.message ?? '', /Top-up with reference 'never-sent' not found/);
+      assert.equal(answer.body.meta, undefined);
+      assert.equal(answer.body.data, undefined);
       assert.equal(answer.headers['x-request-id'], answer.body.requestId);
     });
 
@@ -215,7 +227,12 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
     it('validate with the sandbox key: SANDBOX, READ-WRITE, enabled, and a username', async () => {
       const info = KeyInfo.parse((await call('GET', '/v3/validate')).body.data);
 
-      assert.deepEqual(info.apiKey, { type: 'SANDBOX', scope: 'READ-WRITE', isEnabled: true });
+      assert.deepEqual(info.apiKey, {
+        type: 'SANDBOX',
+        scope: 'READ-WRITE',
+        isEnabled: true,
+        allowedips: [],
+      });
       assert.match(info.username, /^\+\d+$/);
     });
 
@@ -226,26 +243,42 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       assert.equal(info.apiKey.isEnabled, true);
     });
 
-    it('every route without X-Access-Token is 401 UNAUTHORIZED', async () => {
+    it('every route without X-Access-Token is 401 MISSING_ACCESS_TOKEN', async () => {
       for (const [method, path, json] of everyRoute) {
-        assertFailure(await call(method, path, { key: null, json }), 401, 'UNAUTHORIZED');
+        assertFailure(await call(method, path, { key: null, json }), 401, 'MISSING_ACCESS_TOKEN');
       }
     });
 
-    it('every route with an unknown key is 401 UNAUTHORIZED', async () => {
+    it('every route with an unknown key is 401 INVALID_ACCESS_TOKEN with attemptsLeft (a good key in between resets the count)', async () => {
       for (const [method, path, json] of everyRoute) {
-        assertFailure(await call(method, path, { key: 'no-such-key', json }), 401, 'UNAUTHORIZED');
+        const answer = await call(method, path, { key: 'no-such-key', json });
+        assertFailure(answer, 401, 'INVALID_ACCESS_TOKEN');
+        assert.deepEqual(answer.body.error?.details, { attemptsLeft: 4 });
+        assert.equal((await call('GET', '/v3/validate')).status, 200);
       }
     });
 
-    it('the disabled key validates with isEnabled:false, and every other route answers it 403 FORBIDDEN', async () => {
+    it('five unknown keys in a row block the address: IP_BLOCKED for every key, until the block ends (here: a reset)', async () => {
+      for (const left of [4, 3, 2, 1]) {
+        const answer = await call('GET', '/v3/validate', { key: 'no-such-key' });
+        assert.deepEqual(answer.body.error?.details, { attemptsLeft: left });
+      }
+      assertFailure(await call('GET', '/v3/validate', { key: 'no-such-key' }), 403, 'IP_BLOCKED');
+      const blocked = await call('GET', '/v3/validate');
+      assertFailure(blocked, 403, 'IP_BLOCKED');
+      assert.ok(Number(blocked.headers['retry-after']) > 14 * 60, 'blocked for about 15 minutes');
+      await admin('POST', '/admin/reset');
+      assert.equal((await call('GET', '/v3/validate')).status, 200);
+    });
+
+    it('the disabled key validates with isEnabled:false, and every other route answers it 403 KEY_DISABLED', async () => {
       const [validate, ...others] = everyRoute;
       assert.ok(validate);
       const info = KeyInfo.parse((await call(validate[0], validate[1], { key: DISABLED_KEY })).body.data);
       assert.equal(info.apiKey.isEnabled, false);
 
       for (const [method, path, json] of others) {
-        assertFailure(await call(method, path, { key: DISABLED_KEY, json }), 403, 'FORBIDDEN');
+        assertFailure(await call(method, path, { key: DISABLED_KEY, json }), 403, 'KEY_DISABLED');
       }
     });
 
@@ -302,39 +335,43 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       assert.equal(pending.status, 'PENDING');
       assert.equal(handling.status, 'HANDLING');
       assert.deepEqual(fulfilled, {
+        _id: topupId,
+        ref,
         status: 'FULFILLED',
+        plan_code: 'PREPAID_DJEZZY',
         MSSIDN: '0555123456',
         topup_amount: 500,
-        topupId,
-        topupRef: ref,
+        balance_amount: 490,
+        created_at: fulfilled.created_at,
       });
+      assert.ok(Math.abs(Date.parse(String(fulfilled.created_at)) - sentAt) < 1_000);
     });
 
-    it('0600000001 is REFUNDED at once, with a message', async () => {
+    it('0600000001 is REFUNDED at once, with a refund_message and nothing debited', async () => {
       const ref = newRef();
       await sendMobile(ref, '0600000001');
 
       const check = await checkMobile(ref);
 
       assert.equal(check.status, 'REFUNDED');
-      assert.ok(check.message && check.message.length > 0);
+      assert.ok(check.refund_message && check.refund_message.length > 0);
+      assert.equal(check.balance_amount, 0);
       assert.equal(check.MSSIDN, '0600000001');
       assert.equal(check.topup_amount, 500);
     });
 
-    it('0600000002 is REFUNDED at once, with a message and suggested_plans of {plan_code, amount}', async () => {
+    it('0600000002 is REFUNDED at once, with a refund_message and the documented suggested_offers', async () => {
       const ref = newRef();
       await sendMobile(ref, '0600000002');
 
       const check = await checkMobile(ref);
 
       assert.equal(check.status, 'REFUNDED');
-      assert.equal(typeof check.message, 'string');
-      assert.ok(check.suggested_plans && check.suggested_plans.length >= 1);
-      for (const plan of check.suggested_plans) {
-        assert.match(plan.plan_code, /^PREPAID_[A-Z0-9]+$/);
-        assert.equal(typeof plan.amount, 'number');
-      }
+      assert.equal(typeof check.refund_message, 'string');
+      assert.deepEqual(check.suggested_offers, [
+        { typename: 'Facture', plan_code: 'FACTURE_DJEZZY', amount: 500 },
+      ]);
+      assert.equal(check.balance_amount, 0);
     });
 
     it('0600000003 is UNKNOWN_ERROR at once and still is after the normal timeline', async () => {
@@ -389,7 +426,7 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
 
   describe('internet top-ups (spec 4.4, 4.5)', () => {
     for (const type of ['ADSL', '4G']) {
-      it(`${type}: PENDING, then HANDLING, then FULFILLED with a digits card_code and a num_trans, both stable`, async () => {
+      it(`${type}: HANDLING (no PENDING, as documented), then FULFILLED with a digits card_code and a num_trans, both stable`, async () => {
         const ref = newRef();
         const sentAt = Date.now();
         const sent = await call('POST', '/v3/internet/send', { json: internetBody(ref, type) });
@@ -400,7 +437,7 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
 
         assert.equal(sent.status, 200);
         assert.equal(SendResult.parse(sent.body.data).topupRef, ref);
-        assert.equal(pending.status, 'PENDING');
+        assert.equal(pending.status, 'HANDLING');
         assert.equal(pending.card_code, undefined);
         assert.equal(handling.status, 'HANDLING');
         assert.equal(handling.card_code, undefined);
@@ -412,12 +449,11 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       });
     }
 
-    it('takes a fixed line’s 9-digit number (021123456) and a 10-digit one, for ADSL and 4G alike', async () => {
+    it('takes the documented line numbers: ADSL 0 and 8 digits, 4G 213 and 9 digits', async () => {
       for (const [type, number] of [
         ['ADSL', '021123456'],
-        ['4G', '029123456'],
-        ['ADSL', '0211234567'],
-        ['4G', '0661234567'],
+        ['ADSL', '036362608'],
+        ['4G', '213472731602'],
       ] as const) {
         const answer = await call('POST', '/v3/internet/send', {
           json: internetBody(newRef(), type, number),
@@ -426,12 +462,22 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       }
     });
 
-    it('refuses a line number that is not 0 and 8 or 9 digits, naming number', async () => {
+    it('refuses a line number of the wrong form: ERR_VALIDATION when it is no line number at all, ERR_PHONE {number, type, reason} when it is not its type’s', async () => {
       for (const number of ['02112345', '02112345678', '21123456', '+21321123456', '02112345a']) {
         const answer = await call('POST', '/v3/internet/send', {
           json: internetBody(newRef(), 'ADSL', number),
         });
-        assertFailure(answer, 400, 'VALIDATION_ERROR', 'number');
+        assertFailure(answer, 400, 'ERR_VALIDATION', 'number');
+      }
+      for (const [type, number] of [
+        ['ADSL', '213472731602'],
+        ['4G', '021123456'],
+      ] as const) {
+        const answer = await call('POST', '/v3/internet/send', {
+          json: internetBody(newRef(), type, number),
+        });
+        assertFailure(answer, 400, 'ERR_PHONE');
+        assert.deepEqual(Object.keys(answer.body.error?.details ?? {}).sort(), ['number', 'reason', 'type']);
       }
     });
 
@@ -439,22 +485,39 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       assertFailure(
         await call('POST', '/v3/internet/send', { json: internetBody(newRef(), 'DSL') }),
         400,
-        'VALIDATION_ERROR',
+        'ERR_VALIDATION',
         'type',
       );
     });
   });
 
   describe('gift cards (spec 4.6 - 4.8)', () => {
-    it('the catalog has at least 3 products of at least 2 types each, including GOOGLE_PLAY_1000 at 1000 DZD', async () => {
-      const catalog = Catalog.parse((await call('GET', '/v3/gift-cards/catalog')).body.data);
+    it('the catalog is categories of products, totals beside data; checkProduct lists each product’s types with price and stock', async () => {
+      const answer = await call('GET', '/v3/gift-cards/catalog');
+      const catalog = Catalog.parse(answer.body.data);
+      const products = catalog.categories.flatMap((c) => c.products);
 
-      assert.ok(catalog.products.length >= 3);
-      for (const product of catalog.products) assert.ok(product.types.length >= 2, product.productId);
-      const googlePlay = catalog.products.find((p) => p.productId === 'GOOGLE_PLAY');
-      const type = googlePlay?.types.find((t) => t.typeId === 'GOOGLE_PLAY_1000');
-      assert.deepEqual({ value: type?.value, currency: type?.currency }, { value: 1000, currency: 'DZD' });
-      assert.deepEqual(catalog, sandboxCatalog);
+      assert.ok(catalog.categories.length >= 2);
+      assert.ok(products.length >= 3);
+      assert.equal(answer.body.totalProducts, products.length);
+      assert.equal(answer.body.totalCategories, catalog.categories.length);
+      for (const product of products) {
+        const details = ProductDetails.parse(
+          (await call('GET', `/v3/gift-cards/checkProduct/${product.id}`)).body.data,
+        );
+        assert.equal(details.productId, product.id);
+        assert.ok(details.types.length >= 2, product.id);
+        assert.ok(
+          details.types.some((t) => t.id === 'TEST_REFUND') &&
+            details.types.some((t) => t.id === 'TEST_PARTIAL'),
+        );
+      }
+      const googlePlay = ProductDetails.parse(
+        (await call('GET', '/v3/gift-cards/checkProduct/GOOGLE_PLAY')).body.data,
+      );
+      const type = googlePlay.types.find((t) => t.id === 'GOOGLE_PLAY_1000');
+      assert.ok(type && type.price > 0 && type.quantity > 0);
+      assertFailure(await call('GET', '/v3/gift-cards/checkProduct/NOPE'), 404, 'NOT_FOUND');
     });
 
     it('an order for 3 follows the timeline and, FULFILLED, has 3 distinct cards of digits with serials, stable', async () => {
@@ -467,7 +530,7 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       const { pending, handling, fulfilled, again } = await alongTheTimeline(sentAt, check);
 
       assert.equal(placed.status, 200);
-      assert.equal(pending.status, 'PENDING');
+      assert.equal(pending.status, 'HANDLING');
       assert.equal(pending.cards, undefined);
       assert.equal(handling.status, 'HANDLING');
       assert.equal(handling.cards, undefined);
@@ -487,17 +550,17 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       assertFailure(
         await place({ ...giftCardBody(), productId: 'NOPE' }),
         400,
-        'VALIDATION_ERROR',
+        'ERR_VALIDATION',
         'productId',
       );
       assertFailure(
         await place({ ...giftCardBody(), typeId: 'PSN_10_USD' }),
         400,
-        'VALIDATION_ERROR',
+        'ERR_VALIDATION',
         'typeId',
       );
-      assertFailure(await place(giftCardBody(0)), 400, 'VALIDATION_ERROR', 'quantity');
-      assertFailure(await place(giftCardBody(1.5)), 400, 'VALIDATION_ERROR', 'quantity');
+      assertFailure(await place(giftCardBody(0)), 400, 'ERR_VALIDATION', 'quantity');
+      assertFailure(await place(giftCardBody(1.5)), 400, 'ERR_VALIDATION', 'quantity');
       assert.equal(
         ((await admin('GET', '/admin/sends')).body.data as { giftCardOrders: { placed: number } })
           .giftCardOrders.placed,
@@ -519,51 +582,46 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
 
     it('a missing field is 400 VALIDATION_ERROR naming it', async () => {
       const { amount: _omitted, ...body } = mobileBody(newRef());
-      assertFailure(await send({ json: body }), 400, 'VALIDATION_ERROR', 'amount');
+      assertFailure(await send({ json: body }), 400, 'ERR_VALIDATION', 'amount');
     });
 
     it('a field of the wrong type is 400 naming it', async () => {
       assertFailure(
         await send({ json: { ...mobileBody(newRef()), amount: '500' } }),
         400,
-        'VALIDATION_ERROR',
+        'ERR_VALIDATION',
         'amount',
       );
     });
 
     it('a malformed MSSIDN is 400 "MSSIDN: expected a local number…"', async () => {
       const answer = await send({ json: mobileBody(newRef(), '+213555123456') });
-      assertFailure(answer, 400, 'VALIDATION_ERROR', 'MSSIDN');
+      assertFailure(answer, 400, 'ERR_VALIDATION', 'MSSIDN');
       assert.match(answer.body.error?.message ?? '', /MSSIDN: expected a local number/);
     });
 
     it('a mobile number keeps its 10 digits: a 9-digit MSSIDN is 400', async () => {
-      assertFailure(
-        await send({ json: mobileBody(newRef(), '055512345') }),
-        400,
-        'VALIDATION_ERROR',
-        'MSSIDN',
-      );
+      assertFailure(await send({ json: mobileBody(newRef(), '055512345') }), 400, 'ERR_VALIDATION', 'MSSIDN');
     });
 
     it('an extra field is 400 naming it', async () => {
       assertFailure(
         await send({ json: { ...mobileBody(newRef()), bonus: 1 } }),
         400,
-        'VALIDATION_ERROR',
+        'ERR_VALIDATION',
         'bonus',
       );
     });
 
     it('several bad fields are all named', async () => {
-      const answer = await send({ json: { plan_code: 'X', MSSIDN: '1', amount: -1, ref: 'a b' } });
+      const answer = await send({ json: { plan_code: 'X!', MSSIDN: '1', amount: -1, ref: 'a b' } });
       for (const field of ['plan_code', 'MSSIDN', 'amount', 'ref'])
-        assertFailure(answer, 400, 'VALIDATION_ERROR', field);
+        assertFailure(answer, 400, 'ERR_VALIDATION', field);
     });
 
     it('broken JSON is 400 VALIDATION_ERROR (and the body is not echoed)', async () => {
       const answer = await send({ raw: '{"plan_code": "PREPAID_secret', contentType: 'application/json' });
-      assertFailure(answer, 400, 'VALIDATION_ERROR', 'body');
+      assertFailure(answer, 400, 'ERR_VALIDATION', 'body');
       assert.doesNotMatch(answer.body.error?.message ?? '', /secret/);
     });
 
@@ -571,17 +629,17 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       assertFailure(
         await send({ raw: '[]', contentType: 'application/json' }),
         400,
-        'VALIDATION_ERROR',
+        'ERR_VALIDATION',
         'body',
       );
       assertFailure(
         await send({ raw: 'null', contentType: 'application/json' }),
         400,
-        'VALIDATION_ERROR',
+        'ERR_VALIDATION',
         'body',
       );
       // An empty body reads as {} (body-parser), so every required field is named.
-      assertFailure(await send({ contentType: 'application/json' }), 400, 'VALIDATION_ERROR', 'plan_code');
+      assertFailure(await send({ contentType: 'application/json' }), 400, 'ERR_VALIDATION', 'plan_code');
     });
 
     it('a POST without Content-Type application/json is 415 UNSUPPORTED_MEDIA_TYPE', async () => {
@@ -604,7 +662,7 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       assertFailure(
         await call('GET', `/v3/mobile/check-ref/${'r'.repeat(65)}`),
         400,
-        'VALIDATION_ERROR',
+        'ERR_VALIDATION',
         'ref',
       );
     });
@@ -619,11 +677,11 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
   });
 
   describe('refs and 404s', () => {
-    it('a second send of the same ref is 409 DUPLICATE_REF and only the first was accepted', async () => {
+    it('a second send of the same ref is 403 DUPLICATED_REF and only the first was accepted', async () => {
       const ref = newRef();
       assert.equal((await sendMobile(ref)).status, 200);
 
-      assertFailure(await sendMobile(ref), 409, 'DUPLICATE_REF');
+      assertFailure(await sendMobile(ref), 403, 'DUPLICATED_REF');
       assert.deepEqual(await sendCounts(ref), { ref, accepted: 1, attempts: 2 });
     });
 
@@ -634,8 +692,8 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       assert.equal((await call('POST', '/v3/internet/send', { json: internetBody(ref) })).status, 200);
       assertFailure(
         await call('POST', '/v3/internet/send', { json: internetBody(ref) }),
-        409,
-        'DUPLICATE_REF',
+        403,
+        'DUPLICATED_REF',
       );
     });
 
@@ -643,8 +701,8 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       const ref = newRef();
       await sendMobile(ref);
 
-      assertFailure(await call('GET', `/v3/mobile/check-ref/${newRef()}`), 404, 'NOT_FOUND', 'ref');
-      assertFailure(await call('GET', `/v3/internet/check-ref/${ref}`), 404, 'NOT_FOUND', 'ref');
+      assertFailure(await call('GET', `/v3/mobile/check-ref/${newRef()}`), 404, 'NOT_FOUND');
+      assertFailure(await call('GET', `/v3/internet/check-ref/${ref}`), 404, 'NOT_FOUND');
     });
 
     it('an unknown route or method is 404 NOT_FOUND in the envelope', async () => {
@@ -699,7 +757,7 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       const ref = newRef();
 
       assertFailure(await sendMobile(ref), 500, 'INTERNAL_ERROR');
-      assert.equal((await checkMobile(ref)).topupRef, ref);
+      assert.equal((await checkMobile(ref)).ref, ref);
       assert.deepEqual(await sendCounts(ref), { ref, accepted: 1, attempts: 1 });
     });
 
@@ -740,7 +798,7 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       );
 
       assert.equal(outcome, 'UND_ERR_HEADERS_TIMEOUT');
-      assert.equal((await checkMobile(ref)).topupRef, ref);
+      assert.equal((await checkMobile(ref)).ref, ref);
       assert.deepEqual(await sendCounts(ref), { ref, accepted: 1, attempts: 1 });
     });
 
@@ -751,7 +809,7 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       const outcome = await transportFailure(sendMobile(ref));
 
       assert.equal(outcome, 'UND_ERR_SOCKET');
-      assert.equal((await checkMobile(ref)).topupRef, ref);
+      assert.equal((await checkMobile(ref)).ref, ref);
       assert.deepEqual(await sendCounts(ref), { ref, accepted: 1, attempts: 1 });
       const report = (await admin('GET', '/admin/sends')).body.data as { refs: Record<string, unknown> };
       assert.deepEqual(report.refs[ref], { family: 'mobile', accepted: 1, attempts: 1 });
@@ -852,7 +910,7 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
         [{ kind: 'rate_limit', afterCommit: true }, 'afterCommit'],
       ];
       for (const [spec, field] of cases) {
-        assertFailure(await admin('POST', '/admin/faults', spec), 400, 'VALIDATION_ERROR', field);
+        assertFailure(await admin('POST', '/admin/faults', spec), 400, 'ERR_VALIDATION', field);
       }
       assert.deepEqual((await admin('GET', '/admin/faults')).body.data, { faults: [] });
     });
@@ -940,14 +998,14 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       assert.ok(refs.every((ref) => report.refs[ref]?.accepted === 1));
     });
 
-    it('20 concurrent sends of the same ref: exactly one accepted, the other 19 are 409 DUPLICATE_REF', async () => {
+    it('20 concurrent sends of the same ref: exactly one accepted, the other 19 are 403 DUPLICATED_REF', async () => {
       const ref = newRef('race');
 
       const answers = await Promise.all(Array.from({ length: 20 }, () => sendMobile(ref)));
 
       assert.equal(answers.filter((a) => a.status === 200).length, 1);
       assert.equal(
-        answers.filter((a) => a.status === 409 && a.body.error?.code === 'DUPLICATE_REF').length,
+        answers.filter((a) => a.status === 403 && a.body.error?.code === 'DUPLICATED_REF').length,
         19,
       );
       assert.deepEqual(await sendCounts(ref), { ref, accepted: 1, attempts: 20 });
@@ -958,12 +1016,16 @@ describe('provider sandbox', { timeout: 60_000 }, () => {
       const state = new SandboxState({ timeScale: 1, now: () => clock });
       for (let i = 0; i < 10_000; i++) {
         clock = i;
-        state.sendMobile('owner', {
-          plan_code: 'PREPAID_X',
-          MSSIDN: '0555123456',
-          amount: 100,
-          ref: `r${i}`,
-        });
+        state.sendMobile(
+          'owner',
+          {
+            plan_code: 'PREPAID_X',
+            MSSIDN: '0555123456',
+            amount: 100,
+            ref: `r${i}`,
+          },
+          100,
+        );
       }
 
       clock = 22_000;

@@ -219,9 +219,13 @@ export interface OrderResult {
   transactionNumber?: string;
   /** Gift cards. */
   cards?: { code: string; serial: string }[];
-  /** REFUNDED: the provider's message and suggested plans, when given. */
-  message?: string;
-  suggestedPlans?: { planCode: string; amount: number }[];
+  /**
+   * REFUNDED (and UNKNOWN_ERROR in review): the provider's `refund_message`, Arabic text meant for
+   * the end user, when given.
+   */
+  refundMessage?: string;
+  /** REFUNDED on a plan mismatch: the provider's `suggested_offers`, what to send instead. */
+  suggestedOffers?: { planCode: string; amount?: number; typename?: string }[];
 }
 
 export interface OrderView {

@@ -100,8 +100,9 @@ function judgeStatus(
         'unconfirmed',
         `the provider reports ${status}: it has not fulfilled the order yet (the order settles itself when it does)`,
       );
-    case 'UNKNOWN_ERROR':
-      // The provider itself does not know: this is what operators are for.
+    default:
+      // UNKNOWN_ERROR: the provider itself does not know; this is what operators are for. Likewise
+      // a status this service does not act on yet (QUEUED, PARTIALLY_FILLED, anything undocumented).
       return { verdict: 'unconfirmed' };
   }
 }

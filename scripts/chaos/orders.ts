@@ -6,7 +6,7 @@
  */
 import type { OrderRequest, OrderStatus } from '../../src/orders/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { sandboxCatalog } from '../../src/sandbox/catalog';
+import { SandboxOffer } from '../../src/sandbox/catalog';
 import type { Random } from './random';
 
 export type Special = keyof typeof sandboxSpecialNumbers;
@@ -34,6 +34,9 @@ export interface PlannedOrder {
 
 const specials: readonly Special[] = ['refunded', 'planMismatch', 'unknownError'];
 const plans = ['PREPAID_MOBILIS', 'PREPAID_DJEZZY', 'PREPAID_OOREDOO'] as const;
+/** The sandbox's offer as it starts: internet values and gift-card products that exist. */
+const offer = new SandboxOffer();
+const giftProducts = offer.catalog().categories.flatMap((category) => category.products);
 
 function digits(rng: Random, count: number): string {
   return Array.from({ length: count }, () => rng.int(0, 9)).join('');
@@ -58,23 +61,29 @@ function randomRequest(
         planCode: rng.pick(plans),
         // Normal numbers start 05: they can never be one of the 06000000xx special numbers.
         msisdn: special ? sandboxSpecialNumbers[special] : `05${digits(rng, 8)}`,
-        amount: rng.int(1, 50) * 100,
+        // Within every one of these plans' bounds (the smallest maximum is 3,999).
+        amount: rng.int(1, 39) * 100,
       };
-    case 'internet_topup':
+    case 'internet_topup': {
+      const lineType = rng.pick(['ADSL', '4G'] as const);
       return {
         type,
         ref,
-        lineType: rng.pick(['ADSL', '4G'] as const),
-        number: `02${digits(rng, 8)}`,
-        value: rng.int(1, 20) * 500,
+        lineType,
+        // The documented forms: ADSL 0 and 8 digits, 4G 213 and 9 digits.
+        number: lineType === 'ADSL' ? `02${digits(rng, 7)}` : `213${digits(rng, 9)}`,
+        value: rng.pick(offer.internetProducts(lineType).map((product) => product.value)),
       };
+    }
     case 'gift_card': {
-      const product = rng.pick(sandboxCatalog.products);
+      const product = rng.pick(giftProducts);
+      // The sandbox's test types end REFUNDED or PARTIALLY_FILLED, not as expected here.
+      const types = offer.productDetails(product.id)?.types.filter((t) => !t.id.startsWith('TEST_')) ?? [];
       return {
         type,
         ref,
-        productId: product.productId,
-        typeId: rng.pick(product.types).typeId,
+        productId: product.id,
+        typeId: rng.pick(types).id,
         quantity: rng.int(1, 3),
       };
     }
@@ -85,7 +94,7 @@ function randomRequest(
 export function conflictingBody(request: OrderRequest): OrderRequest {
   switch (request.type) {
     case 'mobile_topup':
-      return { ...request, amount: request.amount === 100 ? 200 : request.amount - 100 };
+      return { ...request, amount: request.amount === 100 ? 200 : (request.amount ?? 300) - 100 };
     case 'internet_topup':
       return { ...request, value: request.value === 500 ? 1_000 : request.value - 500 };
     case 'gift_card':

@@ -56,8 +56,8 @@ export interface Verdict {
 }
 
 const specialLabel: Record<Special, string> = {
-  refunded: 'REFUNDED with message',
-  planMismatch: 'REFUNDED with suggestedPlans',
+  refunded: 'REFUNDED with refundMessage',
+  planMismatch: 'REFUNDED with suggestedOffers',
   unknownError: 'NEEDS_REVIEW (UNKNOWN_ERROR)',
 };
 
@@ -65,9 +65,9 @@ const specialLabel: Record<Special, string> = {
 function specialOutcomeHolds(special: Special, view: OrderView): boolean {
   switch (special) {
     case 'refunded':
-      return view.status === 'REFUNDED' && typeof view.result?.message === 'string';
+      return view.status === 'REFUNDED' && typeof view.result?.refundMessage === 'string';
     case 'planMismatch':
-      return view.status === 'REFUNDED' && (view.result?.suggestedPlans?.length ?? 0) > 0;
+      return view.status === 'REFUNDED' && (view.result?.suggestedOffers?.length ?? 0) > 0;
     case 'unknownError':
       return view.status === 'NEEDS_REVIEW' && /UNKNOWN_ERROR/.test(view.review?.reason ?? '');
   }

@@ -19,7 +19,8 @@ import { clientRegistryFromConfig, type ClientRegistry } from '../clients/regist
 import { identifyCaller, requireApiKey } from './auth';
 import { ApiLimits, defaultLimitsFromConfig } from './limits';
 import { jsonBody } from './json-body';
-import { cachedCatalog } from './catalog';
+import { cachedCatalog, loadCatalogView, type CatalogProvider } from './catalog';
+import { createIntakeCheck, type IntakeProvider } from './intake';
 import {
   errorHandler,
   methodNotAllowedHandler,
@@ -44,8 +45,11 @@ import { WebhookService } from './webhooks';
 export interface AppDeps {
   client: Client;
   taskQueue: string;
-  /** The provider client: the catalog and readiness (validateKey). */
-  provider: ProviderPort;
+  /**
+   * The provider client: the catalog, readiness (validateKey) and intake's look-ups (plans,
+   * internet products, a product's types); without the latter intake checks formats only.
+   */
+  provider: ProviderPort & IntakeProvider & CatalogProvider;
   config: Config;
   logger: Logger;
   /** The API's clients; default: read from API_CLIENTS_FILE or API_KEYS (main.ts passes its own to reload it). */
@@ -106,6 +110,12 @@ export function createApp(deps: AppDeps): Express {
     metrics,
     pageTokens,
     notSetUp: searchAttributesNotReady({ client: deps.client, timeoutMs: config.API_READINESS_TIMEOUT_MS }),
+    intake: createIntakeCheck({
+      provider: deps.provider,
+      ttlMs: config.CATALOG_CACHE_TTL_MS,
+      now: () => clock().getTime(),
+      logger,
+    }),
     ...(config.TEMPORAL_UI_URL
       ? { temporalUi: { baseUrl: config.TEMPORAL_UI_URL, namespace: deps.client.options.namespace } }
       : {}),
@@ -119,7 +129,7 @@ export function createApp(deps: AppDeps): Express {
     logger,
   });
   const catalog = cachedCatalog(
-    () => deps.provider.getGiftCardCatalog(),
+    () => loadCatalogView(deps.provider),
     config.CATALOG_CACHE_TTL_MS,
     () => clock().getTime(),
   );

@@ -33,6 +33,7 @@ export const problemKinds = {
   'order-not-in-review': { status: 409, title: 'The order is not waiting for a review' },
   'decision-refused': { status: 409, title: 'The provider contradicts the decision or cannot confirm it' },
   'decision-invalid': { status: 422, title: 'The decision cannot apply to this order' },
+  'order-unacceptable': { status: 422, title: 'The provider would refuse this order' },
   'payload-too-large': { status: 413, title: 'The request body is too large' },
   'unsupported-media-type': { status: 415, title: 'The request body must be application/json' },
   'rate-limited': { status: 429, title: 'Too many requests' },

@@ -15,7 +15,7 @@ import {
 import { z } from 'zod';
 import type { Scope } from '../clients/model';
 import { OrderRequest, ReviewRequest } from '../orders/schemas';
-import { Catalog } from '../provider/wire';
+import { GiftCardCatalogView } from './catalog';
 import { problemKinds, type ProblemKey } from './errors';
 import { PROBLEM_CONTENT_TYPE } from './error-handler';
 import { REQUEST_ID_HEADER } from './logging';
@@ -39,11 +39,7 @@ import {
   WebhookEndpointList,
 } from './schemas';
 
-/** wire.ts is the provider's; the document names its catalog schema here, on a copy. */
-const GiftCardCatalog = Catalog.meta({
-  id: 'GiftCardCatalog',
-  description: 'The provider’s gift-card catalog.',
-});
+const GiftCardCatalog = GiftCardCatalogView;
 
 const BEARER = 'bearerAuth';
 
@@ -205,7 +201,7 @@ function buildRegistry(): OpenAPIRegistry {
         Location: { description: 'The order’s URL.', schema: { type: 'string' } },
       }),
       200: ok('This order was already submitted with the same body; its current view.', OrderView),
-      ...problems(...bodyProblems, 'ref-conflict', ...commonProblems),
+      ...problems(...bodyProblems, 'ref-conflict', 'order-unacceptable', ...commonProblems),
     },
   });
 

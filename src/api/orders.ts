@@ -10,6 +10,7 @@
  * search attribute) before anything is shown or changed: the ID alone is not trusted, since the
  * default client's `order-<ref>` form is shared with orders started before clients existed.
  */
+import type { IntakeCheck } from './intake';
 import { createHash } from 'node:crypto';
 import {
   WorkflowExecutionAlreadyStartedError,
@@ -58,6 +59,8 @@ import { REVEAL_SCOPE, revealRecorder, type RevealRecorder } from '../audit/reve
 import { orderSummary } from '../../workflows/ui-metadata';
 
 export interface OrderServiceOptions {
+  /** Refuses (422) what the provider would refuse, before anything starts (intake.ts); none: formats only. */
+  intake?: IntakeCheck;
   client: Client;
   taskQueue: string;
   /** Who owns what: the clients, and which one keeps the `order-<ref>` workflow IDs. */
@@ -248,6 +251,7 @@ export class OrderService {
     log: Logger = this.#o.logger,
     origin: OrderOrigin = 'single',
   ): Promise<{ created: boolean; view: OrderView }> {
+    await this.#o.intake?.check(request);
     const address = { client: caller.id, ref: request.ref };
     const hash = requestHash(request);
     const providerRef = sendsRef(request.type) ? providerRefFor(caller.id, request.ref) : undefined;

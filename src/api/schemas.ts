@@ -115,8 +115,19 @@ export const OrderResult = z
         description:
           'Gift cards: one entry per card; codes read "[masked]" for an operator reading another client’s order.',
       }),
-    message: z.string().optional(),
-    suggestedPlans: z.array(z.object({ planCode: z.string(), amount: z.number() })).optional(),
+    refundMessage: z.string().optional().meta({
+      description:
+        'REFUNDED: the provider’s reason, Arabic text meant for your customer (its `refund_message`).',
+    }),
+    suggestedOffers: z
+      .array(
+        z.object({ planCode: z.string(), amount: z.number().optional(), typename: z.string().optional() }),
+      )
+      .optional()
+      .meta({
+        description:
+          'REFUNDED on a plan mismatch: plans the provider suggests sending instead (its `suggested_offers`).',
+      }),
   })
   .meta({ id: 'OrderResult' });
 

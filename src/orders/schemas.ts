@@ -3,7 +3,13 @@
  * validation, the TypeScript types the workflows use (`import type`) and the OpenAPI document.
  */
 import { z } from 'zod';
-import { InternetLineType, LineNumber, LocalNumber, limits, PlanCode } from '../provider/wire';
+import {
+  InternetLineType,
+  lineNumberPatterns,
+  limits,
+  mobileNumberPattern,
+  PlanCode,
+} from '../provider/wire';
 import { providerOrderIdPattern, reviewDecisions, reviewTextMaxLength } from './review-decision';
 
 export const orderTypes = ['mobile_topup', 'internet_topup', 'gift_card'] as const;
@@ -46,17 +52,30 @@ export const OrderRef = z
     example: 'ORD-2025-000123',
   });
 
+/** The provider's documented MSSIDN rule; the sandbox's scripted numbers (06000000xx) fit it too. */
+const MobileNumber = z
+  .string()
+  .regex(mobileNumberPattern, 'expected a mobile number: 0, then 5, 6 or 7, then 8 digits')
+  .meta({ example: '0551234567' });
+
 export const MobileTopupRequest = z
   .strictObject({
     type: z.literal('mobile_topup'),
     ref: OrderRef,
-    planCode: PlanCode,
-    msisdn: LocalNumber,
-    amount: Dinars,
+    planCode: PlanCode.meta({
+      description: 'A plan code from the provider’s plans (e.g. PREPAID_DJEZZY, PIXX_500).',
+    }),
+    msisdn: MobileNumber,
+    amount: Dinars.optional().meta({
+      description:
+        'Required for a dynamic plan, within its bounds; absent for a fixed plan (it has its own).',
+    }),
   })
   .meta({
     id: 'MobileTopupRequest',
-    description: 'A mobile top-up: credit `amount` dinars on `msisdn` under `planCode`.',
+    description:
+      'A mobile top-up: credit `amount` dinars (or a fixed plan’s own amount) on `msisdn` under `planCode`. ' +
+      'A plan the provider does not list or has disabled, or an amount outside its bounds, is refused with 422.',
     examples: [
       {
         type: 'mobile_topup',
@@ -74,12 +93,33 @@ export const InternetTopupRequest = z
     type: z.literal('internet_topup'),
     ref: OrderRef,
     lineType: InternetLineType,
-    number: LineNumber,
+    number: z
+      .string()
+      .regex(
+        /^(0[0-9]{8}|213[0-9]{9})$/,
+        'expected an ADSL number (0 and 8 digits) or a 4G number (213 and 9 digits)',
+      ),
     value: Dinars,
+  })
+  .superRefine((request, context) => {
+    const pattern = lineNumberPatterns[request.lineType] as RegExp | undefined;
+    // An unknown line type or a malformed number is reported by its own field's rule.
+    if (pattern && typeof request.number === 'string' && !pattern.test(request.number)) {
+      context.addIssue({
+        code: 'custom',
+        path: ['number'],
+        message:
+          request.lineType === 'ADSL'
+            ? 'an ADSL number is 0 and 8 digits (e.g. 021123456)'
+            : 'a 4G number is 213 and 9 digits (e.g. 213472731602)',
+      });
+    }
   })
   .meta({
     id: 'InternetTopupRequest',
-    description: 'An internet-line top-up (ADSL or 4G) of `value` dinars on line `number`.',
+    description:
+      'An internet-line top-up (ADSL or 4G) of `value` dinars on line `number`: ADSL `0` + 8 digits, 4G `213` + 9 ' +
+      'digits. A value the provider does not sell for that line type, or has run out of, is refused with 422.',
     examples: [
       { type: 'internet_topup', ref: 'ORD-2025-000124', lineType: 'ADSL', number: '021123456', value: 1000 },
     ],

@@ -6,7 +6,7 @@
  * the HTTP status or transport code and the provider's own error code/message — never the API
  * key, request headers or request body (phone numbers are personal data).
  */
-import { FailureEnvelope } from './wire';
+import { errorCodeAliases, errorCodes, FailureEnvelope } from './wire';
 import { ProviderError, type ProviderFailureKind } from './errors';
 
 /** When a 429 carries no usable Retry-After we still back off; one second is the usual floor. */
@@ -126,7 +126,15 @@ export function invalidResponse(operation: string, status: number, problem: stri
   );
 }
 
-/** A non-2xx answer, classified by status; the body may be the failure envelope or anything else. */
+/** Documented: an IP_BLOCKED address stays blocked for 15 minutes. */
+export const IP_BLOCK_MS = 15 * 60_000;
+
+/**
+ * A failure answer: a non-2xx, or any answer whose body is the failure envelope. Classified by the
+ * provider's `error.code` first (a DUPLICATED_REF is the same fact whatever status carries it),
+ * then by the HTTP status. `details` are read only for the numbers they document (`required`,
+ * `available`): a `value` echoes the request and may be personal data.
+ */
 export function statusFailure(
   operation: string,
   status: number,
@@ -136,26 +144,79 @@ export function statusFailure(
 ): ProviderError {
   const parsed = FailureEnvelope.safeParse(body);
   const providerError = parsed.success ? parsed.data.error : undefined;
-  const kind = kindForStatus(status);
-  const retryAfterMs = kind === 'rate_limited' ? parseRetryAfter(retryAfter) : undefined;
+  const code = providerError && (errorCodeAliases[providerError.code] ?? providerError.code);
+  const kind = (code ? kindForCode(code) : undefined) ?? kindForStatus(status);
+  let retryAfterMs: number | undefined;
+  if (kind === 'rate_limited') retryAfterMs = parseRetryAfter(retryAfter);
+  if (code === errorCodes.ipBlocked) retryAfterMs = retryAfter ? parseRetryAfter(retryAfter) : IP_BLOCK_MS;
+  const balance = kind === 'insufficient_balance' ? balanceDetails(providerError?.details) : undefined;
 
   let message = `${operation}: HTTP ${status}`;
   if (providerError) {
     message += ` ${providerError.code}: ${safeProviderMessage(providerError.message, secret)}`;
+    const field = fieldOf(providerError.details);
+    if (field) message += ` (field ${field})`;
   }
+  if (balance) message += ` (required ${balance.required ?? '?'}, available ${balance.available ?? '?'})`;
   if (retryAfterMs !== undefined) message += ` (retry after ${retryAfterMs} ms)`;
 
-  return new ProviderError({ kind, operation, status, code: providerError?.code, retryAfterMs }, message);
+  return new ProviderError(
+    { kind, operation, status, code: providerError?.code, retryAfterMs, ...(balance && { balance }) },
+    message,
+  );
+}
+
+/** The documented codes that say more than their status (fact sheet, "Envelope and errors"). */
+export function kindForCode(code: string): ProviderFailureKind | undefined {
+  switch (code) {
+    case errorCodes.duplicatedRef:
+      return 'duplicate_ref';
+    case errorCodes.insufficientBalance:
+      return 'insufficient_balance';
+    case errorCodes.missingKey:
+    case errorCodes.invalidKey:
+    case errorCodes.ipBlocked:
+      return 'access_denied';
+    case errorCodes.notFound:
+      return 'not_found';
+    case errorCodes.validation:
+    case errorCodes.phone:
+      return 'refused';
+    default:
+      return undefined;
+  }
 }
 
 export function kindForStatus(status: number): ProviderFailureKind {
+  if (status === 401) return 'access_denied';
+  // Documented 403s are the whitelist (no code), a short balance and a reused ref (by code,
+  // above). Any other 403 is a key that may not do this: not the order's fault either.
+  if (status === 403) return 'access_denied';
   if (status === 404) return 'not_found';
-  if (status === 409) return 'duplicate_ref';
   if (status === 429) return 'rate_limited';
   if (status >= 400 && status < 500) return 'refused';
-  // 5xx, and anything else undici hands back unfollowed (3xx): the request arrived and we cannot
-  // tell what became of it, so never let it count as "not sent".
+  // 5xx, 2xx failure envelopes with codes nobody documented, and anything else undici hands back
+  // unfollowed (3xx): the request arrived and we cannot tell what became of it.
   return 'outcome_unknown';
+}
+
+function balanceDetails(details: unknown): { required?: number; available?: number } {
+  const { required, available } = (typeof details === 'object' && details !== null ? details : {}) as {
+    required?: unknown;
+    available?: unknown;
+  };
+  return {
+    ...(typeof required === 'number' && { required }),
+    ...(typeof available === 'number' && { available }),
+  };
+}
+
+/** ERR_VALIDATION names its field (`body/MSSIDN`): safe to report; its `value` is not. */
+function fieldOf(details: unknown): string | undefined {
+  const field = (typeof details === 'object' && details !== null ? details : {}) as { field?: unknown };
+  return typeof field.field === 'string' && /^[A-Za-z0-9_/.[\]-]{1,64}$/.test(field.field)
+    ? field.field
+    : undefined;
 }
 
 /**

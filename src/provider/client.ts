@@ -1,5 +1,6 @@
 /**
- * The typed client for the provider's /v3 interface (spec: shared/spec/provider-api-v3.md).
+ * The typed client for the provider's /v3 interface (spec: shared/spec/provider-api-v3.md, and
+ * the routes the provider documents beside it: shared/spec/provider-v3-documented.md).
  *
  * One method per endpoint; each either returns the parsed `data` of the success envelope or
  * throws a ProviderError whose `kind` says what the caller may safely do next. Nothing else is
@@ -10,17 +11,31 @@ import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
 import {
   API_PREFIX,
+  Balance,
   Catalog,
   envelope,
+  FailureEnvelope,
   GiftCardOrderCheck,
+  GiftCardOrderPage,
   InternetCheck,
+  InternetProducts,
+  InternetTopupPage,
   KeyInfo,
   MobileCheck,
+  MobilePlans,
+  MobileTopupPage,
+  NumberCheck,
+  Pagination,
+  Ping,
   PlaceOrderResult,
+  ProductDetails,
   SendResult,
+  TransactionPage,
+  type InternetLineType,
   type InternetSendBody,
   type MobileSendBody,
   type PlaceOrderBody,
+  type Transaction,
 } from './wire';
 import { bodyReadFailure, invalidResponse, notStarted, statusFailure, transportFailure } from './classify';
 import { deadline as callDeadline } from './deadline';
@@ -61,12 +76,64 @@ export interface CallOptions {
 
 // Built once: the success envelopes of every endpoint.
 const KeyInfoEnvelope = envelope(KeyInfo);
+const PingEnvelope = envelope(Ping);
+const BalanceEnvelope = envelope(Balance);
+const MobilePlansEnvelope = envelope(MobilePlans);
 const SendResultEnvelope = envelope(SendResult);
 const MobileCheckEnvelope = envelope(MobileCheck);
+const InternetProductsEnvelope = envelope(InternetProducts);
+const NumberCheckEnvelope = envelope(NumberCheck);
 const InternetCheckEnvelope = envelope(InternetCheck);
 const CatalogEnvelope = envelope(Catalog);
+const ProductDetailsEnvelope = envelope(ProductDetails);
 const PlaceOrderResultEnvelope = envelope(PlaceOrderResult);
 const GiftCardOrderCheckEnvelope = envelope(GiftCardOrderCheck);
+
+/** A page of a list in the one form callers see, whichever documented form it came in. */
+export interface ListPage<T> {
+  items: T[];
+  pagination?: Pagination;
+}
+
+export interface ListOptions {
+  page?: number;
+  pageSize?: number;
+  /** ISO 8601; documented: `from` and `to` only together. */
+  range?: { from: string; to: string };
+}
+
+/**
+ * Rows in `data.items` (⚠ `data.topups`), pagination in `data.pagination` (⚠ `meta.pagination`).
+ * Built as an envelope whose `data` is the normalised page.
+ */
+function listEnvelope<T>(page: z.ZodType<{ items?: T[]; topups?: T[]; pagination?: Pagination }>) {
+  return envelope(page).transform((answer): { data: ListPage<T> } => {
+    const data = answer.data as { items?: T[]; topups?: T[]; pagination?: Pagination };
+    const metaPagination = Pagination.safeParse(
+      (answer.meta as { pagination?: unknown } | undefined)?.pagination,
+    );
+    const pagination = data.pagination ?? (metaPagination.success ? metaPagination.data : undefined);
+    return {
+      data: { items: data.items ?? data.topups ?? [], ...(pagination && { pagination }) },
+    };
+  });
+}
+const MobileListEnvelope = listEnvelope(MobileTopupPage);
+const InternetListEnvelope = listEnvelope(InternetTopupPage);
+const GiftCardListEnvelope = listEnvelope(GiftCardOrderPage);
+const TransactionListEnvelope = listEnvelope(TransactionPage);
+
+function listQuery({ page, pageSize, range }: ListOptions = {}): string {
+  const params = new URLSearchParams();
+  if (page !== undefined) params.set('page', String(page));
+  if (pageSize !== undefined) params.set('pageSize', String(pageSize));
+  if (range) {
+    params.set('from', range.from);
+    params.set('to', range.to);
+  }
+  const query = params.toString();
+  return query ? `?${query}` : '';
+}
 
 interface Call<T> {
   /** The public method's name, reported in every ProviderError. */
@@ -74,7 +141,7 @@ interface Call<T> {
   method: 'GET' | 'POST';
   /** Below /v3, with path parameters already encoded. */
   path: string;
-  envelope: z.ZodType<{ data: T }>;
+  envelope: z.ZodType<{ data: T }, unknown>;
   body?: unknown;
   options?: CallOptions;
 }
@@ -113,6 +180,44 @@ export class ProviderClient {
     });
   }
 
+  /** GET /v3/ping: the API's and each operator's state (documented: check every 30–60 s). */
+  ping(options?: CallOptions): Promise<Ping> {
+    return this.#call({ operation: 'ping', method: 'GET', path: '/ping', envelope: PingEnvelope, options });
+  }
+
+  /** GET /v3/account/balance, DZD. */
+  getBalance(options?: CallOptions): Promise<Balance> {
+    return this.#call({
+      operation: 'getBalance',
+      method: 'GET',
+      path: '/account/balance',
+      envelope: BalanceEnvelope,
+      options,
+    });
+  }
+
+  /** GET /v3/account/transactions: the ledger, newest first. */
+  listTransactions(list?: ListOptions, options?: CallOptions): Promise<ListPage<Transaction>> {
+    return this.#call({
+      operation: 'listTransactions',
+      method: 'GET',
+      path: `/account/transactions${listQuery(list)}`,
+      envelope: TransactionListEnvelope,
+      options,
+    });
+  }
+
+  /** GET /v3/mobile/plans: dynamic plans (min/max) and fixed ones (amount); documented: cache daily. */
+  getMobilePlans(options?: CallOptions): Promise<MobilePlans> {
+    return this.#call({
+      operation: 'getMobilePlans',
+      method: 'GET',
+      path: '/mobile/plans',
+      envelope: MobilePlansEnvelope,
+      options,
+    });
+  }
+
   /** POST /v3/mobile/send. Moves money: see design.md "Never send twice" before retrying. */
   sendMobileTopup(body: MobileSendBody, options?: CallOptions): Promise<SendResult> {
     return this.#call({
@@ -132,6 +237,50 @@ export class ProviderClient {
       method: 'GET',
       path: `/mobile/check-ref/${encodeURIComponent(ref)}`,
       envelope: MobileCheckEnvelope,
+      options,
+    });
+  }
+
+  /** GET /v3/mobile/check-id/{topupId}: the same answer as check-ref. */
+  checkMobileTopupById(topupId: string, options?: CallOptions): Promise<MobileCheck> {
+    return this.#call({
+      operation: 'checkMobileTopupById',
+      method: 'GET',
+      path: `/mobile/check-id/${encodeURIComponent(topupId)}`,
+      envelope: MobileCheckEnvelope,
+      options,
+    });
+  }
+
+  /** GET /v3/mobile/list: the account's top-ups. */
+  listMobileTopups(list?: ListOptions, options?: CallOptions): Promise<ListPage<MobileCheck>> {
+    return this.#call({
+      operation: 'listMobileTopups',
+      method: 'GET',
+      path: `/mobile/list${listQuery(list)}`,
+      envelope: MobileListEnvelope,
+      options,
+    });
+  }
+
+  /** GET /v3/internet/products?type=: the card values of a line type and whether each is available. */
+  getInternetProducts(type: InternetLineType, options?: CallOptions): Promise<InternetProducts> {
+    return this.#call({
+      operation: 'getInternetProducts',
+      method: 'GET',
+      path: `/internet/products?type=${encodeURIComponent(type)}`,
+      envelope: InternetProductsEnvelope,
+      options,
+    });
+  }
+
+  /** GET /v3/internet/check-number: a line's details; an invalid number answers ERR_PHONE (`refused`). */
+  checkInternetNumber(type: InternetLineType, number: string, options?: CallOptions): Promise<NumberCheck> {
+    return this.#call({
+      operation: 'checkInternetNumber',
+      method: 'GET',
+      path: `/internet/check-number?${new URLSearchParams({ type, number }).toString()}`,
+      envelope: NumberCheckEnvelope,
       options,
     });
   }
@@ -159,13 +308,57 @@ export class ProviderClient {
     });
   }
 
-  /** GET /v3/gift-cards/catalog. */
+  /** GET /v3/internet/check-id/{topupId}: the same answer as check-ref. */
+  checkInternetTopupById(topupId: string, options?: CallOptions): Promise<InternetCheck> {
+    return this.#call({
+      operation: 'checkInternetTopupById',
+      method: 'GET',
+      path: `/internet/check-id/${encodeURIComponent(topupId)}`,
+      envelope: InternetCheckEnvelope,
+      options,
+    });
+  }
+
+  /** GET /v3/internet/list: the account's internet top-ups. */
+  listInternetTopups(list?: ListOptions, options?: CallOptions): Promise<ListPage<InternetCheck>> {
+    return this.#call({
+      operation: 'listInternetTopups',
+      method: 'GET',
+      path: `/internet/list${listQuery(list)}`,
+      envelope: InternetListEnvelope,
+      options,
+    });
+  }
+
+  /** GET /v3/gift-cards/catalog: categories of products (types, prices and stock: checkGiftCardProduct). */
   getGiftCardCatalog(options?: CallOptions): Promise<Catalog> {
     return this.#call({
       operation: 'getGiftCardCatalog',
       method: 'GET',
       path: '/gift-cards/catalog',
       envelope: CatalogEnvelope,
+      options,
+    });
+  }
+
+  /** GET /v3/gift-cards/checkProduct/{productId}: a product's types with price and stock. */
+  checkGiftCardProduct(productId: string, options?: CallOptions): Promise<ProductDetails> {
+    return this.#call({
+      operation: 'checkGiftCardProduct',
+      method: 'GET',
+      path: `/gift-cards/checkProduct/${encodeURIComponent(productId)}`,
+      envelope: ProductDetailsEnvelope,
+      options,
+    });
+  }
+
+  /** GET /v3/gift-cards/list: the account's gift-card orders. */
+  listGiftCardOrders(list?: ListOptions, options?: CallOptions): Promise<ListPage<GiftCardOrderCheck>> {
+    return this.#call({
+      operation: 'listGiftCardOrders',
+      method: 'GET',
+      path: `/gift-cards/list${listQuery(list)}`,
+      envelope: GiftCardListEnvelope,
       options,
     });
   }
@@ -287,7 +480,8 @@ export class ProviderClient {
     }
     const json = parseJson(text);
 
-    if (status < 200 || status >= 300) {
+    // A failure envelope is a failure whatever the status: its code says what happened.
+    if (status < 200 || status >= 300 || FailureEnvelope.safeParse(json).success) {
       throw statusFailure(operation, status, response.headers['retry-after'], json, this.#apiKey);
     }
     if (json === NOT_JSON) throw invalidResponse(operation, status, 'body is not JSON');

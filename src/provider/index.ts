@@ -2,6 +2,8 @@
 export {
   ProviderClient,
   type CallOptions,
+  type ListOptions,
+  type ListPage,
   type ProviderCallRecord,
   type ProviderClientOptions,
 } from './client';
@@ -15,7 +17,20 @@ export {
   type ProviderFailureKind,
 } from './errors';
 export type {
+  Balance,
   Catalog,
+  CatalogCategory,
+  CatalogProduct,
+  DynamicPlan,
+  FixedPlan,
+  InternetProduct,
+  InternetProducts,
+  MobilePlans,
+  NumberCheck,
+  Ping,
+  ProductDetails,
+  ProductType,
+  Transaction,
   GiftCard,
   GiftCardOrderCheck,
   InternetCheck,

@@ -1,30 +1,54 @@
 /**
- * The provider's /v3 wire formats (spec: ../shared/spec/provider-api-v3.md), written once.
+ * The provider's /v3 wire formats, written once: what our spec (../shared/spec/provider-api-v3.md)
+ * shows, completed by what the provider documents of itself (../shared/spec/provider-v3-documented.md,
+ * "the fact sheet"). The client parses answers with these schemas and the sandbox validates its
+ * requests and its own answers with them (test/provider-contract.test.ts), so neither can drift
+ * from the documented provider.
  *
- * The sandbox validates request bodies with these schemas and the client parses response data
- * with them, so the two cannot drift apart. Where the spec is silent the choice is recorded here
- * (and in docs/contributors.md, "Provider sandbox"): error shape, the REFUNDED `message` / `suggested_plans` fields, the
- * catalog shape, the 4G type identifier and the bounds on amounts, quantities and refs.
+ * Answers are read leniently: every documented form is accepted (the ⚠ variants of the fact
+ * sheet), fields the docs mark optional are optional, and a status nobody documented is kept as
+ * the string it is, so the lifecycle can send it to review instead of failing to parse it.
  */
 import { z } from 'zod';
 
 export const API_PREFIX = '/v3';
 
-/** Statuses the spec shows (section 3). */
-export const providerStatuses = ['PENDING', 'HANDLING', 'FULFILLED', 'REFUNDED', 'UNKNOWN_ERROR'] as const;
-export const ProviderStatus = z.enum(providerStatuses);
-export type ProviderStatus = z.infer<typeof ProviderStatus>;
+/**
+ * Every status the provider documents: the spec's five, QUEUED (internet cards scheduled for
+ * later delivery) and PARTIALLY_FILLED (gift-card orders).
+ */
+export const providerStatuses = [
+  'PENDING',
+  'HANDLING',
+  'FULFILLED',
+  'REFUNDED',
+  'UNKNOWN_ERROR',
+  'QUEUED',
+  'PARTIALLY_FILLED',
+] as const;
+export const DocumentedStatus = z.enum(providerStatuses);
+export type DocumentedStatus = z.infer<typeof DocumentedStatus>;
+/**
+ * A status as a check answer carries it: one of the documented ones, or any other string (an
+ * undocumented status is an answer for review, not a parse error).
+ */
+export const ProviderStatus = z.string().min(1);
+export type ProviderStatus = DocumentedStatus | (string & {});
 
-/** Decision: 4G is spelled `4G` (the spec shows only ADSL). */
+export function isDocumentedStatus(status: string): status is DocumentedStatus {
+  return (providerStatuses as readonly string[]).includes(status);
+}
+
+/** The 4G type id is the string `4G` (fact sheet, internet). */
 export const internetLineTypes = ['ADSL', '4G'] as const;
 export const InternetLineType = z.enum(internetLineTypes);
 export type InternetLineType = z.infer<typeof InternetLineType>;
 
-/** Decision (spec section 8 shows no bounds): what the sandbox accepts. */
+/** Decision (neither the spec nor the docs show bounds): what the sandbox accepts. */
 export const limits = {
   refMaxLength: 64,
-  /** DZD; one top-up or card value never exceeds this. */
-  maxAmount: 100_000,
+  /** DZD; one top-up or card value never exceeds this (GROS_MOBILIS goes to 300,000). */
+  maxAmount: 300_000,
   maxQuantity: 100,
 } as const;
 
@@ -34,120 +58,309 @@ export const Ref = z
   .min(1)
   .max(limits.refMaxLength)
   .regex(/^[A-Za-z0-9._-]+$/, 'ref may contain only letters, digits, ".", "_" and "-"');
-/** A mobile number (MSSIDN): local format, `0` and 9 digits (`05xx xx xx xx`). */
+
+/** The documented MSSIDN rule (send-topup): `0`, then 5, 6 or 7, then 8 digits. */
+export const mobileNumberPattern = /^0[567][0-9]{8}$/;
+/** Any local-looking number: the sandbox's scripted numbers (06000000xx) are accepted with a sandbox key. */
 export const LocalNumber = z.string().regex(/^0\d{9}$/, 'expected a local number: 0 followed by 9 digits');
-/**
- * Decision (the spec gives no format for an internet line's `number`): a local line number, `0`
- * and 8 or 9 digits. Fixed lines (ADSL, fixed 4G) have 9 digits with the leading 0
- * (`0yy xx xx xx`, e.g. 021123456); lines on mobile-style numbers have 10. A real provider takes
- * both, so the sandbox must too.
- */
+/** The documented line numbers (internet, validate-number): ADSL 9 digits with the 0, 4G `213` + 9 digits. */
+export const lineNumberPatterns: Readonly<Record<InternetLineType, RegExp>> = {
+  ADSL: /^0[0-9]{8}$/,
+  '4G': /^213[0-9]{9}$/,
+};
 export const LineNumber = z
   .string()
-  .regex(/^0\d{8,9}$/, 'expected a local line number: 0 followed by 8 or 9 digits');
-export const PlanCode = z.string().regex(/^PREPAID_[A-Z0-9]+$/, 'expected PREPAID_<OPERATOR>');
+  .regex(
+    /^(0[0-9]{8}|213[0-9]{9})$/,
+    'expected an ADSL number (0 and 8 digits) or a 4G number (213 and 9 digits)',
+  );
+/** A plan code as /v3/mobile/plans lists them (PREPAID_DJEZZY, PIXX_500, GETMENU_Mobilis…). */
+export const PlanCode = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9_]+$/, 'expected a plan code from the provider’s plans');
 const Amount = z.number().positive().max(limits.maxAmount);
 
-// ---- envelope (spec 2.1) ----
+// ---- envelope and errors (response-format, error-handling) ----
 
-export const ErrorBody = z.object({ code: z.string(), message: z.string() });
+export const ErrorBody = z.looseObject({
+  code: z.string(),
+  message: z.string(),
+  details: z.unknown().optional(),
+});
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
-export const Meta = z.looseObject({ timestamp: z.string(), pagination: z.unknown().optional() });
+/** `meta` and `requestId` are missing from many documented examples: optional. */
+export const Meta = z.looseObject({ timestamp: z.string().optional(), pagination: z.unknown().optional() });
 
 export function envelope<T extends z.ZodType>(data: T) {
-  return z.looseObject({ success: z.literal(true), data, meta: Meta, requestId: z.string() });
+  return z.looseObject({
+    success: z.literal(true),
+    data,
+    meta: Meta.optional(),
+    requestId: z.string().optional(),
+  });
 }
 export const FailureEnvelope = z.looseObject({
   success: z.literal(false),
   error: ErrorBody,
-  meta: Meta.optional(),
   requestId: z.string().optional(),
 });
 
-/** Error codes the sandbox answers with (spec section 7 shows none; our choice). */
+/**
+ * Error codes. The documented ones first (fact sheet, "Envelope and errors"); the others are the
+ * sandbox's own for answers whose code the docs do not show.
+ */
 export const errorCodes = {
-  badRequest: 'VALIDATION_ERROR',
-  unauthorized: 'UNAUTHORIZED',
-  forbidden: 'FORBIDDEN',
+  validation: 'ERR_VALIDATION',
+  phone: 'ERR_PHONE',
+  missingKey: 'MISSING_ACCESS_TOKEN',
+  invalidKey: 'INVALID_ACCESS_TOKEN',
+  ipBlocked: 'IP_BLOCKED',
+  insufficientBalance: 'INSUFFICIENT_BALANCE',
+  duplicatedRef: 'DUPLICATED_REF',
   notFound: 'NOT_FOUND',
-  duplicateRef: 'DUPLICATE_REF',
+  // Not documented (our choice):
+  keyDisabled: 'KEY_DISABLED',
+  forbidden: 'FORBIDDEN',
+  outOfStock: 'OUT_OF_STOCK',
   unsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',
   rateLimited: 'RATE_LIMITED',
   internal: 'INTERNAL_ERROR',
 } as const;
 
-// ---- 4.1 validate ----
+/** Documented aliases: `ERR_AUTH` for a bad key, `NO_BALANCE` for a short account. */
+export const errorCodeAliases: Readonly<Record<string, string>> = {
+  ERR_AUTH: errorCodes.invalidKey,
+  NO_BALANCE: errorCodes.insufficientBalance,
+};
+
+// ---- lists (response-format: data.items + data.pagination; ⚠ meta.pagination; ⚠ data.topups) ----
+
+export const Pagination = z.looseObject({
+  page: z.number(),
+  pageSize: z.number(),
+  totalPages: z.number(),
+  totalResults: z.number(),
+});
+export type Pagination = z.infer<typeof Pagination>;
+export const listLimits = { defaultPageSize: 20, maxPageSize: 100 } as const;
+
+/** A page of rows in any documented form, read as `{items, pagination?}`. */
+export function listPage<T extends z.ZodType>(row: T) {
+  return z.looseObject({
+    items: z.array(row).optional(),
+    topups: z.array(row).optional(),
+    pagination: Pagination.optional(),
+  });
+}
+
+// ---- account and health ----
 
 export const ApiKeyType = z.enum(['SANDBOX', 'PRODUCTION']);
 export type ApiKeyType = z.infer<typeof ApiKeyType>;
 export const KeyInfo = z.looseObject({
   username: z.string(),
-  apiKey: z.looseObject({ type: ApiKeyType, scope: z.string(), isEnabled: z.boolean() }),
+  apiKey: z.looseObject({
+    key: z.string().optional(),
+    type: ApiKeyType,
+    scope: z.string(),
+    isEnabled: z.boolean(),
+    allowedips: z.array(z.string()).optional(),
+  }),
 });
 export type KeyInfo = z.infer<typeof KeyInfo>;
 
-// ---- 4.2 / 4.3 mobile ----
+export const operatorNames = ['mobilis', 'ooredoo', 'djezzy', 'mobilisFixedPlans'] as const;
+export const OperatorName = z.enum(operatorNames);
+export type OperatorName = z.infer<typeof OperatorName>;
+export const OperatorState = z.enum(['up', 'down']);
+export const Ping = z.looseObject({
+  api: z.string(),
+  operators: z.record(z.string(), z.string()),
+});
+export type Ping = z.infer<typeof Ping>;
 
+export const Balance = z.looseObject({ balance: z.number(), currency: z.string().optional() });
+export type Balance = z.infer<typeof Balance>;
+
+export const Transaction = z.looseObject({
+  _id: z.string(),
+  type: z.string(),
+  operation: z.string().optional(),
+  amount: z.number(),
+  oldBalance: z.number(),
+  newBalance: z.number(),
+  objid: z.string().optional(),
+  note: z.string().optional(),
+  time: z.string(),
+});
+export type Transaction = z.infer<typeof Transaction>;
+export const TransactionPage = listPage(Transaction);
+
+// ---- mobile ----
+
+const PlanBase = {
+  code: z.string(),
+  name: z.string(),
+  operator: z.string(),
+  /** A wholesale multiplier (0.98 = 98 % of face value); never shown to end users. */
+  cost: z.number().optional(),
+  isEnabled: z.boolean(),
+};
+export const DynamicPlan = z.looseObject({ ...PlanBase, min_amount: z.number(), max_amount: z.number() });
+export type DynamicPlan = z.infer<typeof DynamicPlan>;
+export const FixedPlan = z.looseObject({ ...PlanBase, amount: z.number() });
+export type FixedPlan = z.infer<typeof FixedPlan>;
+export const MobilePlans = z.looseObject({
+  dynamicPlans: z.array(DynamicPlan),
+  fixedPlans: z.array(FixedPlan),
+});
+export type MobilePlans = z.infer<typeof MobilePlans>;
+
+/** The documented body: `amount` only for dynamic plans, `ref` optional (the provider makes one up). */
 export const MobileSendBody = z.strictObject({
   plan_code: PlanCode,
   MSSIDN: LocalNumber,
-  amount: Amount,
-  ref: Ref,
+  amount: Amount.optional(),
+  ref: Ref.optional(),
 });
 export type MobileSendBody = z.infer<typeof MobileSendBody>;
 
 export const SendResult = z.looseObject({ topupId: z.string(), topupRef: z.string() });
 export type SendResult = z.infer<typeof SendResult>;
 
-export const SuggestedPlan = z.looseObject({ plan_code: z.string(), amount: z.number() });
-export type SuggestedPlan = z.infer<typeof SuggestedPlan>;
+export const SuggestedOffer = z.looseObject({
+  typename: z.string().optional(),
+  plan_code: z.string(),
+  amount: z.number().optional(),
+});
+export type SuggestedOffer = z.infer<typeof SuggestedOffer>;
 
+/**
+ * check-id and check-ref answer alike: the ids are `_id` / `ref` (not topupId / topupRef).
+ * Only the status is required: a field missing from an answer is the lifecycle's to judge.
+ */
 export const MobileCheck = z.looseObject({
+  _id: z.string().optional(),
+  ref: z.string().optional(),
   status: ProviderStatus,
-  MSSIDN: z.string(),
-  topup_amount: z.number(),
-  /** Sandbox choice: set on REFUNDED. */
-  message: z.string().optional(),
-  /** Sandbox choice: set on a plan mismatch. */
-  suggested_plans: z.array(SuggestedPlan).optional(),
+  plan_code: z.string().optional(),
+  MSSIDN: z.string().optional(),
+  topup_amount: z.number().optional(),
+  /** What was debited; 0 after a refund. */
+  balance_amount: z.number().optional(),
+  created_at: z.string().optional(),
+  /** Arabic text meant for the end user, on REFUNDED and UNKNOWN_ERROR. */
+  refund_message: z.string().optional(),
+  /** Offers to send instead, on a plan mismatch (and for GETMENU_ plans). */
+  suggested_offers: z.array(SuggestedOffer).optional(),
+  follow_orderid: z.string().optional(),
+  retry_orderid: z.string().optional(),
 });
 export type MobileCheck = z.infer<typeof MobileCheck>;
+export const MobileTopupPage = listPage(MobileCheck);
 
-// ---- 4.4 / 4.5 internet ----
+// ---- internet ----
+
+export const InternetProduct = z.looseObject({
+  value: z.number(),
+  cost: z.number(),
+  available: z.boolean(),
+});
+export type InternetProduct = z.infer<typeof InternetProduct>;
+/** `{type?, products}`, or (⚠ Arabic guide) a bare array of products. */
+export const InternetProducts = z.union([
+  z.looseObject({ type: z.string().optional(), products: z.array(InternetProduct) }),
+  z.array(InternetProduct).transform((products) => ({ products })),
+]);
+export type InternetProducts = z.infer<typeof InternetProducts>;
+
+/** ⚠ answers `type: "4GLTE"` for a `4G` request. */
+export const NumberCheck = z.looseObject({
+  ncli: z.string(),
+  offre: z.string().optional(),
+  type: z.string(),
+});
+export type NumberCheck = z.infer<typeof NumberCheck>;
 
 export const InternetSendBody = z.strictObject({
   type: InternetLineType,
   number: LineNumber,
   value: Amount,
-  ref: Ref,
+  ref: Ref.optional(),
 });
 export type InternetSendBody = z.infer<typeof InternetSendBody>;
 
 export const InternetCheck = z.looseObject({
+  _id: z.string().optional(),
+  ref: z.string().optional(),
   status: ProviderStatus,
+  type: z.string().optional(),
+  number: z.string().optional(),
+  topup_amount: z.number().optional(),
   card_code: z.string().optional(),
+  /** Algérie Télécom's transaction number. */
   num_trans: z.string().optional(),
-  message: z.string().optional(),
+  date_traitement: z.string().optional(),
+  created_at: z.string().optional(),
+  refund_message: z.string().optional(),
 });
 export type InternetCheck = z.infer<typeof InternetCheck>;
+export const InternetTopupPage = listPage(InternetCheck);
 
-// ---- 4.6 - 4.8 gift cards ----
+// ---- gift cards ----
 
-export const CatalogType = z.looseObject({
-  typeId: z.string(),
-  name: z.string(),
-  value: z.number(),
-  currency: z.string(),
-});
-export const CatalogProduct = z.looseObject({
-  productId: z.string(),
-  name: z.string(),
-  types: z.array(CatalogType),
-});
-export const Catalog = z.looseObject({ products: z.array(CatalogProduct) });
+export const CatalogProduct = z
+  .looseObject({
+    id: z.string(),
+    title: z.string().optional(),
+    /** ⚠ the guide says `name`. */
+    name: z.string().optional(),
+    enabled: z.boolean(),
+    region: z.string().optional(),
+  })
+  .transform(({ name, title, ...rest }) => ({ ...rest, title: title ?? name ?? rest.id }));
+export type CatalogProduct = z.infer<typeof CatalogProduct>;
+export const CatalogCategory = z
+  .looseObject({
+    title: z.string().optional(),
+    /** ⚠ the guide says `name`. */
+    name: z.string().optional(),
+    products: z.array(CatalogProduct),
+  })
+  .transform(({ name, title, ...rest }) => ({ ...rest, title: title ?? name ?? '' }));
+export type CatalogCategory = z.infer<typeof CatalogCategory>;
+/** `totalCategories` / `totalProducts` sit beside `data` (⚠ or in `meta`): not needed, not read. */
+export const Catalog = z.looseObject({ categories: z.array(CatalogCategory) });
 export type Catalog = z.infer<typeof Catalog>;
 
+export const ProductType = z
+  .looseObject({
+    id: z.string().optional(),
+    /** ⚠ the Arabic guide shows `_id`. */
+    _id: z.string().optional(),
+    name: z.string(),
+    /** The account's price per card, DZD. */
+    price: z.number(),
+    /** Stock; 0 = out of stock. */
+    quantity: z.number(),
+  })
+  .refine((type) => type.id !== undefined || type._id !== undefined, 'a type needs an id')
+  .transform(({ _id, id, ...rest }) => ({ ...rest, id: (id ?? _id) as string }));
+export type ProductType = z.infer<typeof ProductType>;
+export const ProductDetails = z
+  .looseObject({
+    productId: z.string().optional(),
+    _id: z.string().optional(),
+    productTitle: z.string().optional(),
+    types: z.array(ProductType),
+  })
+  .transform(({ _id, productId, ...rest }) => ({ ...rest, productId: productId ?? _id }));
+export type ProductDetails = z.infer<typeof ProductDetails>;
+
+/** No `ref`: a placement cannot be looked up by anything of ours. */
 export const PlaceOrderBody = z.strictObject({
   productId: z.string().min(1).max(64),
   typeId: z.string().min(1).max(64),
@@ -161,15 +374,26 @@ export type PlaceOrderResult = z.infer<typeof PlaceOrderResult>;
 export const GiftCard = z.looseObject({ value: z.string(), serial: z.string() });
 export type GiftCard = z.infer<typeof GiftCard>;
 export const GiftCardOrderCheck = z.looseObject({
+  _id: z.string().optional(),
   status: ProviderStatus,
+  quantity: z.number().optional(),
+  fulfilled_quantity: z.number().optional(),
+  fulfilled_amount: z.number().optional(),
+  price_per_card: z.number().optional(),
   cards: z.array(GiftCard).optional(),
-  message: z.string().optional(),
+  product: z.unknown().optional(),
+  type: z.unknown().optional(),
+  time: z.string().optional(),
 });
 export type GiftCardOrderCheck = z.infer<typeof GiftCardOrderCheck>;
+export const GiftCardOrderPage = listPage(GiftCardOrderCheck);
 
-/** Mobile numbers with a scripted sandbox outcome (spec section 3). */
+/** Mobile numbers with a scripted sandbox outcome (spec section 3; the docs show the first two). */
 export const sandboxSpecialNumbers = {
   refunded: '0600000001',
   planMismatch: '0600000002',
   unknownError: '0600000003',
 } as const;
+
+/** Gift-card types with a scripted sandbox outcome (fact sheet, gift cards). */
+export const sandboxTestTypes = { refund: 'TEST_REFUND', partial: 'TEST_PARTIAL' } as const;

@@ -2,6 +2,7 @@
  * A client of the sandbox's admin surface (docs/contributors.md "Provider sandbox"), for the tools that drive
  * it from outside: the chaos run's fault schedule and the bench's send counts and latency rule.
  */
+import type { OperatorName } from '../provider/wire';
 import type { FaultRule, FaultSpecInput, RouteName } from './faults';
 import type { RequestRecord, SandboxSettings, SendReport } from './state';
 
@@ -49,8 +50,15 @@ export class SandboxAdmin {
   sends(): Promise<SendReport> {
     return this.#call('GET', '/admin/sends');
   }
-  settings(changes: Partial<SandboxSettings>): Promise<SandboxSettings> {
+  settings(
+    changes: Partial<SandboxSettings> & { balance?: number },
+  ): Promise<SandboxSettings & { balance: number }> {
     return this.#call('PATCH', '/admin/settings', changes);
+  }
+  operators(
+    changes: Partial<Record<OperatorName, 'up' | 'down'>>,
+  ): Promise<Record<OperatorName, 'up' | 'down'>> {
+    return this.#call('PATCH', '/admin/operators', changes);
   }
   async requests(route?: RouteName): Promise<RequestRecord[]> {
     const query = route ? `?route=${encodeURIComponent(route)}` : '';

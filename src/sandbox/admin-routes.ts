@@ -6,6 +6,7 @@
  */
 import { Router } from 'express';
 import { z } from 'zod';
+import { InternetLineType, OperatorName, OperatorState } from '../provider/wire';
 import { createAdminGuard } from './auth';
 import { notFound, parseOrThrow } from './errors';
 import { FaultSpec, RouteName } from './faults';
@@ -39,10 +40,43 @@ export function adminRouter(
     success(res, { id });
   });
 
-  router.get('/admin/settings', (_req, res) => success(res, state.settings()));
-  router.patch('/admin/settings', ...jsonBody, (req, res) =>
-    success(res, state.updateSettings(parseOrThrow(SettingsChange, req.body))),
+  router.get('/admin/settings', (_req, res) =>
+    success(res, { ...state.settings(), balance: state.balance() }),
   );
+  router.patch('/admin/settings', ...jsonBody, (req, res) => {
+    const { balance, ...settings } = parseOrThrow(SettingsChange, req.body);
+    if (balance !== undefined) state.setBalance(balance);
+    success(res, { ...state.updateSettings(settings), balance: state.balance() });
+  });
+
+  // What /v3/ping reports of each operator.
+  router.patch('/admin/operators', ...jsonBody, (req, res) =>
+    success(res, state.setOperators(parseOrThrow(OperatorsChange, req.body))),
+  );
+  // The offer: a plan's or product's enabled flag, an internet value's availability, a type's price and stock.
+  router.patch('/admin/plans/:code', ...jsonBody, (req, res) => {
+    const { isEnabled } = parseOrThrow(z.strictObject({ isEnabled: z.boolean() }), req.body);
+    state.changeOffer({ t: 'plan', code: String(req.params.code), isEnabled });
+    success(res, state.offer.plans());
+  });
+  router.patch('/admin/internet-products/:type/:value', ...jsonBody, (req, res) => {
+    const { available } = parseOrThrow(z.strictObject({ available: z.boolean() }), req.body);
+    const type = parseOrThrow(InternetLineType, req.params.type, 'type');
+    state.changeOffer({ t: 'internetValue', type, value: Number(req.params.value), available });
+    success(res, state.offer.internetProducts(type));
+  });
+  router.patch('/admin/gift-cards/:productId', ...jsonBody, (req, res) => {
+    const { enabled } = parseOrThrow(z.strictObject({ enabled: z.boolean() }), req.body);
+    const productId = String(req.params.productId);
+    state.changeOffer({ t: 'product', productId, enabled });
+    success(res, state.offer.productDetails(productId));
+  });
+  router.patch('/admin/gift-cards/:productId/types/:typeId', ...jsonBody, (req, res) => {
+    const change = parseOrThrow(GiftTypeChange, req.body);
+    const productId = String(req.params.productId);
+    state.changeOffer({ t: 'giftType', productId, typeId: String(req.params.typeId), ...change });
+    success(res, state.offer.productDetails(productId));
+  });
 
   router.get('/admin/requests', (req, res) => {
     const { route } = parseOrThrow(RequestsQuery, req.query, 'query');
@@ -73,5 +107,14 @@ export function adminRouter(
   return router;
 }
 
-const SettingsChange = z.strictObject({ uniqueRefs: z.boolean().optional() });
+const SettingsChange = z.strictObject({
+  uniqueRefs: z.boolean().optional(),
+  /** The account's balance from now on, DZD. */
+  balance: z.number().min(0).optional(),
+});
+const OperatorsChange = z.partialRecord(OperatorName, OperatorState);
+const GiftTypeChange = z.strictObject({
+  price: z.number().min(0).optional(),
+  quantity: z.number().int().min(0).optional(),
+});
 const RequestsQuery = z.object({ route: RouteName.optional() });

@@ -18,13 +18,25 @@ import { SandboxError } from './errors';
 /** The /v3 operations a rule can target. */
 export const routeNames = [
   'validate',
+  'ping',
+  'account.balance',
+  'account.transactions',
+  'mobile.plans',
   'mobile.send',
   'mobile.check',
+  'mobile.checkId',
+  'mobile.list',
+  'internet.products',
+  'internet.checkNumber',
   'internet.send',
   'internet.check',
+  'internet.checkId',
+  'internet.list',
   'giftcards.catalog',
+  'giftcards.checkProduct',
   'giftcards.placeOrder',
   'giftcards.checkOrder',
+  'giftcards.list',
 ] as const;
 export const RouteName = z.enum(routeNames);
 export type RouteName = z.infer<typeof RouteName>;
@@ -32,7 +44,13 @@ export type RouteName = z.infer<typeof RouteName>;
 /** The routes that create something (money moves): the only ones a `late_commit` rule can target. */
 export const sendRouteNames = ['mobile.send', 'internet.send', 'giftcards.placeOrder'] as const;
 /** The routes that read a top-up or order back: the only ones a `lagging_reads` rule can target. */
-export const readRouteNames = ['mobile.check', 'internet.check', 'giftcards.checkOrder'] as const;
+export const readRouteNames = [
+  'mobile.check',
+  'mobile.checkId',
+  'internet.check',
+  'internet.checkId',
+  'giftcards.checkOrder',
+] as const;
 
 /** A latency longer than any sane client timeout is a hang: use kind `hang` for that. */
 const MAX_LATENCY_MS = 120_000;

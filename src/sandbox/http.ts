@@ -77,10 +77,10 @@ export function createResponder(now: () => number, logger: Logger) {
 
   function writeFailure(res: Response, error: SandboxError) {
     const { requestId } = localsOf(res);
+    // Documented: no `data`, no `meta`; `details` where the code has them.
     const body = {
       success: false,
-      error: { code: error.code, message: error.message },
-      meta: meta(),
+      error: { code: error.code, message: error.message, ...(error.details && { details: error.details }) },
       requestId,
     };
     write(res, error.status, body, error.headers);
@@ -108,9 +108,16 @@ export function createResponder(now: () => number, logger: Logger) {
     enact(res, effectOf(rule));
   }
 
-  const success = (res: Response, data: unknown, status = 200) =>
+  /** `beside`: documented fields next to `data` (the catalog's totals). */
+  const success = (res: Response, data: unknown, status = 200, beside: object = {}) =>
     deliver(res, () =>
-      write(res, status, { success: true, data, meta: meta(), requestId: localsOf(res).requestId }),
+      write(res, status, {
+        success: true,
+        data,
+        ...beside,
+        meta: meta(),
+        requestId: localsOf(res).requestId,
+      }),
     );
 
   const failure = (res: Response, error: SandboxError) => deliver(res, () => writeFailure(res, error));
@@ -168,5 +175,5 @@ function asSandboxError(err: unknown): SandboxError | undefined {
   if (status === 415) return new SandboxError(415, errorCodes.unsupportedMediaType, `body: ${err.message}`);
   // JSON.parse messages quote the body; never echo it.
   if (type === 'entity.parse.failed') return validationError('body: malformed JSON');
-  return new SandboxError(status, errorCodes.badRequest, `request: ${err.message}`);
+  return new SandboxError(status, errorCodes.validation, `request: ${err.message}`);
 }

@@ -19,6 +19,7 @@ async function main(): Promise<void> {
     timeScale: config.SANDBOX_TIME_SCALE,
     adminToken: config.SANDBOX_ADMIN_TOKEN,
     stateFile: config.SANDBOX_STATE_FILE,
+    startingBalance: config.SANDBOX_STARTING_BALANCE,
     logger,
   });
   logger.info(

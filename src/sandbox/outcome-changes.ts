@@ -9,17 +9,17 @@
  * not care how the books store orders.
  */
 import { z } from 'zod';
-import { ProviderStatus } from '../provider/wire';
+import { DocumentedStatus } from '../provider/wire';
 
 /** A change later than a day is no longer "later" for a test; the admin surface refuses it. */
 const MAX_DELAY_MS = 24 * 60 * 60_000;
 
 export const OutcomeChangeSpec = z.strictObject({
-  status: ProviderStatus,
+  status: DocumentedStatus,
   /** From when (ms after this request) the new status shows; 0 = at once. Real time, not scaled. */
   afterMs: z.number().int().min(0).max(MAX_DELAY_MS).default(0),
-  /** A REFUNDED top-up's `message`; the sandbox writes one when unset. */
-  message: z.string().min(1).max(500).optional(),
+  /** A REFUNDED top-up's `refund_message`; the sandbox writes one when unset. */
+  refund_message: z.string().min(1).max(500).optional(),
 });
 export type OutcomeChangeSpecInput = z.input<typeof OutcomeChangeSpec>;
 export type OutcomeChangeSpec = z.output<typeof OutcomeChangeSpec>;
@@ -30,8 +30,8 @@ export type OutcomeTarget = { ref: string } | { orderId: string };
 export interface OutcomeChange {
   id: string;
   target: OutcomeTarget;
-  status: ProviderStatus;
-  message?: string;
+  status: DocumentedStatus;
+  refund_message?: string;
   /** ISO time from which the change shows. */
   from: string;
 }
@@ -55,7 +55,7 @@ export class OutcomeChanges {
       id: `change-${this.#nextId++}`,
       target,
       status: spec.status,
-      ...(spec.message && { message: spec.message }),
+      ...(spec.refund_message && { refund_message: spec.refund_message }),
       from: new Date(fromMs).toISOString(),
     };
     const key = keyOf(target);

@@ -31,6 +31,8 @@ export interface SandboxOptions {
   logger?: Logger;
   /** Keep the state in this file (journal.ts) and start from what it holds; unset = in memory only. */
   stateFile?: string;
+  /** The account's balance on a fresh start and after a reset, DZD (default: plenty). */
+  startingBalance?: number;
 }
 
 export const defaultSandboxOptions: Readonly<SandboxOptions> = {
@@ -49,7 +51,12 @@ export function createSandboxApp(
     throw new RangeError('timeScale must be a positive number');
   }
   const logger = settings.logger ?? pino({ name: 'sandbox', level: 'warn' });
-  const state = new SandboxState({ timeScale: settings.timeScale, now, stateFile: settings.stateFile });
+  const state = new SandboxState({
+    timeScale: settings.timeScale,
+    now,
+    stateFile: settings.stateFile,
+    startingBalance: settings.startingBalance,
+  });
   const responder = createResponder(now, logger);
 
   const app = express();
@@ -57,7 +64,7 @@ export function createSandboxApp(
   // Statuses change over time; a 304 on a status check would only confuse clients.
   app.set('etag', false);
   app.use(requestContext);
-  app.use(v3Router(state, createKeyring(settings), responder));
+  app.use(v3Router(state, createKeyring(settings, state.badKeys), responder));
   app.use(adminRouter(state, settings.adminToken, responder));
   app.use(responder.unknownRoute);
   app.use(responder.errorHandler);

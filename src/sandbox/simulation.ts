@@ -1,52 +1,65 @@
 /**
  * The simulated provider's behaviour, as pure functions of an order's creation time and inputs:
- * the PENDING → HANDLING → FULFILLED timeline, the scripted mobile outcomes of spec section 3,
- * and the card codes. Nothing here keeps a timer or a per-order copy of derived data, so the
- * sandbox holds tens of thousands of orders at the cost of their inputs only.
+ * the status timelines, the scripted outcomes (spec section 3, fact sheet "Sandbox" lines) and
+ * the card codes. Nothing here keeps a timer or a per-order copy of derived data, so the sandbox
+ * holds tens of thousands of orders at the cost of their inputs only.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { sandboxSpecialNumbers, type ProviderStatus, type SuggestedPlan } from '../provider/wire';
+import { sandboxSpecialNumbers, type DocumentedStatus, type SuggestedOffer } from '../provider/wire';
 
 /** Spec section 3: "about 5 seconds" PENDING, then "about 15 seconds" HANDLING. */
 export const PENDING_MS = 5_000;
 export const HANDLING_MS = 15_000;
 
-/** Where an order stands on the normal timeline, `elapsedMs` after it was created. */
-export function timelineStatus(elapsedMs: number, timeScale: number): ProviderStatus {
-  if (elapsedMs < PENDING_MS * timeScale) return 'PENDING';
+/**
+ * Where an order stands on the normal timeline, `elapsedMs` after it was created. Mobile top-ups
+ * are PENDING first (spec); the docs show no PENDING for internet top-ups and gift-card orders, so
+ * theirs are HANDLING for the same 20 s.
+ */
+export function timelineStatus(
+  elapsedMs: number,
+  timeScale: number,
+  family: 'mobile' | 'internet' | 'giftCard' = 'mobile',
+): 'PENDING' | 'HANDLING' | 'FULFILLED' {
+  if (elapsedMs < PENDING_MS * timeScale) return family === 'mobile' ? 'PENDING' : 'HANDLING';
   if (elapsedMs < (PENDING_MS + HANDLING_MS) * timeScale) return 'HANDLING';
   return 'FULFILLED';
 }
 
-/** A final outcome fixed at send time, instead of the timeline. */
-export interface ScriptedOutcome {
-  status: Extract<ProviderStatus, 'REFUNDED' | 'UNKNOWN_ERROR'>;
-  message?: string;
-  suggested_plans?: SuggestedPlan[];
+/** When an order on the normal timeline reaches its final status, ms after creation. */
+export function settleAfterMs(timeScale: number): number {
+  return (PENDING_MS + HANDLING_MS) * timeScale;
 }
 
-/** Operator plans the sandbox suggests on a plan mismatch. */
-const knownPlans = ['PREPAID_MOBILIS', 'PREPAID_DJEZZY', 'PREPAID_OOREDOO'] as const;
+/** A final outcome fixed at send time, instead of the timeline. */
+export interface ScriptedOutcome {
+  status: Extract<DocumentedStatus, 'REFUNDED' | 'UNKNOWN_ERROR'>;
+  refund_message?: string;
+  suggested_offers?: SuggestedOffer[];
+}
 
-/** Spec section 3's special numbers; `undefined` for a normal number. */
-export function scriptedMobileOutcome(
-  msisdn: string,
-  planCode: string,
-  amount: number,
-): ScriptedOutcome | undefined {
+/** Arabic text for the end user, as the documented examples carry it. */
+export const sandboxRefundMessages = {
+  refunded: 'تعذر شحن الرصيد، تم استرجاع المبلغ',
+  planMismatch: 'العرض غير متوافق مع هذا الرقم، تم استرجاع المبلغ. يمكنك اختيار أحد العروض المقترحة',
+  unknown: 'حالة العملية غير معروفة، سيتم التحقق منها',
+  reversed: 'تم إلغاء العملية من طرف المتعامل، تم استرجاع المبلغ',
+} as const;
+
+/** The sandbox's special numbers; `undefined` for a normal number. */
+export function scriptedMobileOutcome(msisdn: string): ScriptedOutcome | undefined {
   switch (msisdn) {
     case sandboxSpecialNumbers.refunded:
-      return { status: 'REFUNDED', message: 'The operator rejected the top-up; the amount was refunded.' };
+      return { status: 'REFUNDED', refund_message: sandboxRefundMessages.refunded };
     case sandboxSpecialNumbers.planMismatch:
       return {
         status: 'REFUNDED',
-        message: `Plan ${planCode} does not match this number; the amount was refunded.`,
-        suggested_plans: knownPlans
-          .filter((plan) => plan !== planCode)
-          .map((plan_code) => ({ plan_code, amount })),
+        refund_message: sandboxRefundMessages.planMismatch,
+        // The documented list example.
+        suggested_offers: [{ typename: 'Facture', plan_code: 'FACTURE_DJEZZY', amount: 500 }],
       };
     case sandboxSpecialNumbers.unknownError:
-      return { status: 'UNKNOWN_ERROR' };
+      return { status: 'UNKNOWN_ERROR', refund_message: sandboxRefundMessages.unknown };
     default:
       return undefined;
   }

@@ -1,31 +1,45 @@
 /**
- * Everything the sandbox remembers: top-ups, gift-card orders, per-ref send counters, its
- * settings, the fault rules and the outcome changes an admin scheduled (outcome-changes.ts).
- * Statuses are computed on read from the commit time, the due outcome changes and the clock (no
- * timer per order), and all check-then-insert steps are synchronous, so with `uniqueRefs` (the
- * default) concurrent sends of one ref cannot both be accepted. Without it the sandbox behaves like
- * a provider with no atomic uniqueness check: every send it receives is committed.
+ * Everything the sandbox remembers: top-ups, gift-card orders, the account's ledger (its balance),
+ * the offer (plans, internet values, catalog with stock), the operators' states, per-ref send
+ * counters, its settings, the fault rules and the outcome changes an admin scheduled
+ * (outcome-changes.ts). Statuses are computed on read from the commit time, the due outcome
+ * changes and the clock (no timer per order), and all check-then-insert steps are synchronous, so
+ * with `uniqueRefs` (the default) concurrent sends of one ref cannot both be accepted, nor can two
+ * sends both spend the last of the balance. Without `uniqueRefs` the sandbox behaves like a
+ * provider with no atomic uniqueness check: every send it receives is committed.
+ *
+ * The ledger is a list of rows, each dated: a send's debit when it commits, a refund when the
+ * order's refund shows (at once for the scripted refunds, at the end of the timeline for the
+ * sandbox's gift-card test types, when an outcome change falls due). The balance at a time is the
+ * sum of the rows up to it, so a refund that is not due yet is not spendable yet.
  *
  * Orders belong to an `owner` (the key that created them): refs are unique per owner and per
  * family, and an owner never sees another's orders — which is why the production key, which can
- * create nothing here, finds nothing.
+ * create nothing here, finds nothing. The balance is one account's: every key shares it.
  *
  * With a state file every committed change is journaled (journal.ts) before it is answered, and a
- * new SandboxState on the same file starts where the last one stopped. Fault rules and the request
- * log are not kept: they are a test's set-up, not the provider's data.
+ * new SandboxState on the same file starts where the last one stopped. Fault rules, bad-key counts
+ * and the request log are not kept: they are a test's set-up, not the provider's data.
  */
 import {
+  listLimits,
+  operatorNames,
+  sandboxTestTypes,
   type GiftCardOrderCheck,
   type InternetCheck,
   type InternetSendBody,
   type MobileCheck,
-  type MobileSendBody,
+  type OperatorName,
+  type Pagination,
   type PlaceOrderBody,
   type PlaceOrderResult,
   type ProviderStatus,
   type SendResult,
+  type Transaction,
 } from '../provider/wire';
-import { duplicateRef, notFound } from './errors';
+import { BadKeyTracker } from './auth';
+import { SandboxOffer, type OfferChange } from './catalog';
+import { duplicatedRef, insufficientBalance, notFound } from './errors';
 import { FaultStore, type RouteName } from './faults';
 import { Journal, type JournalRecord } from './journal';
 import {
@@ -34,7 +48,14 @@ import {
   type OutcomeChange,
   type OutcomeTarget,
 } from './outcome-changes';
-import { CodeMaker, newId, scriptedMobileOutcome, timelineStatus, type ScriptedOutcome } from './simulation';
+import {
+  CodeMaker,
+  newId,
+  sandboxRefundMessages,
+  scriptedMobileOutcome,
+  settleAfterMs,
+  timelineStatus,
+} from './simulation';
 
 export type Family = 'mobile' | 'internet';
 
@@ -43,7 +64,7 @@ export interface SendCounts {
   family: Family;
   /** Sends that created a top-up. */
   accepted: number;
-  /** Sends that passed authentication and validation, duplicates (409) included. */
+  /** Sends that passed authentication and validation, duplicates (DUPLICATED_REF) included. */
   attempts: number;
 }
 
@@ -55,19 +76,31 @@ export interface SendReport {
 /** What an admin may change at run time (PATCH /admin/settings); kept in the state file. */
 export interface SandboxSettings {
   /**
-   * true (default): a ref already used by this key answers 409, atomically. false: like a provider
-   * without an atomic uniqueness check, every send received is committed, so a double send shows
-   * as two accepted sends of one ref in /admin/sends.
+   * true (default): a ref already used by this key answers 403 DUPLICATED_REF, atomically. false:
+   * like a provider without an atomic uniqueness check, every send received is committed, so a
+   * double send shows as two accepted sends of one ref in /admin/sends.
    */
   uniqueRefs: boolean;
 }
 
 export const defaultSandboxSettings: Readonly<SandboxSettings> = { uniqueRefs: true };
 
+/** Plenty for every test and benchmark; a test of an empty account sets its own. */
+export const DEFAULT_STARTING_BALANCE = 1_000_000_000;
+
 /** How a read sees the state: as of `lagMs` ago (a lagging replica), or now. */
 export interface ReadView {
   lagMs?: number;
 }
+
+/** A mobile top-up as committed: the ref resolved, the amount credited (a fixed plan's own). */
+export interface MobileTopup {
+  plan_code: string;
+  MSSIDN: string;
+  amount: number;
+  ref: string;
+}
+export type InternetTopup = InternetSendBody & { ref: string };
 
 interface Created<B> {
   id: string;
@@ -75,11 +108,18 @@ interface Created<B> {
   /** When it was committed: the start of its status timeline. */
   createdAt: number;
   body: B;
+  /** What the send debited (balance_amount before any refund). */
+  debit: number;
+}
+
+interface GiftCardOrder extends Created<PlaceOrderBody> {
+  pricePerCard: number;
 }
 
 /** One family's top-ups, keyed by owner and ref; more than one per key only without `uniqueRefs`. */
 class TopupBook<B extends { ref: string }> {
   readonly #byKey = new Map<string, Created<B>[]>();
+  readonly #byId = new Map<string, Created<B>>();
 
   has(owner: string, ref: string): boolean {
     return this.#byKey.has(TopupBook.#key(owner, ref));
@@ -90,6 +130,7 @@ class TopupBook<B extends { ref: string }> {
     const list = this.#byKey.get(key);
     if (list) list.push(topup);
     else this.#byKey.set(key, [topup]);
+    this.#byId.set(topup.id, topup);
   }
 
   /**
@@ -100,8 +141,32 @@ class TopupBook<B extends { ref: string }> {
     return this.#byKey.get(TopupBook.#key(owner, ref))?.find((topup) => topup.createdAt <= asOf);
   }
 
+  byId(owner: string, id: string, asOf: number): Created<B> | undefined {
+    const topup = this.#byId.get(id);
+    return topup?.owner === owner && topup.createdAt <= asOf ? topup : undefined;
+  }
+
+  /** A top-up by id, whoever owns it (the ledger's look-ups). */
+  any(id: string): Created<B> | undefined {
+    return this.#byId.get(id);
+  }
+
+  /** The first top-up under `ref`, whoever owns it (outcome changes name a ref for every key). */
+  firstWithRef(ref: string): Created<B> | undefined {
+    for (const topup of this.#byId.values()) if (topup.body.ref === ref) return topup;
+    return undefined;
+  }
+
+  /** The owner's top-ups a read as of `asOf` can see, newest first. */
+  list(owner: string, asOf: number): Created<B>[] {
+    return [...this.#byId.values()]
+      .filter((topup) => topup.owner === owner && topup.createdAt <= asOf)
+      .reverse();
+  }
+
   clear(): void {
     this.#byKey.clear();
+    this.#byId.clear();
   }
 
   // Refs cannot contain ':' (wire.ts Ref), so the key is unambiguous.
@@ -109,6 +174,23 @@ class TopupBook<B extends { ref: string }> {
     return `${owner}:${ref}`;
   }
 }
+
+/** A ledger row before its running balances are known. */
+interface LedgerEntry {
+  id: string;
+  type: string;
+  /** Signed: negative for a debit. */
+  delta: number;
+  objid?: string;
+  note?: string;
+  at: number;
+}
+
+const ledgerTypes = {
+  mobile: { debit: 'FLEXY', refund: 'REFUND-FLEXY' },
+  internet: { debit: 'ADSL', refund: 'REFUND-ADSL' },
+  giftCard: { debit: 'ORDER', refund: 'REFUND-ORDER' },
+} as const;
 
 export interface SandboxStateOptions {
   /** Multiplies the spec's 5 s / 15 s delays. */
@@ -118,6 +200,8 @@ export interface SandboxStateOptions {
   random?: () => number;
   /** Journal every committed change here and start from what it holds (SANDBOX_STATE_FILE). */
   stateFile?: string;
+  /** The account's balance on a fresh start (and after a reset), DZD. */
+  startingBalance?: number;
 }
 
 /** One request as the sandbox saw it (GET /admin/requests): when it came and when its connection let go. */
@@ -140,20 +224,39 @@ export interface PlacedGiftCardOrder extends PlaceOrderBody {
   placedAt: string;
 }
 
-/** The message of a top-up an outcome change made REFUNDED, when the change gives none. */
-const REVERSED_MESSAGE = 'The top-up was reversed by the operator; the amount was refunded.';
+/** The sandbox account's login (the docs show a phone number in international form). */
+export const SANDBOX_USERNAME = '+213550000000';
+
+export interface ListQuery {
+  page: number;
+  pageSize: number;
+  from?: number;
+  to?: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  pagination: Pagination;
+}
 
 export class SandboxState {
   readonly faults: FaultStore;
   readonly outcomeChanges = new OutcomeChanges();
+  readonly badKeys: BadKeyTracker;
   readonly #timeScale: number;
   readonly #now: () => number;
+  readonly #startingBalance: number;
   #codes: CodeMaker;
-  readonly #mobile = new TopupBook<MobileSendBody>();
-  readonly #internet = new TopupBook<InternetSendBody>();
-  readonly #giftCardOrders = new Map<string, Created<PlaceOrderBody>>();
+  #offer = new SandboxOffer();
+  readonly #mobile = new TopupBook<MobileTopup>();
+  readonly #internet = new TopupBook<InternetTopup>();
+  readonly #giftCardOrders = new Map<string, GiftCardOrder>();
   /** By ref alone (only the sandbox key can send, and refs are unique per family in practice). */
   readonly #sendCounts = new Map<string, SendCounts>();
+  #ledger: LedgerEntry[] = [];
+  /** Refunded amount per order id (objid), so a refund is never credited twice. */
+  readonly #refunded = new Map<string, number>();
+  #operators = upOperators();
   #settings: SandboxSettings = { ...defaultSandboxSettings };
   readonly #journal?: Journal;
   #requests: RequestRecord[] = [];
@@ -161,91 +264,164 @@ export class SandboxState {
   constructor(options: SandboxStateOptions) {
     this.#timeScale = options.timeScale;
     this.#now = options.now;
+    this.#startingBalance = options.startingBalance ?? DEFAULT_STARTING_BALANCE;
     this.faults = new FaultStore(options.random);
+    this.badKeys = new BadKeyTracker(options.now);
     this.#codes = new CodeMaker();
     if (options.stateFile) {
       const { journal, records } = Journal.open(options.stateFile);
       this.#journal = journal;
       for (const record of records) this.#apply(record);
       // A new file starts with the secret the card codes derive from, so they survive a restart.
-      if (records.length === 0) journal.append(this.#header());
+      if (records.length === 0) this.#commit(this.#header());
+    } else {
+      this.#apply(this.#header());
     }
   }
 
-  sendMobile(owner: string, body: MobileSendBody): SendResult {
-    return this.#send(this.#mobile, 'mobile', owner, body);
+  get offer(): SandboxOffer {
+    return this.#offer;
   }
 
-  sendInternet(owner: string, body: InternetSendBody): SendResult {
-    return this.#send(this.#internet, 'internet', owner, body);
+  // ---- sends ----
+
+  /** `body` validated by the route against the plans; `debit` what it costs the account. */
+  sendMobile(owner: string, body: MobileTopup, debit: number): SendResult {
+    return this.#send(this.#mobile, 'mobile', owner, body, debit);
   }
+
+  sendInternet(owner: string, body: InternetTopup, debit: number): SendResult {
+    return this.#send(this.#internet, 'internet', owner, body, debit);
+  }
+
+  placeGiftCardOrder(owner: string, body: PlaceOrderBody, pricePerCard: number): PlaceOrderResult {
+    this.#assertCovers(pricePerCard * body.quantity);
+    const orderId = newId();
+    this.#commit({ t: 'giftCardOrder', id: orderId, owner, createdAt: this.#now(), body, pricePerCard });
+    return { orderId };
+  }
+
+  // ---- checks ----
 
   checkMobile(owner: string, ref: string, view: ReadView = {}): MobileCheck {
     const asOf = this.#asOf(view);
-    const { id, createdAt, body } = found(
-      this.#mobile.get(owner, ref, asOf),
-      `ref: no mobile top-up "${ref}"`,
+    return this.#mobileAnswer(
+      found(this.#mobile.get(owner, ref, asOf), `Top-up with reference '${ref}' not found`),
+      asOf,
     );
-    const changed = this.#changed({ ref }, asOf);
-    const { status, ...details }: ScriptedOutcome | { status: ProviderStatus; message?: string } = changed
-      ? {
-          status: changed.status,
-          ...(changed.status === 'REFUNDED' && { message: changed.message ?? REVERSED_MESSAGE }),
-        }
-      : (scriptedMobileOutcome(body.MSSIDN, body.plan_code, body.amount) ?? {
-          status: this.#status(createdAt, asOf),
-        });
-    return { status, MSSIDN: body.MSSIDN, topup_amount: body.amount, topupId: id, topupRef: ref, ...details };
+  }
+
+  checkMobileById(owner: string, id: string, view: ReadView = {}): MobileCheck {
+    const asOf = this.#asOf(view);
+    return this.#mobileAnswer(found(this.#mobile.byId(owner, id, asOf), `Top-up '${id}' not found`), asOf);
+  }
+
+  listMobile(owner: string, query: ListQuery, view: ReadView = {}): Page<MobileCheck> {
+    const asOf = this.#asOf(view);
+    return paginate(
+      this.#mobile.list(owner, asOf).filter((t) => inRange(t.createdAt, query)),
+      query,
+      (t) => this.#mobileAnswer(t, asOf),
+    );
   }
 
   checkInternet(owner: string, ref: string, view: ReadView = {}): InternetCheck {
     const asOf = this.#asOf(view);
-    const { id, createdAt, body } = found(
-      this.#internet.get(owner, ref, asOf),
-      `ref: no internet top-up "${ref}"`,
+    return this.#internetAnswer(
+      found(this.#internet.get(owner, ref, asOf), `Top-up with reference '${ref}' not found`),
+      asOf,
     );
-    const status = this.#changed({ ref }, asOf)?.status ?? this.#status(createdAt, asOf);
-    return {
-      status,
-      topupId: id,
-      topupRef: ref,
-      type: body.type,
-      number: body.number,
-      value: body.value,
-      ...(status === 'FULFILLED' && {
-        card_code: this.#codes.digits(`${id}:card`, 16),
-        num_trans: this.#codes.digits(`${id}:trans`, 12),
-      }),
-    };
   }
 
-  placeGiftCardOrder(owner: string, body: PlaceOrderBody): PlaceOrderResult {
-    const orderId = newId();
-    this.#commit({ t: 'giftCardOrder', id: orderId, owner, createdAt: this.#now(), body });
-    return { orderId };
+  checkInternetById(owner: string, id: string, view: ReadView = {}): InternetCheck {
+    const asOf = this.#asOf(view);
+    return this.#internetAnswer(
+      found(this.#internet.byId(owner, id, asOf), `Top-up '${id}' not found`),
+      asOf,
+    );
+  }
+
+  listInternet(owner: string, query: ListQuery, view: ReadView = {}): Page<InternetCheck> {
+    const asOf = this.#asOf(view);
+    return paginate(
+      this.#internet.list(owner, asOf).filter((t) => inRange(t.createdAt, query)),
+      query,
+      (t) => this.#internetAnswer(t, asOf),
+    );
   }
 
   checkGiftCardOrder(owner: string, orderId: string, view: ReadView = {}): GiftCardOrderCheck {
     const asOf = this.#asOf(view);
     const order = this.#giftCardOrders.get(orderId);
-    const { createdAt, body } = found(
-      order?.owner === owner && order.createdAt <= asOf ? order : undefined,
-      `orderId: no order "${orderId}"`,
+    return this.#giftCardAnswer(
+      found(
+        order?.owner === owner && order.createdAt <= asOf ? order : undefined,
+        `Order '${orderId}' not found`,
+      ),
+      asOf,
     );
-    const status = this.#changed({ orderId }, asOf)?.status ?? this.#status(createdAt, asOf);
-    return {
-      status,
-      orderId,
-      productId: body.productId,
-      typeId: body.typeId,
-      quantity: body.quantity,
-      ...(status === 'FULFILLED' && {
-        cards: Array.from({ length: body.quantity }, (_, i) => ({
-          value: this.#codes.digits(`${orderId}:card:${i}`, 16),
-          serial: `SN${this.#codes.digits(`${orderId}:serial:${i}`, 12)}`,
-        })),
-      }),
-    };
+  }
+
+  listGiftCardOrders(owner: string, query: ListQuery, view: ReadView = {}): Page<GiftCardOrderCheck> {
+    const asOf = this.#asOf(view);
+    const orders = [...this.#giftCardOrders.values()]
+      .filter((o) => o.owner === owner && o.createdAt <= asOf && inRange(o.createdAt, query))
+      .reverse();
+    return paginate(orders, query, (o) => this.#giftCardAnswer(o, asOf));
+  }
+
+  // ---- account ----
+
+  balance(at: number = this.#now()): number {
+    let balance = 0;
+    for (const entry of this.#ledger) if (entry.at <= at) balance += entry.delta;
+    return roundDinars(balance);
+  }
+
+  /** Ledger rows up to now, newest first, with their running balances. */
+  transactions(query: ListQuery): Page<Transaction> {
+    const now = this.#now();
+    const rows: Transaction[] = [];
+    let balance = 0;
+    for (const entry of [...this.#ledger].filter((e) => e.at <= now).sort((a, b) => a.at - b.at)) {
+      const oldBalance = balance;
+      balance = roundDinars(balance + entry.delta);
+      if (!inRange(entry.at, query)) continue;
+      rows.push({
+        _id: entry.id,
+        type: entry.type,
+        operation: entry.delta < 0 ? 'debit' : 'credit',
+        amount: roundDinars(Math.abs(entry.delta)),
+        oldBalance,
+        newBalance: balance,
+        ...(entry.objid && { objid: entry.objid }),
+        ...(entry.note && { note: entry.note }),
+        time: new Date(entry.at).toISOString(),
+      });
+    }
+    return paginate(rows.reverse(), query, (row) => row);
+  }
+
+  /** Admin: the balance becomes `balance` now (a DEPOSIT or WITHDRAW row of the difference). */
+  setBalance(balance: number): number {
+    this.#commit({ t: 'balance', id: newId(), balance, at: this.#now() });
+    return this.balance();
+  }
+
+  operators(): Record<OperatorName, 'up' | 'down'> {
+    return { ...this.#operators };
+  }
+
+  setOperators(changes: Partial<Record<OperatorName, 'up' | 'down'>>): Record<OperatorName, 'up' | 'down'> {
+    this.#commit({ t: 'operators', operators: { ...this.#operators, ...changes } });
+    return this.operators();
+  }
+
+  /** Admin: a plan, internet value, product or type changes; one naming nothing is refused. */
+  changeOffer(change: OfferChange): void {
+    if (!this.#offer.apply(change))
+      throw notFound('no such plan, product, type or value in the sandbox offer');
+    this.#journal?.append({ t: 'offer', change });
   }
 
   /**
@@ -314,11 +490,18 @@ export class SandboxState {
     this.#internet.clear();
     this.#giftCardOrders.clear();
     this.#sendCounts.clear();
+    this.#ledger = [];
+    this.#refunded.clear();
+    this.#offer = new SandboxOffer();
+    this.#operators = upOperators();
     this.#settings = { ...defaultSandboxSettings };
     this.#requests = [];
     this.faults.clear();
+    this.badKeys.clear();
     this.outcomeChanges.clear();
-    this.#journal?.restart([this.#header()]);
+    const header = this.#header();
+    this.#journal?.restart([header]);
+    this.#apply(header);
   }
 
   /** Stop writing the state file (the server closes). */
@@ -326,14 +509,108 @@ export class SandboxState {
     this.#journal?.close();
   }
 
-  #send<B extends { ref: string }>(book: TopupBook<B>, family: Family, owner: string, body: B): SendResult {
+  #send<B extends { ref: string }>(
+    book: TopupBook<B>,
+    family: Family,
+    owner: string,
+    body: B,
+    debit: number,
+  ): SendResult {
     if (this.#settings.uniqueRefs && book.has(owner, body.ref)) {
       this.#commit({ t: 'duplicate', family, ref: body.ref });
-      throw duplicateRef(body.ref);
+      throw duplicatedRef(body.ref);
     }
+    this.#assertCovers(debit);
     const id = newId();
-    this.#commit({ t: 'topup', family, id, owner, createdAt: this.#now(), body });
+    this.#commit({ t: 'topup', family, id, owner, createdAt: this.#now(), body, debit });
     return { topupId: id, topupRef: body.ref };
+  }
+
+  #assertCovers(required: number): void {
+    const available = this.balance();
+    if (required > available) throw insufficientBalance(roundDinars(required), available);
+  }
+
+  #mobileAnswer(topup: Created<MobileTopup>, asOf: number): MobileCheck {
+    const { id, createdAt, body, debit } = topup;
+    const changed = this.#changed({ ref: body.ref }, asOf);
+    const scripted = scriptedMobileOutcome(body.MSSIDN);
+    const outcome = changed
+      ? {
+          status: changed.status as ProviderStatus,
+          ...(changed.status === 'REFUNDED' && {
+            refund_message: changed.refund_message ?? sandboxRefundMessages.reversed,
+          }),
+        }
+      : (scripted ?? { status: this.#status(createdAt, asOf, 'mobile') });
+    return {
+      _id: id,
+      ref: body.ref,
+      status: outcome.status,
+      plan_code: body.plan_code,
+      MSSIDN: body.MSSIDN,
+      topup_amount: body.amount,
+      balance_amount: roundDinars(debit - this.#refundedAsOf(id, asOf)),
+      created_at: new Date(createdAt).toISOString(),
+      ...('refund_message' in outcome &&
+        outcome.refund_message && { refund_message: outcome.refund_message }),
+      ...('suggested_offers' in outcome &&
+        outcome.suggested_offers && { suggested_offers: outcome.suggested_offers }),
+    };
+  }
+
+  #internetAnswer(topup: Created<InternetTopup>, asOf: number): InternetCheck {
+    const { id, createdAt, body } = topup;
+    const changed = this.#changed({ ref: body.ref }, asOf);
+    const status = changed?.status ?? this.#status(createdAt, asOf, 'internet');
+    return {
+      _id: id,
+      ref: body.ref,
+      status,
+      type: body.type,
+      number: body.number,
+      topup_amount: body.value,
+      created_at: new Date(createdAt).toISOString(),
+      ...(status === 'FULFILLED' && {
+        card_code: this.#codes.digits(`${id}:card`, 16),
+        num_trans: this.#codes.digits(`${id}:trans`, 12),
+        date_traitement: new Date(createdAt + settleAfterMs(this.#timeScale)).toISOString(),
+      }),
+      ...(status === 'REFUNDED' && {
+        refund_message: changed?.refund_message ?? sandboxRefundMessages.reversed,
+      }),
+    };
+  }
+
+  #giftCardAnswer(order: GiftCardOrder, asOf: number): GiftCardOrderCheck {
+    const { id, createdAt, body, pricePerCard } = order;
+    const changed = this.#changed({ orderId: id }, asOf);
+    const settled = asOf - createdAt >= settleAfterMs(this.#timeScale);
+    const scripted = settled ? scriptedGiftCardOutcome(body) : undefined;
+    const status = changed?.status ?? scripted?.status ?? this.#status(createdAt, asOf, 'giftCard');
+    const fulfilled =
+      status === 'FULFILLED'
+        ? body.quantity
+        : status === 'PARTIALLY_FILLED'
+          ? (scripted?.fulfilled ?? Math.floor(body.quantity / 2))
+          : 0;
+    return {
+      _id: id,
+      status,
+      quantity: body.quantity,
+      fulfilled_quantity: fulfilled,
+      fulfilled_amount: roundDinars(fulfilled * pricePerCard),
+      price_per_card: pricePerCard,
+      ...(fulfilled > 0 && {
+        cards: Array.from({ length: fulfilled }, (_, i) => ({
+          value: this.#codes.digits(`${id}:card:${i}`, 16),
+          serial: `SN${this.#codes.digits(`${id}:serial:${i}`, 12)}`,
+        })),
+      }),
+      product: body.productId,
+      type: body.typeId,
+      time: new Date(createdAt).toISOString(),
+    };
   }
 
   /** Journal first, then apply: what was answered is on disk. */
@@ -347,13 +624,25 @@ export class SandboxState {
     switch (record.t) {
       case 'sandbox':
         this.#codes = new CodeMaker(Buffer.from(record.codeSecret as string, 'base64'));
+        this.#credit('DEPOSIT', (record.startingBalance as number | undefined) ?? this.#startingBalance, {
+          at: (record.at as number | undefined) ?? 0,
+          note: 'starting balance',
+        });
         return;
       case 'topup': {
-        const { family, id, owner, createdAt, body } = record as unknown as Created<
-          MobileSendBody | InternetSendBody
+        const { family, id, owner, createdAt, body, debit } = record as unknown as Created<
+          MobileTopup | InternetTopup
         > & { family: Family };
         const book = family === 'mobile' ? this.#mobile : this.#internet;
-        (book as TopupBook<MobileSendBody | InternetSendBody>).add({ id, owner, createdAt, body });
+        const spent = debit ?? ('amount' in body ? body.amount : body.value);
+        (book as TopupBook<MobileTopup | InternetTopup>).add({ id, owner, createdAt, body, debit: spent });
+        this.#credit(ledgerTypes[family].debit, -spent, { at: createdAt, objid: id });
+        if (
+          family === 'mobile' &&
+          scriptedMobileOutcome((body as MobileTopup).MSSIDN)?.status === 'REFUNDED'
+        ) {
+          this.#refund(family, id, spent, createdAt);
+        }
         const counts = this.#countsOf(body.ref, family);
         counts.attempts++;
         counts.accepted++;
@@ -364,7 +653,16 @@ export class SandboxState {
         return;
       case 'giftCardOrder': {
         const { id, owner, createdAt, body } = record as unknown as Created<PlaceOrderBody>;
-        this.#giftCardOrders.set(id, { id, owner, createdAt, body });
+        const pricePerCard = (record.pricePerCard as number | undefined) ?? 0;
+        const debit = pricePerCard * body.quantity;
+        this.#giftCardOrders.set(id, { id, owner, createdAt, body, debit, pricePerCard });
+        this.#offer.take(body.productId, body.typeId, body.quantity);
+        this.#credit(ledgerTypes.giftCard.debit, -debit, { at: createdAt, objid: id });
+        const scripted = scriptedGiftCardOutcome(body);
+        if (scripted) {
+          const refund = (body.quantity - scripted.fulfilled) * pricePerCard;
+          this.#refund('giftCard', id, refund, createdAt + settleAfterMs(this.#timeScale));
+        }
         return;
       }
       case 'outcomeChange':
@@ -373,13 +671,70 @@ export class SandboxState {
       case 'settings':
         this.#settings = { ...defaultSandboxSettings, ...(record.settings as Partial<SandboxSettings>) };
         return;
+      case 'balance': {
+        const at = record.at as number;
+        const delta = (record.balance as number) - this.balance(at);
+        this.#ledger.push({
+          id: record.id as string,
+          type: delta < 0 ? 'WITHDRAW' : 'DEPOSIT',
+          delta,
+          at,
+          note: 'set by the sandbox admin',
+        });
+        return;
+      }
+      case 'operators':
+        this.#operators = {
+          ...upOperators(),
+          ...(record.operators as Partial<Record<OperatorName, 'up' | 'down'>>),
+        };
+        return;
+      case 'offer':
+        this.#offer.apply(record.change as OfferChange);
+        return;
       default:
         throw new Error(`sandbox state: unknown record "${record.t}"`);
     }
   }
 
   #header(): JournalRecord {
-    return { t: 'sandbox', version: 1, codeSecret: this.#codes.secret.toString('base64') };
+    return {
+      t: 'sandbox',
+      version: 2,
+      codeSecret: this.#codes.secret.toString('base64'),
+      startingBalance: this.#startingBalance,
+      at: this.#now(),
+    };
+  }
+
+  #credit(
+    type: string,
+    delta: number,
+    { at, objid, note }: { at: number; objid?: string; note?: string },
+  ): void {
+    this.#ledger.push({ id: newId(), type, delta, at, ...(objid && { objid }), ...(note && { note }) });
+  }
+
+  /** Credits what is left of an order's debit, once (a second refund of one order credits nothing). */
+  #refund(family: Family | 'giftCard', objid: string, amount: number, at: number): void {
+    const debit = this.#debitOf(family, objid);
+    const left = Math.min(amount, debit - (this.#refunded.get(objid) ?? 0));
+    if (left <= 0) return;
+    this.#refunded.set(objid, (this.#refunded.get(objid) ?? 0) + left);
+    this.#credit(ledgerTypes[family].refund, left, { at, objid });
+  }
+
+  #debitOf(family: Family | 'giftCard', objid: string): number {
+    if (family === 'giftCard') return this.#giftCardOrders.get(objid)?.debit ?? 0;
+    return (family === 'mobile' ? this.#mobile.any(objid) : this.#internet.any(objid))?.debit ?? 0;
+  }
+
+  #refundedAsOf(objid: string, asOf: number): number {
+    let refunded = 0;
+    for (const entry of this.#ledger) {
+      if (entry.objid === objid && entry.delta > 0 && entry.at <= asOf) refunded += entry.delta;
+    }
+    return refunded;
   }
 
   #countsOf(ref: string, family: Family): SendCounts {
@@ -392,8 +747,8 @@ export class SandboxState {
     return this.#now() - lagMs;
   }
 
-  #status(createdAt: number, asOf: number): ProviderStatus {
-    return timelineStatus(asOf - createdAt, this.#timeScale);
+  #status(createdAt: number, asOf: number, family: 'mobile' | 'internet' | 'giftCard'): ProviderStatus {
+    return timelineStatus(asOf - createdAt, this.#timeScale, family);
   }
 
   #addOutcomeChange(record: JournalRecord): OutcomeChange {
@@ -402,12 +757,65 @@ export class SandboxState {
       spec: OutcomeChangeSpec;
       at: number;
     };
-    return this.outcomeChanges.add(target, spec, at);
+    const change = this.outcomeChanges.add(target, spec, at);
+    if (spec.status === 'REFUNDED') this.#refundChanged(target, at + spec.afterMs);
+    return change;
+  }
+
+  /** An outcome change to REFUNDED credits the order's debit when it falls due. */
+  #refundChanged(target: OutcomeTarget, at: number): void {
+    if ('orderId' in target) {
+      const order = this.#giftCardOrders.get(target.orderId);
+      if (order) this.#refund('giftCard', order.id, order.debit, at);
+      return;
+    }
+    const mobile = this.#mobile.firstWithRef(target.ref);
+    if (mobile) this.#refund('mobile', mobile.id, mobile.debit, at);
+    const internet = this.#internet.firstWithRef(target.ref);
+    if (internet) this.#refund('internet', internet.id, internet.debit, at);
   }
 
   #changed(target: OutcomeTarget, asOf: number): OutcomeChange | undefined {
     return this.outcomeChanges.due(target, asOf);
   }
+}
+
+function upOperators(): Record<OperatorName, 'up' | 'down'> {
+  return Object.fromEntries(operatorNames.map((name) => [name, 'up'])) as Record<OperatorName, 'up' | 'down'>;
+}
+
+/** The documented sandbox types: TEST_REFUND refunded, TEST_PARTIAL half fulfilled. */
+function scriptedGiftCardOutcome(
+  body: PlaceOrderBody,
+): { status: 'REFUNDED' | 'PARTIALLY_FILLED'; fulfilled: number } | undefined {
+  if (body.typeId === sandboxTestTypes.refund) return { status: 'REFUNDED', fulfilled: 0 };
+  if (body.typeId !== sandboxTestTypes.partial) return undefined;
+  const fulfilled = Math.floor(body.quantity / 2);
+  // Half of one card is none: documented PARTIALLY_FILLED needs 0 < fulfilled < quantity.
+  return fulfilled > 0 ? { status: 'PARTIALLY_FILLED', fulfilled } : { status: 'REFUNDED', fulfilled: 0 };
+}
+
+/** Dinars with at most two decimals (the docs allow decimals in a balance). */
+function roundDinars(value: number): number {
+  return Math.round(value * 100) / 100;
+}
+
+function inRange(at: number, { from, to }: ListQuery): boolean {
+  return (from === undefined || at >= from) && (to === undefined || at <= to);
+}
+
+function paginate<S, T>(rows: S[], { page, pageSize }: ListQuery, map: (row: S) => T): Page<T> {
+  const size = Math.min(Math.max(1, pageSize), listLimits.maxPageSize);
+  const totalResults = rows.length;
+  return {
+    items: rows.slice((page - 1) * size, page * size).map(map),
+    pagination: {
+      page,
+      pageSize: size,
+      totalPages: Math.max(1, Math.ceil(totalResults / size)),
+      totalResults,
+    },
+  };
 }
 
 function found<T>(value: T | undefined, message: string): T {

@@ -22,7 +22,7 @@ import { mobileRequest } from '../helpers/orders';
 import { workflowCodeOptions } from '../helpers/temporal';
 
 const upProvider: ProviderPort = {
-  getGiftCardCatalog: async () => ({ products: [] }),
+  getGiftCardCatalog: async () => ({ categories: [] }),
   validateKey: async () => ({ username: 'u', apiKey: { type: 'SANDBOX', scope: 'all', isEnabled: true } }),
 };
 

@@ -75,7 +75,10 @@ export interface TestSandbox extends StartedSandbox {
     refs: Record<string, { accepted: number; attempts: number }>;
     giftCardOrders: { placed: number };
   }>;
-  settings(changes: Partial<SandboxSettings>): Promise<SandboxSettings>;
+  /** `balance`: the account's balance from now on (DZD). */
+  settings(
+    changes: Partial<SandboxSettings> & { balance?: number },
+  ): Promise<SandboxSettings & { balance: number }>;
   requests(route: RouteName): Promise<RequestRecord[]>;
   /**
    * Resolves once every request to `route` received so far is at least `commitDelayMs` old (plus

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
+import { sandboxRefundMessages } from '../../src/sandbox/simulation';
 import {
   OrderClientAttribute,
   OrderStatusAttribute,
@@ -146,26 +147,24 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     assert.equal(placements.length, 1, 'placed once');
   });
 
-  it('a top-up to 0600000001 is REFUNDED with the provider message', async () => {
+  it('a top-up to 0600000001 is REFUNDED with the provider’s refund_message for the customer', async () => {
     const view = await (
       await start(mobileRequest(newRef('refund'), sandboxSpecialNumbers.refunded))
     ).result();
     assert.equal(view.status, 'REFUNDED');
-    assert.ok(view.result?.message, 'the message is kept');
-    assert.equal(view.result?.suggestedPlans, undefined);
+    assert.equal(view.result?.refundMessage, sandboxRefundMessages.refunded, 'the Arabic message is kept');
+    assert.equal(view.result?.suggestedOffers, undefined);
   });
 
-  it('a top-up to 0600000002 is REFUNDED with the suggested plans', async () => {
+  it('a top-up to 0600000002 is REFUNDED with the refund_message and the suggested_offers', async () => {
     const view = await (
       await start(mobileRequest(newRef('mismatch'), sandboxSpecialNumbers.planMismatch))
     ).result();
     assert.equal(view.status, 'REFUNDED');
-    assert.ok(view.result?.message);
-    assert.ok(view.result?.suggestedPlans?.length, 'suggested plans are kept');
-    for (const plan of view.result?.suggestedPlans ?? []) {
-      assert.match(plan.planCode, /^PREPAID_/);
-      assert.equal(plan.amount, 500);
-    }
+    assert.equal(view.result?.refundMessage, sandboxRefundMessages.planMismatch);
+    assert.deepEqual(view.result?.suggestedOffers, [
+      { planCode: 'FACTURE_DJEZZY', amount: 500, typename: 'Facture' },
+    ]);
   });
 
   for (const decision of ['FULFILLED', 'REFUNDED'] as const) {

@@ -59,11 +59,12 @@ export function summarize(evidence: string[]): string {
 
 export function refundOf(check: ProviderCheck): OrderResult {
   const result: OrderResult = {};
-  if (check.message) result.message = check.message;
-  if (check.suggested_plans?.length) {
-    result.suggestedPlans = check.suggested_plans.map((plan) => ({
-      planCode: plan.plan_code,
-      amount: plan.amount,
+  if (check.refund_message) result.refundMessage = check.refund_message;
+  if (check.suggested_offers?.length) {
+    result.suggestedOffers = check.suggested_offers.map((offer) => ({
+      planCode: offer.plan_code,
+      ...(offer.amount !== undefined && { amount: offer.amount }),
+      ...(offer.typename !== undefined && { typename: offer.typename }),
     }));
   }
   return result;

@@ -119,7 +119,7 @@ function refused<R extends OrderRequest, C extends ProviderCheck>(
  * may have reached the provider — so every decision to send again is taken here, on durable
  * timers. After a send whose outcome is unknown, nothing is sent again until check-ref has not
  * found the ref twice (see settle). Sends that certainly never reached the provider (connection
- * refused, 429) are repeated after a back-off. A 409 means "someone else's top-up" when no send
+ * refused, 429) are repeated after a back-off. A DUPLICATED_REF means "someone else's top-up" when no send
  * of this order may have reached the provider yet, and "our earlier send" afterwards.
  */
 async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
@@ -164,9 +164,11 @@ async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
         return o.toReview('ref already used at the provider', `send ${sends}: ${describeFailure(err)}`);
       }
       evidence.push(
-        `send ${sends}: 409, the ref is already used: an earlier send of this order was committed`,
+        `send ${sends}: DUPLICATED_REF, the ref is already used: an earlier send of this order was committed`,
       );
-      o.note('The provider answers 409 to the re-send: an earlier send was committed; looking it up');
+      o.note(
+        'The provider answers DUPLICATED_REF to the re-send: an earlier send was committed; looking it up',
+      );
       await settle(o, evidence, { mayResend: false, lookNow: true });
       return;
     }

@@ -327,6 +327,14 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
             }
           : { kind: 'final', status: 'FULFILLED', result };
       }
+      default:
+        // QUEUED, PARTIALLY_FILLED (documented, not yet acted on) or a status nobody documented:
+        // an answer a person reads, never a loop.
+        return {
+          kind: 'review',
+          reason: `the provider reports ${check.status}, which this service does not act on`,
+          evidence: `provider status ${check.status}`,
+        };
     }
   }
 

@@ -15,8 +15,8 @@ import type { PastableDecision, ReviewNotice } from '../ui-metadata';
 /** The part of every provider check answer the lifecycle reads; the adapter reads the rest. */
 export interface ProviderCheck {
   status: ProviderStatus;
-  message?: string;
-  suggested_plans?: { plan_code: string; amount: number }[];
+  refund_message?: string;
+  suggested_offers?: { plan_code: string; amount?: number; typename?: string }[];
 }
 
 /** What the adapter knows of the order it submits or checks. */

@@ -16,11 +16,10 @@ export const internetTopupAdapter: OrderAdapter<InternetTopupRequest, InternetCh
       : { problem: 'FULFILLED without card_code or num_trans' },
   notThisOrder: (check, { request }, topupId) => {
     // The spec shows only the status here; a provider that also shows the line is held to it.
-    const shown = check as { type?: unknown; number?: unknown; value?: unknown };
     const differs = (value: unknown, ours: unknown) => value !== undefined && value !== ours;
-    return differs(shown.type, request.lineType) ||
-      differs(shown.number, request.number) ||
-      differs(shown.value, request.value)
+    return differs(check.type, request.lineType) ||
+      differs(check.number, request.number) ||
+      differs(check.topup_amount, request.value)
       ? 'the top-up under this ref has another line or value than the order'
       : otherTopup(check, topupId);
   },

@@ -2,7 +2,7 @@
 import type { MobileTopupRequest } from '../../../src/orders/schemas';
 import type { MobileCheck } from '../../../src/provider/wire';
 import type { OrderAdapter } from '../types';
-import { otherTopup } from './other-topup';
+import { otherTopup, sameAmount } from './other-topup';
 
 export const mobileTopupAdapter: OrderAdapter<MobileTopupRequest, MobileCheck> = {
   submitRetry: 'lookup',
@@ -11,12 +11,12 @@ export const mobileTopupAdapter: OrderAdapter<MobileTopupRequest, MobileCheck> =
   check: (activities, { providerRef }) => activities.checkMobileTopup(providerRef),
   poll: (activities, { providerRef }, _topupId, plan) => activities.pollMobileTopup(providerRef, plan),
   fulfilledResult: (check, request) =>
-    // The ref is ours, but a 409 could point at an earlier order under the same ref: make sure it is this one.
-    check.MSSIDN === request.msisdn && check.topup_amount === request.amount
+    // The ref is ours, but a DUPLICATED_REF could point at an earlier order under the same ref: make sure it is this one.
+    check.MSSIDN === request.msisdn && sameAmount(check.topup_amount, request.amount)
       ? { msisdn: check.MSSIDN, amount: check.topup_amount }
       : { problem: 'the fulfilled top-up under this ref has another number or amount than the order' },
   notThisOrder: (check, { request }, topupId) =>
-    check.MSSIDN !== request.msisdn || check.topup_amount !== request.amount
+    check.MSSIDN !== request.msisdn || !sameAmount(check.topup_amount, request.amount)
       ? 'the top-up under this ref has another number or amount than the order'
       : otherTopup(check, topupId),
 };

@@ -1,7 +1,11 @@
-/** A check that shows a topupId (the spec does not promise one) must show the one our send got back. */
-export function otherTopup(check: object, topupId: string | undefined): string | undefined {
-  const shown = (check as { topupId?: unknown }).topupId;
-  return topupId !== undefined && typeof shown === 'string' && shown !== topupId
-    ? 'check-ref shows another topupId than the send returned'
+/** A check shows the top-up's `_id` (documented): it must be the topupId our send got back. */
+export function otherTopup(check: { _id?: string }, topupId: string | undefined): string | undefined {
+  return topupId !== undefined && check._id !== undefined && check._id !== topupId
+    ? 'check-ref shows another _id than the topupId the send returned'
     : undefined;
+}
+
+/** A fixed plan's order names no amount (the plan has its own): any amount the provider shows is its. */
+export function sameAmount(shown: number | undefined, ordered: number | undefined): boolean {
+  return ordered === undefined || shown === ordered;
 }
