@@ -273,7 +273,15 @@ describe('the client registry', () => {
     assert.equal(caller.id, 'default');
     assert.deepEqual(
       [...caller.scopes],
-      ['orders:write', 'orders:read', 'reviews:write', 'audit:read', 'audit:reveal', 'webhooks:read', 'webhooks:write'],
+      [
+        'orders:write',
+        'orders:read',
+        'reviews:write',
+        'audit:read',
+        'audit:reveal',
+        'webhooks:read',
+        'webhooks:write',
+      ],
     );
     assert.equal(legacy.identify('one')?.id, 'default');
     assert.equal(legacy.defaultClientId, 'default');
