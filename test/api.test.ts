@@ -317,10 +317,13 @@ describe('intake API end to end', () => {
   });
 
   describe('catalog and readiness against the sandbox', () => {
-    it('GET /v1/gift-cards/catalog → 200 with the provider’s products', async () => {
-      const res = await api.request<{ products: { productId: string }[] }>('GET', '/v1/gift-cards/catalog');
+    it('GET /v1/gift-cards/catalog → 200 with the provider’s categories and products', async () => {
+      const res = await api.request<{ categories: { products: { id: string }[] }[] }>(
+        'GET',
+        '/v1/gift-cards/catalog',
+      );
       assert.equal(res.status, 200, res.text);
-      assert.ok(res.body.products.some((p) => p.productId === 'GOOGLE_PLAY'));
+      assert.ok(res.body.categories.some((c) => c.products.some((p) => p.id === 'GOOGLE_PLAY')));
     });
 
     it('GET /readyz → 200 ready with Temporal and the sandbox up', async () => {
