@@ -134,7 +134,9 @@ export function createActivities({ provider, localSends = true, webhooks, tempor
           ProviderFailureType.outcomeUnknown,
         );
       }
-      if (options.placeUntil !== undefined && Date.now() > options.placeUntil) {
+      // The server's clock for this attempt (the workflow's deadline is on that clock too).
+      const scheduledAt = Context.current().info.currentAttemptScheduledTimestampMs;
+      if (options.placeUntil !== undefined && scheduledAt > options.placeUntil) {
         throw ApplicationFailure.nonRetryable(
           'the order reached its deadline before the provider could be reached: nothing was placed',
           ProviderFailureType.notReached,
@@ -196,7 +198,7 @@ export interface SendOptions {
   /**
    * Epoch ms: a gift-card placement retried through the task queue places nothing after this (the
    * order's deadline). An attempt that finds it passed fails as "not reached", which is certain,
-   * where a schedule-to-close timeout could not say whether the attempt it cut short had placed.
+   * where the schedule-to-close timeout firing could not say whether the attempt it cut had placed.
    */
   placeUntil?: number;
 }

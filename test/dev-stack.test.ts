@@ -351,7 +351,7 @@ describe('the dev stack (npm start)', { timeout: 600_000 }, () => {
           type: 'internet_topup',
           ref: 'dev-stack-restart',
           lineType: 'ADSL',
-          number: '0213456789',
+          number: '021345678',
           value: 1000,
         });
         assert.equal(submitted.status, 201);

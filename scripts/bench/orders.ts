@@ -23,7 +23,10 @@ export function benchOrder(type: OrderType, ref: string, i: number): OrderReques
       // 055xxxxxxx: never one of the sandbox's scripted 060000000x numbers.
       return { type, ref, planCode: 'PREPAID_MOBILIS', msisdn: `05${digits8(i)}`, amount: 500 };
     case 'internet_topup':
-      return { type, ref, lineType: i % 2 ? 'ADSL' : '4G', number: `02${digits8(i)}`, value: 1_000 };
+      // The documented line formats: ADSL 0 + 8 digits, 4G 213 + 9 digits.
+      return i % 2
+        ? { type, ref, lineType: 'ADSL', number: `0${digits8(i)}`, value: 1_000 }
+        : { type, ref, lineType: '4G', number: `2130${digits8(i)}`, value: 1_000 };
     case 'gift_card':
       return { type, ref, productId: 'GOOGLE_PLAY', typeId: 'GOOGLE_PLAY_1000', quantity: 1 };
   }

@@ -198,7 +198,8 @@ async function checkProviderKey(client: ProviderClient, config: Config, logger: 
   try {
     key = (await client.validateKey()).apiKey;
   } catch (err) {
-    if (isProviderError(err, 'refused'))
+    // A key the provider does not know (401) or one it blocks is access_denied since the documented v3.
+    if (isProviderError(err, 'refused') || isProviderError(err, 'access_denied'))
       throw new ConfigError(`PROVIDER_API_KEY: refused by the provider (${err.message})`);
     logger.warn('provider key not checked: the provider did not answer', { error: err });
     return;

@@ -325,8 +325,11 @@ function placementActivities<R extends OrderRequest, C extends ProviderCheck>(
   return proxyActivities<OrderActivities>({
     startToCloseTimeout: o.timings.activityTimeoutMs,
     summary: 'place the order with the provider',
-    // No schedule-to-close timeout: one that cut an attempt short would leave unknown whether it
-    // placed. The deadline is kept by the attempts themselves (SendOptions.placeUntil).
+    // Temporal stops retrying when the next attempt would start past this (the last failure, a
+    // certain "not reached", is the result); an attempt that starts past the deadline anyway
+    // refuses to place (SendOptions.placeUntil), which is certain too, where this timeout firing
+    // mid-attempt is not.
+    scheduleToCloseTimeout: Math.max(o.deadlineAt - Date.now(), o.timings.activityTimeoutMs),
     retry: {
       ...o.retryPolicy([
         ProviderFailureType.rejected,
