@@ -111,15 +111,19 @@ describe('order workflows when the provider misbehaves', () => {
     await handle.terminate('test done');
   });
 
-  it('when the provider refuses the send (403, production key), the order is FAILED without a retry', async () => {
+  it('when the provider refuses our key for sends (403, production key), the order is never FAILED: nothing is sent, and it goes to review at its deadline', async () => {
+    // A key, whitelist or IP-block error is ours, never the order's (issue 25): no FAILED.
     const request = mobileRequest(newRef('refused'));
-    const view = await (await start(request, {}, 'production')).result();
+    const handle = await start(request, { timings: scaledTimings({ deadlineMs: 2_000 }) }, 'production');
+    const view = await waitForView(
+      handle,
+      (v) => v.status !== 'ACCEPTED' && v.status !== 'SUBMITTED',
+      30_000,
+    );
 
-    assert.equal(view.status, 'FAILED');
-    assert.equal(view.failure?.code, 'FORBIDDEN');
-    assert.match(view.failure?.message ?? '', /403/);
-    assert.deepEqual(counted.callsFor(request.ref), { sendMobileTopup: 1 }, 'one send, no retry, no check');
-    assert.equal((await sandbox.sendsOf(request.ref)).accepted, 0);
+    assert.equal(view.status, 'NEEDS_REVIEW');
+    assert.equal((await sandbox.sendsOf(request.ref)).accepted, 0, 'nothing was sent');
+    await handle.terminate('test over');
   });
 
   for (const fault of [
