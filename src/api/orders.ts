@@ -52,7 +52,6 @@ import { acceptedView, OrderReader, type ReadView } from './order-read';
 import { workflowStatuses, type ListOrdersQuery } from './schemas';
 import { metricCatalog } from '../observability/catalog';
 import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
-import { grpcCode, GrpcStatus } from '../temporal/grpc';
 import { workflowUiUrl } from '../temporal/ui-links';
 import { auditOrder, type OrderAudit } from '../audit/order-audit';
 import { REVEAL_SCOPE, revealRecorder, type RevealRecorder } from '../audit/reveal';
@@ -321,7 +320,8 @@ export class OrderService {
    * Temporal again rather than read from the error's wording; any other refusal stays as it is.
    */
   async #startRefused(err: unknown): Promise<unknown> {
-    if (grpcCode(err) !== GrpcStatus.INVALID_ARGUMENT || !this.#o.notSetUp) return err;
+    // Whatever the error's code: a cluster with SQL visibility refuses such a start otherwise than the dev server.
+    if (!this.#o.notSetUp) return err;
     const reason = await this.#o.notSetUp().catch(() => undefined);
     return reason ? temporarilyUnavailable(`Not ready: ${reason}.`, err) : err;
   }
