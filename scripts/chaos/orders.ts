@@ -96,7 +96,7 @@ export function conflictingBody(request: OrderRequest): OrderRequest {
     case 'mobile_topup':
       return { ...request, amount: request.amount === 100 ? 200 : (request.amount ?? 300) - 100 };
     case 'internet_topup':
-      return { ...request, value: request.value === 500 ? 1_000 : request.value - 500 };
+      return { ...request, value: request.value === 1_000 ? 500 : 1_000 }; // both offered for ADSL and 4G
     case 'gift_card':
       return { ...request, quantity: (request.quantity % 3) + 1 };
   }
