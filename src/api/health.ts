@@ -113,10 +113,11 @@ function unregisteredSearchAttributes(absent: string[], namespace: string): stri
 }
 
 /**
- * For a start Temporal refused as INVALID_ARGUMENT: is it because the order's search attributes
+ * For a start Temporal refused: is it because the order's search attributes
  * are not registered yet (a fresh cluster before its setup ran)? Answers /readyz's own words for
  * it, found the way /readyz finds it (one probe per attribute, not the start error's wording);
- * undefined when every attribute is known (then the refusal is something else, and a bug).
+ * when the probes themselves fail (Temporal slow or failing), says so; undefined when every
+ * attribute is known (then the refusal is something else, and a bug) or the namespace is missing.
  * Concurrent callers share one round of probes.
  */
 export function searchAttributesNotReady(deps: {
@@ -130,10 +131,16 @@ export function searchAttributesNotReady(deps: {
   const timed: Timed = (fn) => client.withDeadline(Date.now() + timeoutMs, fn);
   let inFlight: Promise<string | undefined> | undefined;
   const check = async () => {
-    const absent = (await probeSearchAttributes(client, wanted, timed, [])).filter(
+    const problems: string[] = [];
+    const absent = (await probeSearchAttributes(client, wanted, timed, problems)).filter(
       (name): name is string => typeof name === 'string',
     );
-    return absent.length > 0 ? unregisteredSearchAttributes(absent, client.options.namespace) : undefined;
+    if (absent.length > 0) return unregisteredSearchAttributes(absent, client.options.namespace);
+    // Temporal refused the start and cannot say why in time (a loaded cluster): a 503 to retry
+    // tells the caller the truth; a 500 would blame a request that may be fine.
+    if (problems.length > 0)
+      return `the order search attributes of namespace ${client.options.namespace} could not be checked (${problems[0]})`;
+    return undefined;
   };
   return () => (inFlight ??= check().finally(() => (inFlight = undefined)));
 }
