@@ -15,6 +15,7 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import { MASKED } from '../src/api/access';
 import type { OrderView } from '../src/api/orders';
 import { requestHash } from '../src/api/orders';
 import { OrderReader } from '../src/api/order-read';
@@ -275,7 +276,12 @@ describe('reading orders with no worker running', () => {
     const acme = okView(await read('acme', refs.acmeClosed));
     assert.equal(acme.status, 'FULFILLED');
     assert.equal(acme.result?.cards?.length, 1);
+    assert.notEqual(acme.result?.cards?.[0]?.code, MASKED, 'the owner reads its card codes');
     assert.equal((await read('shop', refs.acmeClosed)).status, 404);
+    // An auditor (even one holding audit:reveal) reads another client's card codes masked: only
+    // the audit export with reveal=true shows them, and records it.
+    const audited = okView(await readAs('auditor', 'acme', refs.acmeClosed));
+    assert.deepEqual(audited.result?.cards, [{ ...acme.result!.cards![0]!, code: MASKED }]);
   });
 
   it('telling a completed order from an open one reads one event and never waits for the order to close', async () => {

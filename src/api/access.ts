@@ -3,7 +3,8 @@
  * (auth.ts, per route); this says on whose orders:
  *
  * - its own orders: everything, on every route its scopes allow;
- * - audit:read: every client's orders, in full, on the reading routes (view, list);
+ * - audit:read: every client's orders on the reading routes (view, list), card codes masked: only
+ *   the audit export with `reveal=true` (audit:reveal, recorded) shows another client's codes;
  * - the operator role: every client's orders that are or were in review — list, view (card codes
  *   masked) and, with reviews:write, decide.
  *
@@ -32,7 +33,7 @@ export function inOperatorReach(view: Pick<OrderView, 'status' | 'review'>): boo
 /** What a masked card code reads as. */
 export const MASKED = '[masked]';
 
-/** Card codes are money: only the owner and audit:read see them. Serials identify a card and stay. */
+/** Card codes are money: only the owner sees them in a view. Serials identify a card and stay. */
 export function maskCardCodes<V extends { result?: OrderResult }>(view: V): V {
   const result = view.result;
   if (!result || (result.cardCode === undefined && result.cards === undefined)) return view;

@@ -252,7 +252,7 @@ function buildRegistry(): OpenAPIRegistry {
     ...needs(
       'orders:read',
       'Your order, or with `?client=` another client’s: with `audit:read` any, with the operator role ' +
-        'one that is or was in review (card codes masked). Any other order answers 404, as no order does.',
+        'one that is or was in review. Another client’s card codes are masked. Any other order answers 404, as no order does.',
     ),
     request: { params: RefParams, query: OrderAddressQuery },
     responses: {
