@@ -228,6 +228,14 @@ describe('docker-compose.yml', () => {
     assert.match(mount, /:ro$/, 'read-only');
   });
 
+  it('passes the page-token keys through to the API, so tokens outlive a restart (empty: a key per process)', () => {
+    const sealed = 'k1:' + Buffer.alloc(32, 1).toString('base64');
+    const withKeys = composeConfig({ ...required, API_PAGE_TOKEN_KEYS: sealed });
+    assert.equal(withKeys.status, 0, withKeys.stderr);
+    assert.match(withKeys.stdout, new RegExp(`API_PAGE_TOKEN_KEYS: ${sealed.replace(/[+/=]/g, '\\$&')}`));
+    assert.match(services.api!.environment!.API_PAGE_TOKEN_KEYS!, /^\$\{API_PAGE_TOKEN_KEYS:-\}$/);
+  });
+
   it('lets Prometheus scrape the API and every worker replica on their metrics listeners, published to no host port', () => {
     const prometheus = parse(
       readFileSync(join(projectRoot, 'deploy', 'prometheus', 'prometheus.yml'), 'utf8'),
