@@ -448,6 +448,24 @@ describe('polling activity: one check per attempt, retried by the server', () =>
     assert.deepEqual(checks, ['checkMobileTopup']);
   });
 
+  it('a worker shutting down while an attempt waits hands the wait to the server, with what it saw', async () => {
+    const handling: MobileCheck = { status: 'HANDLING', MSSIDN: request.msisdn, topup_amount: 500 };
+    const { activities } = scriptedProvider({ checkMobileTopup: [handling] });
+    // HANDLING's next check, 15 s on, fits in a 30 s attempt: the attempt waits for it.
+    const waiting = longAttempt(0, 30_000);
+    const run = waiting.env.run(activities.pollMobileTopup, 'p-ref', plan({ firstCheckMs: 10 }));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    waiting.env.cancel('WORKER_SHUTDOWN');
+    const handed = await failureOf(run);
+    assert.equal(handed.type, ProviderFailureType.stillOpen);
+    assert.ok(Number(handed.nextRetryDelay) > 14_000 && Number(handed.nextRetryDelay) < 15_000);
+    assert.equal(waiting.beats.length, 1);
+    assert.deepEqual(
+      (waiting.beats[0] as PollOutcome<MobileCheck>).observed.map((o) => o.answer),
+      ['HANDLING'],
+    );
+  });
+
   it('an open answer at or after the deadline ends the polling, not settled', async () => {
     const handling: MobileCheck = { status: 'HANDLING', MSSIDN: request.msisdn, topup_amount: 500 };
     const { activities } = scriptedProvider({ checkMobileTopup: [handling] });
