@@ -39,6 +39,15 @@ export function attemptDeadline(info: AttemptTimes, startedAt: number): number {
 const startedAt = new WeakMap<Context, number>();
 
 /**
+ * For an activity that does not call the provider as it begins (a polling attempt that first
+ * waits): the attempt starts now, not at its first call.
+ */
+export function markAttemptStart(now: number = Date.now()): void {
+  const context = Context.current();
+  if (!startedAt.has(context)) startedAt.set(context, now);
+}
+
+/**
  * Call options for a provider call inside the current activity: aborted at the attempt's deadline
  * or when the activity is cancelled (worker shutdown, the workflow gave up on it). Already aborted
  * when no time is left, so the call is not even queued.

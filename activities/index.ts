@@ -9,7 +9,7 @@
  * attempt that certainly never reached the provider (placeGiftCardOrder).
  */
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
+import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from '@temporalio/common';
 import type { ProviderClient } from '../src/provider/client';
 import { isProviderError } from '../src/provider/errors';
 import type { GiftCardOrderCheck, InternetCheck, MobileCheck } from '../src/provider/wire';
@@ -24,7 +24,7 @@ import {
   type PollProgress,
   type Submission,
 } from './outcomes.types';
-import { withinAttempt } from './attempt-deadline';
+import { attemptDeadline, markAttemptStart, withinAttempt } from './attempt-deadline';
 import { toTemporalFailure } from './provider-failures';
 import type { Client } from '@temporalio/client';
 import { createSweepActivities } from './sweep';
@@ -52,6 +52,12 @@ export interface ActivityOptions {
    */
   localSends?: boolean;
   /**
+   * Whether a polling attempt may wait for its next check itself and make several (default: as
+   * `localSends`). False when provider calls are rate-limited per task-queue activity, so that every
+   * check is one activity attempt the limit counts.
+   */
+  holdPolls?: boolean;
+  /**
    * How the order workflows' events reach the delivery workflows (activities/webhooks.ts);
    * without it a worker drops them (the orders are not affected).
    */
@@ -60,7 +66,13 @@ export interface ActivityOptions {
   temporal?: Client;
 }
 
-export function createActivities({ provider, localSends = true, webhooks, temporal }: ActivityOptions) {
+export function createActivities({
+  provider,
+  localSends = true,
+  holdPolls = localSends,
+  webhooks,
+  temporal,
+}: ActivityOptions) {
   const sendOnce = <C>(options: SendOptions, send: () => Promise<{ topupId: string }>) => {
     mayRunThisSend(options, localSends);
     return justSend<C>(send);
@@ -88,7 +100,7 @@ export function createActivities({ provider, localSends = true, webhooks, tempor
 
     /** Checks until the top-up is no longer PENDING / HANDLING; see pollUntilSettled. */
     pollMobileTopup(ref: string, plan: PollPlan): Promise<PollOutcome<MobileCheck>> {
-      return pollUntilSettled(plan, () => provider.checkMobileTopup(ref, withinAttempt()));
+      return pollUntilSettled(plan, () => provider.checkMobileTopup(ref, withinAttempt()), holdPolls);
     },
 
     sendInternetTopup(
@@ -109,7 +121,7 @@ export function createActivities({ provider, localSends = true, webhooks, tempor
     },
 
     pollInternetTopup(ref: string, plan: PollPlan): Promise<PollOutcome<InternetCheck>> {
-      return pollUntilSettled(plan, () => provider.checkInternetTopup(ref, withinAttempt()));
+      return pollUntilSettled(plan, () => provider.checkInternetTopup(ref, withinAttempt()), holdPolls);
     },
 
     /**
@@ -166,7 +178,7 @@ export function createActivities({ provider, localSends = true, webhooks, tempor
     },
 
     pollGiftCardOrder(orderId: string, plan: PollPlan): Promise<PollOutcome<GiftCardOrderCheck>> {
-      return pollUntilSettled(plan, () => provider.checkGiftCardOrder(orderId, withinAttempt()));
+      return pollUntilSettled(plan, () => provider.checkGiftCardOrder(orderId, withinAttempt()), holdPolls);
     },
   };
 }
@@ -272,12 +284,17 @@ const DUE_SLACK_MS = 50;
 const openStatuses: readonly string[] = ['PENDING', 'HANDLING'];
 
 /**
- * The lean lifecycle's polling: one activity whose every attempt makes at most one check, and
- * which fails (retryably, with `nextRetryDelay` following the provider's schedule) while the
- * order is open, so the server, not the workflow, waits between checks: no history event per
- * check. What each attempt saw is carried to the next in heartbeat details and returned at the end,
- * so the history keeps every status the provider reported. The first attempt runs at once and
- * only schedules the first check (the SDK has no start delay for activities).
+ * The lifecycle's polling: one activity that checks on the provider's schedule until the order
+ * settles. Within an attempt it waits for the next check itself (`holds`) while that check and its
+ * answer fit in the attempt's start-to-close: at the spec's timings a normal order's checks at 5 s
+ * and 15 s are one attempt, one billable action (docs/contributors.md "Cost per order"). A check
+ * due later, or a failed check, ends the attempt with a retryable failure whose `nextRetryDelay`
+ * follows the provider's schedule, so the server, not the workflow or a held slot, waits between
+ * such checks: no history event per check. What the attempt saw is carried to the next in its
+ * heartbeat details and returned at the end, so the history keeps every status the provider
+ * reported. Without `holds` (provider calls rate-limited per task-queue activity: one check per
+ * attempt) the first attempt only schedules the first check (the SDK has no start delay for
+ * activities).
  *
  * Ends when the provider gives a status other than PENDING / HANDLING (`settled`), or when an
  * answer comes at or after the order's deadline (not settled: the workflow sends it to review).
@@ -286,57 +303,120 @@ const openStatuses: readonly string[] = ['PENDING', 'HANDLING'];
 async function pollUntilSettled<C extends { status: string }>(
   plan: PollPlan,
   call: () => Promise<C>,
+  holds: boolean,
 ): Promise<PollOutcome<C>> {
   const context = Context.current();
   const now = serverClock(context.info);
+  markAttemptStart();
+  // A check due after this is left to the server's retry: its answer would not fit in the attempt.
+  const lastHeldCheck = holds ? attemptDeadline(context.info, now()) - checkRoomMs(context.info) : -Infinity;
   const carried = context.info.heartbeatDetails as PollProgress<C> | undefined;
-  if (!carried) {
-    const wait = context.info.scheduledTimestampMs + plan.firstCheckMs - now();
-    if (wait > DUE_SLACK_MS) throw stillOpen('the first check is not due yet', wait);
-  }
   const progress: PollProgress<C> = carried ?? {
     nextCheckMs: plan.firstCheckMs,
     failuresInARow: 0,
     checks: 0,
     observed: [],
   };
-  progress.checks++;
-  let outcome: CheckOutcome<C>;
-  try {
-    outcome = await findOut(call);
-  } catch (err) {
-    const failure = toTemporalFailure(err);
-    const retryAfterMs = failure instanceof ApplicationFailure ? retryAfterOf(failure) : undefined;
-    observe(progress, { answer: 'CHECK_FAILED', failure: describeCheckFailure(failure) });
-    progress.failuresInARow++;
-    const backoffMs = Math.min(
-      plan.maxIntervalMs,
-      FAILED_CHECK_FIRST_RETRY_MS * 2 ** (progress.failuresInARow - 1),
-    );
-    // A check is always safe to repeat: retried whatever its kind, keeping its type for the record.
-    return next(progress, plan, now, retryAfterMs ?? backoffMs, (delayMs) =>
-      failure instanceof ApplicationFailure
-        ? ApplicationFailure.create({
-            type: failure.type ?? undefined,
-            message: failure.message,
-            details: failure.details ?? undefined,
-            nextRetryDelay: delayMs,
-          })
-        : ApplicationFailure.create({ message: failure.message, nextRetryDelay: delayMs }),
-    );
+  let due = carried ? now() : context.info.scheduledTimestampMs + plan.firstCheckMs;
+  let checkedHere = false;
+  /** Still open: waits here for the next check when it fits, else hands the wait to the server. */
+  const waitFor = async (why: string | ((nextRetryDelayMs: number) => ApplicationFailure)) => {
+    const wait = due - now();
+    // Without holds an attempt makes one check at most.
+    if (wait <= DUE_SLACK_MS && (holds || !checkedHere)) return;
+    if (due <= lastHeldCheck) {
+      try {
+        return await context.sleep(wait);
+      } catch (err) {
+        // A worker going down: the rest of the wait goes to the server, with what was seen so far.
+        if (!(err instanceof CancelledFailure) || err.message !== 'WORKER_SHUTDOWN') throw err;
+        return handOver(progress, checkedHere, stillOpen('the worker is shutting down', due - now()));
+      }
+    }
+    const retryInMs = Math.max(1, Math.round(wait));
+    handOver(progress, checkedHere, typeof why === 'string' ? stillOpen(why, retryInMs) : why(retryInMs));
+  };
+  await waitFor('the first check is not due yet');
+  for (;;) {
+    progress.checks++;
+    checkedHere = true;
+    let outcome: CheckOutcome<C>;
+    try {
+      outcome = await findOut(call);
+    } catch (err) {
+      const failure = toTemporalFailure(err);
+      const retryAfterMs = failure instanceof ApplicationFailure ? retryAfterOf(failure) : undefined;
+      observe(progress, { answer: 'CHECK_FAILED', failure: describeCheckFailure(failure) });
+      progress.failuresInARow++;
+      const backoffMs = Math.min(
+        plan.maxIntervalMs,
+        FAILED_CHECK_FIRST_RETRY_MS * 2 ** (progress.failuresInARow - 1),
+      );
+      const retryAt = scheduleNext(plan, now, retryAfterMs ?? backoffMs);
+      if (retryAt === undefined) return { ...progress, settled: false };
+      const nextRetryDelay = Math.max(1, Math.round(retryAt - now()));
+      // A failed check is retried by the server whatever its kind (a check is always safe to
+      // repeat), keeping its type for the record; never held here.
+      return handOver(
+        progress,
+        true,
+        failure instanceof ApplicationFailure
+          ? ApplicationFailure.create({
+              type: failure.type ?? undefined,
+              message: failure.message,
+              details: failure.details ?? undefined,
+              nextRetryDelay,
+            })
+          : ApplicationFailure.create({ message: failure.message, nextRetryDelay }),
+      );
+    }
+    progress.failuresInARow = 0;
+    let why: string;
+    if (!outcome.found) {
+      observe(progress, { answer: 'NOT_FOUND' });
+      progress.nextCheckMs = Math.min(plan.maxIntervalMs, progress.nextCheckMs * 2);
+      why = 'the provider does not know the order (yet)';
+    } else {
+      const { status } = outcome.check;
+      const previous = lastStatus(progress) ?? plan.lastStatus;
+      observe(progress, { answer: status, check: outcome.check });
+      if (!openStatuses.includes(status)) return { ...progress, settled: true };
+      progress.nextCheckMs = nextCheckDelayMs(plan, progress.nextCheckMs, status, previous);
+      why = `provider status ${status}`;
+    }
+    const at = scheduleNext(plan, now, progress.nextCheckMs);
+    if (at === undefined) return { ...progress, settled: false };
+    due = at;
+    await waitFor(why);
   }
-  progress.failuresInARow = 0;
-  if (!outcome.found) {
-    observe(progress, { answer: 'NOT_FOUND' });
-    progress.nextCheckMs = Math.min(plan.maxIntervalMs, progress.nextCheckMs * 2);
-    return next(progress, plan, now, progress.nextCheckMs, 'the provider does not know the order (yet)');
+}
+
+/** When the next check is due: after `delayMs`, never past the deadline; undefined once it has passed. */
+function scheduleNext(plan: PollPlan, now: () => number, delayMs: number): number | undefined {
+  const left = plan.until - now();
+  if (left <= 0) return undefined;
+  return now() + Math.min(delayMs, left);
+}
+
+/**
+ * The room a held check keeps before the attempt's deadline for the call and its answer: a
+ * quarter of the attempt (the call itself is cut at the deadline, attempt-deadline.ts).
+ */
+function checkRoomMs(info: { startToCloseTimeoutMs: number }): number {
+  return info.startToCloseTimeoutMs / 4;
+}
+
+/**
+ * Ends the attempt with `failure` (retried by the server after its `nextRetryDelay`), recording
+ * what it saw in a heartbeat first, if it checked at all: the next attempt starts from there.
+ */
+function handOver<C>(progress: PollProgress<C>, checked: boolean, failure: ApplicationFailure): never {
+  if (checked) {
+    // The attempt's first heartbeat reaches the server at once (a billable action, counted here).
+    progress.heartbeats = (progress.heartbeats ?? 0) + 1;
+    Context.current().heartbeat(progress);
   }
-  const { status } = outcome.check;
-  const previous = lastStatus(progress) ?? plan.lastStatus;
-  observe(progress, { answer: status, check: outcome.check });
-  if (!openStatuses.includes(status)) return { ...progress, settled: true };
-  progress.nextCheckMs = nextCheckDelayMs(plan, progress.nextCheckMs, status, previous);
-  return next(progress, plan, now, progress.nextCheckMs, `provider status ${status}`);
+  throw failure;
 }
 
 /**
@@ -349,21 +429,6 @@ async function pollUntilSettled<C extends { status: string }>(
 function serverClock(info: { currentAttemptScheduledTimestampMs: number }): () => number {
   const startedLocally = Date.now();
   return () => Math.max(Date.now(), info.currentAttemptScheduledTimestampMs + (Date.now() - startedLocally));
-}
-
-/** Still open: at the deadline the polling ends; before it the server retries after `delayMs`. */
-function next<C>(
-  progress: PollProgress<C>,
-  plan: PollPlan,
-  now: () => number,
-  delayMs: number,
-  why: string | ((nextRetryDelayMs: number) => ApplicationFailure),
-): PollOutcome<C> {
-  const left = plan.until - now();
-  if (left <= 0) return { ...progress, settled: false };
-  Context.current().heartbeat(progress);
-  const retryInMs = Math.max(1, Math.round(Math.min(delayMs, left)));
-  throw typeof why === 'string' ? stillOpen(why, retryInMs) : why(retryInMs);
 }
 
 function stillOpen(message: string, nextRetryDelayMs: number): ApplicationFailure {

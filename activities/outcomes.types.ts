@@ -119,6 +119,8 @@ export interface PollProgress<C> {
   failuresInARow: number;
   /** Provider calls made so far, every attempt together. */
   checks: number;
+  /** Heartbeats recorded so far (one per attempt that handed its progress on; billable actions). */
+  heartbeats?: number;
   /** First and latest answers (bounded); the first entry is kept when older ones are dropped. */
   observed: PollObservation<C>[];
 }

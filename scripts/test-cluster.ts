@@ -9,12 +9,16 @@
  *    file's history shard count (scripts/cluster/temporal-cluster.ts);
  * 5. docker-compose.yml's own `temporal-setup` job command (namespace, retention, search attributes);
  * 6. the test files under test/cluster/ and the ones that run on both servers (CLUSTER_TEST_FILES);
- * 7. the end-to-end run: a few hundred orders of every type through two API instances and two
+ * 7. the rolling deploy: orders in flight, some in review, while a changed build (a patched
+ *    workflow change in a second bundle) joins the old one, then the old worker stops; no
+ *    non-determinism error, none lost, none sent twice (scripts/cluster/rolling-deploy.ts);
+ * 8. the end-to-end run: a few hundred orders of every type through two API instances and two
  *    workers (one compiled as the image runs it), one worker SIGKILLed and the history service
  *    restarted mid-run, the provider misbehaving; every order must end final or in review and none
  *    may be sent twice (scripts/chaos/, the same checks as `npm run chaos`).
  *
- * `npm run test:cluster -- listing` runs only matching test files; --skip-e2e / --e2e-only pick a part.
+ * `npm run test:cluster -- listing` runs only matching test files; --skip-e2e / --e2e-only /
+ * --rolling-only pick a part.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -26,6 +30,7 @@ import { defaultChaosOptions } from './chaos/options';
 import { runChaos } from './chaos/run';
 import { formatSummary } from './chaos/summary';
 import { startPrivatePostgres, type PrivatePostgres } from './cluster/postgres';
+import { formatRollingDeploy, runRollingDeploy } from './cluster/rolling-deploy';
 import { startTemporalCluster, type TemporalCluster } from './cluster/temporal-cluster';
 import { readComposeServices, runComposeSchemaJob, runComposeSetupJob } from './lib/compose';
 import { projectRoot, runTestFiles, testFiles } from './lib/test-files';
@@ -83,7 +88,11 @@ function databaseBytes(pg: PrivatePostgres): number {
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
-    options: { 'skip-e2e': { type: 'boolean' }, 'e2e-only': { type: 'boolean' } },
+    options: {
+      'skip-e2e': { type: 'boolean' },
+      'e2e-only': { type: 'boolean' },
+      'rolling-only': { type: 'boolean' },
+    },
     allowPositionals: true,
   });
   const runDir = mkdtempSync(join(tmpdir(), 'topup-cluster-'));
@@ -108,6 +117,8 @@ async function main(): Promise<number> {
   let connections: ReturnType<typeof watchConnections> | undefined;
   let failed = false;
   let storage: string | undefined;
+  let rolling: string | undefined;
+  const only = values['e2e-only'] || values['rolling-only'];
   try {
     pg = await timed('a private PostgreSQL', () => startPrivatePostgres({ password: 'temporal' }));
     log(`PostgreSQL on ${pg.host}:${pg.port} (${pg.dir})`);
@@ -131,7 +142,7 @@ async function main(): Promise<number> {
       if (job.status !== 0) throw new Error(`the temporal-setup job failed:\n${job.output}`);
     });
 
-    if (!values['e2e-only']) {
+    if (!only) {
       const files = [...testFiles(join(projectRoot, 'test', 'cluster')), ...CLUSTER_TEST_FILES].filter(
         (f) => positionals.length === 0 || positionals.some((x) => f.includes(x)),
       );
@@ -151,7 +162,21 @@ async function main(): Promise<number> {
       if (code !== 0) failed = true;
     }
 
-    if (!values['skip-e2e'] && positionals.length === 0) {
+    if (!values['e2e-only'] && positionals.length === 0) {
+      const summary = await timed('rolling deploy: a changed build joins, then the old one stops', () =>
+        runRollingDeploy({
+          address,
+          namespace: 'default',
+          oldBundlePath: join(projectRoot, 'dist', 'workflow-bundle.js'),
+          log,
+        }),
+      );
+      rolling = formatRollingDeploy(summary);
+      console.error(rolling);
+      if (summary.nondeterminismErrors > 0 || summary.lost > 0 || summary.sentTwice > 0) failed = true;
+    }
+
+    if (!values['skip-e2e'] && !values['rolling-only'] && positionals.length === 0) {
       const temporalCluster = cluster;
       const sizeBefore = databaseBytes(postgres);
       const summary = await timed('end to end: orders through two APIs and two workers', () =>
@@ -198,6 +223,7 @@ async function main(): Promise<number> {
   for (const [label, ms] of timings) console.error(`  ${(ms / 1000).toFixed(1).padStart(7)} s  ${label}`);
   if (connections) console.error(`  PostgreSQL client connections, peak: ${connections.peak()}`);
   if (storage) console.error(`  ${storage}`);
+  if (rolling) console.error(rolling.replace(/^/gm, '  '));
   console.error(`  total ${elapsed().trim()}; ${failed ? 'FAILED' : 'PASSED'}`);
   if (failed) console.error(`  Temporal service logs kept in ${runDir}`);
   else rmSync(runDir, { recursive: true, force: true });

@@ -9,6 +9,7 @@ import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-w
 import { temporal } from '@temporalio/proto';
 import pLimit from 'p-limit';
 import { OrderStatusAttribute } from '../../workflows/contract';
+import { billableActions, type BillableActions } from './billable-actions';
 import { summarize, type Summary } from './stats';
 
 const EventType = temporal.api.enums.v1.EventType;
@@ -119,6 +120,8 @@ export interface HistoryFacts {
   startMs?: number;
   closeMs?: number;
   continuedAsNew: boolean;
+  /** Temporal Cloud's billable actions of this run (billable-actions.ts). */
+  actions: BillableActions;
   /** Where the order's time went, ms summed over its tasks (see TimeBreakdown). */
   time: TimeBreakdown;
 }
@@ -158,6 +161,7 @@ export async function historyFacts(client: Client, workflowId: string): Promise<
     checkActivities: 0,
     checkAttempts: 0,
     continuedAsNew: false,
+    actions: billableActions([]),
     time: {
       workflowTaskQueueMs: 0,
       workflowTaskRunMs: 0,
@@ -166,6 +170,7 @@ export async function historyFacts(client: Client, workflowId: string): Promise<
       timerLateMs: 0,
     },
   };
+  let heartbeats = 0;
   const timeOf = new Map<string, number>();
   const timerDue = new Map<string, number>();
   const since = (eventId: unknown, at: number | undefined) => {
@@ -233,12 +238,13 @@ export async function historyFacts(client: Client, workflowId: string): Promise<
         const type = typeBySchedule.get(String(attrs?.scheduledEventId));
         if (type && isSend(type) && facts.sendCompletedMs === undefined) facts.sendCompletedMs = at;
         if (type && isPoll(type)) {
-          const outcome = await decodeFromPayloadsAtIndex<{ checks?: number }>(
+          const outcome = await decodeFromPayloadsAtIndex<{ checks?: number; heartbeats?: number }>(
             converter,
             0,
             attrs?.result?.payloads,
           );
           facts.checkAttempts += outcome.checks ?? 0;
+          heartbeats += outcome.heartbeats ?? 0;
         }
         break;
       }
@@ -261,6 +267,7 @@ export async function historyFacts(client: Client, workflowId: string): Promise<
         break;
     }
   }
+  facts.actions = billableActions(events, { heartbeats });
   return facts;
 }
 

@@ -7,6 +7,7 @@ import type { NormalReport, PerTypeReport, PhaseReport } from './run-normal';
 import { ANOTHER_FROZEN, type ReadMeasurement } from './run-read';
 import type { ScaleReport } from './run-scale';
 import { fmt, ratio, type Summary } from './stats';
+import { actionLines, MAX_ACTIONS } from './billable-actions';
 
 export interface Target {
   name: string;
@@ -61,6 +62,7 @@ export function normalTargets(report: NormalReport): Target[] {
   for (const type of report.perType) {
     targets.push(target(`${type.type} provider calls (max)`, type.providerCalls.max, '<=', 3));
     targets.push(target(`${type.type} history events (max)`, type.events.max, '<=', 15));
+    targets.push(target(`${type.type} billable actions (max)`, type.actions.max, '<=', MAX_ACTIONS));
   }
   targets.push(
     target('orders completed (of submitted)', ratio(api.e2e.completed, api.e2e.submitted), '>=', 1, '×'),
@@ -248,6 +250,7 @@ export function formatNormal(report: NormalReport, header: string[]): string {
       row('sends', (x) => `${meanMax(x.sends)}${x.sendsSource === 'history' ? ' h' : ''}`),
       row('provider calls', (x) => meanMax(x.providerCalls)),
       row('timers', (x) => meanMax(x.timers)),
+      row('billable actions', (x) => meanMax(x.actions)),
       underLoad('under load: history events', (x) => x.events),
       underLoad('under load: check calls', (x) => x.checkAttempts),
       underLoad('under load: sends', (x) => x.sends),
@@ -260,6 +263,7 @@ export function formatNormal(report: NormalReport, header: string[]): string {
         ? `; gift cards (h): the placement activity's attempts (sandbox: ${gift.sandboxPlaced ?? 'n/a'} placed for ${gift.orders} orders under load)`
         : ''),
   );
+  lines.push(...actionLines(report.perType));
   lines.push('');
 
   const hooks = report.phases.webhooks;
@@ -501,8 +505,10 @@ export function formatScale(report: ScaleReport, header: string[]): string {
       ['history events', ...report.perType.map((x) => meanMax(x.events))],
       ['check calls', ...report.perType.map((x) => meanMax(x.checkAttempts))],
       ['sends', ...report.perType.map((x) => meanMax(x.sends))],
+      ['billable actions', ...report.perType.map((x) => meanMax(x.actions))],
     ]),
   );
+  lines.push(...actionLines(report.perType));
   lines.push('');
   lines.push('WHERE AN ORDER’S TIME GOES  (ms per order, mean / p99; from the histories)');
   lines.push(table(Object.entries(report.time).map(([k, v]) => [k, meanP99(v)])));

@@ -10,6 +10,7 @@ import type { OrderType } from '../../src/orders/schemas';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { orderWorkflowId, workflowTypeByOrderType } from '../../workflows/contract';
 import type { BenchOptions } from './args';
+import { meanActions, type BillableActions } from './billable-actions';
 import {
   fetchHistories,
   listWorkflows,
@@ -66,6 +67,9 @@ export interface PerTypeReport {
   sends: Summary;
   providerCalls: Summary;
   timers: Summary;
+  /** Temporal Cloud's billable actions per order (billable-actions.ts), and their mean by kind. */
+  actions: Summary;
+  actionsByKind?: BillableActions;
   /** Gift cards: orders the sandbox says were placed during the phase (a cross-check of `sends`). */
   sandboxPlaced?: number;
   sendsSource: 'sandbox' | 'history';
@@ -335,6 +339,8 @@ export function perType(
       sends: summarize(sends),
       providerCalls: summarize(mine.map((h, i) => sends[i]! + h.checkAttempts)),
       timers: summarize(mine.map((h) => h.timers)),
+      actions: summarize(mine.map((h) => h.actions.total)),
+      actionsByKind: meanActions(mine.map((h) => h.actions)),
       sendsSource: fromSandbox ? 'sandbox' : 'history',
       ...(type === 'gift_card' && sendsBefore && sendsAfter
         ? { sandboxPlaced: sendsAfter.giftCardOrders.placed - sendsBefore.giftCardOrders.placed }

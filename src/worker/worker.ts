@@ -48,6 +48,11 @@ export interface OrderWorkerOptions {
   dataConverter?: DataConverter;
   /** Spans of activities and of traced workflows (src/observability/tracing.ts); absent = off. */
   tracing?: Tracing;
+  /**
+   * The build this worker runs, as a label (no Worker Versioning: docs/contributors.md "Changing a
+   * workflow safely"). Two workers of one process on one task queue need different ones.
+   */
+  buildId?: string;
 }
 
 /**
@@ -90,6 +95,14 @@ export function createOrderWorker(options: OrderWorkerOptions): Promise<Worker> 
         : [],
     },
     sinks: workflowSpanSinks(tracing),
+    ...(options.buildId
+      ? {
+          workerDeploymentOptions: {
+            version: { deploymentName: 'orders', buildId: options.buildId },
+            useWorkerVersioning: false,
+          },
+        }
+      : {}),
     ...tuning,
   });
 }

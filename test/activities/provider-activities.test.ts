@@ -362,6 +362,110 @@ describe('polling activity: one check per attempt, retried by the server', () =>
     assert.equal(limited.nextRetryDelay, 7_000);
   });
 
+  /** An attempt with a real start-to-close (`startToCloseMs`), scheduled `scheduledAgoMs` ago. */
+  function longAttempt(scheduledAgoMs: number, startToCloseMs: number, heartbeatDetails?: unknown) {
+    const env = new MockActivityEnvironment({
+      attempt: heartbeatDetails ? 2 : 1,
+      scheduledTimestampMs: Date.now() - scheduledAgoMs,
+      currentAttemptScheduledTimestampMs: Date.now(),
+      startToCloseTimeoutMs: startToCloseMs,
+      scheduleToCloseTimeoutMs: 0,
+      heartbeatDetails,
+    });
+    const beats: unknown[] = [];
+    env.on('heartbeat', (details: unknown) => beats.push(details));
+    return { env, beats };
+  }
+  const pending: MobileCheck = { status: 'PENDING', MSSIDN: request.msisdn, topup_amount: 500 };
+
+  it('checks that fit in the attempt are waited for in it: PENDING then FULFILLED in one attempt, no heartbeat', async () => {
+    const { activities, calls } = scriptedProvider({ checkMobileTopup: [pending, fulfilled] });
+    const { env, beats } = longAttempt(0, 3_000);
+    const started = Date.now();
+    const outcome = (await env.run(
+      activities.pollMobileTopup,
+      'p-ref',
+      plan({ firstCheckMs: 100, handlingCheckMs: 300 }),
+    )) as PollOutcome<MobileCheck>;
+    const tookMs = Date.now() - started;
+    assert.equal(outcome.settled, true);
+    assert.equal(outcome.checks, 2);
+    assert.deepEqual(
+      outcome.observed.map((o) => o.answer),
+      ['PENDING', 'FULFILLED'],
+    );
+    assert.deepEqual(beats, []);
+    assert.equal(outcome.heartbeats ?? 0, 0);
+    // The first check waited for its due time (100 ms), the second for PENDING's doubled wait.
+    assert.ok(tookMs >= 290, `took ${tookMs} ms`);
+    assert.deepEqual(calls, ['checkMobileTopup', 'checkMobileTopup']);
+  });
+
+  it('a check due past what the attempt can hold goes to the server, with what it saw in one heartbeat', async () => {
+    const handling: MobileCheck = { status: 'HANDLING', MSSIDN: request.msisdn, topup_amount: 500 };
+    const { activities } = scriptedProvider({ checkMobileTopup: [handling, fulfilled] });
+    // 4 s start-to-close: a check may be held up to ~2.6 s in; HANDLING's is due 15 s later.
+    const first = longAttempt(0, 4_000);
+    const open = await failureOf(
+      first.env.run(activities.pollMobileTopup, 'p-ref', plan({ firstCheckMs: 50 })),
+    );
+    assert.equal(open.type, ProviderFailureType.stillOpen);
+    assert.ok(Number(open.nextRetryDelay) > 14_000 && Number(open.nextRetryDelay) <= 15_000);
+    assert.equal(first.beats.length, 1);
+    const outcome = (await longAttempt(15_000, 4_000, first.beats[0]).env.run(
+      activities.pollMobileTopup,
+      'p-ref',
+      plan({ firstCheckMs: 50 }),
+    )) as PollOutcome<MobileCheck>;
+    assert.deepEqual(
+      outcome.observed.map((o) => o.answer),
+      ['HANDLING', 'FULFILLED'],
+    );
+    assert.equal(outcome.heartbeats, 1);
+  });
+
+  it('on a worker that does not hold polls (rate-limited provider calls), every check is an attempt of its own', async () => {
+    const checks: string[] = [];
+    const alwaysPending = new Proxy({} as OrderProvider, {
+      get: (_target, method: Method) => () => {
+        checks.push(method);
+        return Promise.resolve(pending);
+      },
+    });
+    const activities = createActivities({ provider: alwaysPending, holdPolls: false });
+    const first = longAttempt(0, 30_000);
+    const notDue = await failureOf(
+      first.env.run(activities.pollMobileTopup, 'p-ref', plan({ firstCheckMs: 200 })),
+    );
+    assert.equal(notDue.type, ProviderFailureType.stillOpen);
+    assert.deepEqual(first.beats, [], 'nothing seen, nothing recorded');
+    const second = longAttempt(200, 30_000);
+    const open = await failureOf(
+      second.env.run(activities.pollMobileTopup, 'p-ref', plan({ firstCheckMs: 0 })),
+    );
+    assert.ok(Number(open.nextRetryDelay) > 0);
+    assert.equal(second.beats.length, 1);
+    assert.deepEqual(checks, ['checkMobileTopup']);
+  });
+
+  it('a worker shutting down while an attempt waits hands the wait to the server, with what it saw', async () => {
+    const handling: MobileCheck = { status: 'HANDLING', MSSIDN: request.msisdn, topup_amount: 500 };
+    const { activities } = scriptedProvider({ checkMobileTopup: [handling] });
+    // HANDLING's next check, 15 s on, fits in a 30 s attempt: the attempt waits for it.
+    const waiting = longAttempt(0, 30_000);
+    const run = waiting.env.run(activities.pollMobileTopup, 'p-ref', plan({ firstCheckMs: 10 }));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    waiting.env.cancel('WORKER_SHUTDOWN');
+    const handed = await failureOf(run);
+    assert.equal(handed.type, ProviderFailureType.stillOpen);
+    assert.ok(Number(handed.nextRetryDelay) > 14_000 && Number(handed.nextRetryDelay) < 15_000);
+    assert.equal(waiting.beats.length, 1);
+    assert.deepEqual(
+      (waiting.beats[0] as PollOutcome<MobileCheck>).observed.map((o) => o.answer),
+      ['HANDLING'],
+    );
+  });
+
   it('an open answer at or after the deadline ends the polling, not settled', async () => {
     const handling: MobileCheck = { status: 'HANDLING', MSSIDN: request.msisdn, topup_amount: 500 };
     const { activities } = scriptedProvider({ checkMobileTopup: [handling] });

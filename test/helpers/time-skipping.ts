@@ -46,7 +46,8 @@ export async function startTimeSkippingWorkers<K extends string>(
         connection: env.nativeConnection,
         namespace: env.namespace ?? 'default',
         taskQueue,
-        activities: createActivities({ provider }),
+        // A polling attempt that waits for its checks itself would wait in real time here.
+        activities: createActivities({ provider, holdPolls: false }),
         workflowCode,
       });
       return { name, taskQueue, worker, running: worker.run() };
