@@ -234,7 +234,8 @@ function buildRegistry(): OpenAPIRegistry {
     ...needs(
       'orders:read',
       'Your orders; with `audit:read` every client’s; with the operator role also every client’s ' +
-        'orders in NEEDS_REVIEW. `client` narrows to one client (404 if you reach none of its orders).',
+        'orders in NEEDS_REVIEW. `client` narrows to one client (404 if you reach none of its orders). ' +
+        'Date ranges (accepted, completed) include both bounds; a range backwards or over 366 days is a 400 naming its end.',
     ),
     request: { query: ListOrdersQuery },
     responses: {

@@ -25,6 +25,7 @@ import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { z } from 'zod';
 import {
   AcceptedAtAttribute,
+  CompletedAtAttribute,
   OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
@@ -46,6 +47,7 @@ export interface OrderSummaryView {
   status?: OrderStatus;
   workflowStatus: (typeof workflowStatuses)[number];
   acceptedAt: string;
+  completedAt?: string;
   closedAt?: string;
 }
 
@@ -143,11 +145,14 @@ export class OrderListing {
     if (reach) clauses.push(reach);
     if (query.status) clauses.push(`${OrderStatusAttribute.name} = '${query.status}'`);
     if (query.type) clauses.push(`${OrderTypeAttribute.name} = '${query.type}'`);
+    clauses.push(...rangeClauses(query));
     const filter = clauses.join(' AND ');
     // The filter seals the token: a token of one client's list cannot page through another's.
     const cursor = query.pageToken ? this.#openPageToken(query.pageToken, filter) : undefined;
 
-    const page = await this.#page(filter, query.pageSize, cursor);
+    // A first page with acceptedTo starts its search there, not at now (the filter bounds it anyway).
+    const start = Math.min(this.#now(), query.acceptedTo?.getTime() ?? Number.POSITIVE_INFINITY);
+    const page = await this.#page(filter, query.pageSize, cursor, start);
     const defaultClient = this.#clients.defaultClientId;
     return {
       orders: page.rows.map((row) => toSummary(row, defaultClient)),
@@ -209,10 +214,11 @@ export class OrderListing {
     filter: string,
     pageSize: number,
     cursor: Cursor | undefined,
+    start: number,
   ): Promise<{ rows: Row[]; next?: Cursor }> {
     // Orders at the cursor's millisecond count too: those after its ID in our order are still due.
-    const upper = cursor ? `${AcceptedAtAttribute.name} <= '${iso(cursor.at)}'` : undefined;
-    const anchor = cursor?.at ?? this.#now();
+    const upper = cursor ? atOrBefore(AcceptedAtAttribute.name, cursor.at) : undefined;
+    const anchor = cursor?.at ?? start;
     const inWindow = (w: number) =>
       [filter, `${AcceptedAtAttribute.name} >= '${iso(anchor - w)}'`, ...(upper ? [upper] : [])].join(
         ' AND ',
@@ -296,6 +302,30 @@ export class OrderListing {
   }
 }
 
+/** The date ranges as visibility clauses, both bounds inclusive (validated: forwards, bounded span). */
+export function rangeClauses(
+  query: Pick<ListOrdersQuery, 'acceptedFrom' | 'acceptedTo' | 'completedFrom' | 'completedTo'>,
+): string[] {
+  const clauses: string[] = [];
+  const range = (attribute: string, from: Date | undefined, to: Date | undefined) => {
+    if (from) clauses.push(`${attribute} >= '${from.toISOString()}'`);
+    if (to) clauses.push(atOrBefore(attribute, to.getTime()));
+  };
+  range(AcceptedAtAttribute.name, query.acceptedFrom, query.acceptedTo);
+  range(CompletedAtAttribute.name, query.completedFrom, query.completedTo);
+  return clauses;
+}
+
+/**
+ * `attribute` at or before the millisecond `ms`, written as "before the next millisecond": SQLite
+ * visibility (the dev server) answers `<=` and `=` on a Datetime as `<` — an order at exactly that
+ * instant is missed — while `<` and `>=` are exact on every store.
+ */
+function atOrBefore(attribute: string, ms: number): string {
+  // Capped so the bound stays a four-digit year (the last millisecond of 9999 holds no order).
+  return `${attribute} < '${iso(Math.min(ms + 1, MAX_CURSOR_MS))}'`;
+}
+
 function clientNotFound(client: string): ApiError {
   return new ApiError('client-not-found', `No orders of client ${client} are visible to you.`);
 }
@@ -330,6 +360,7 @@ function toSummary({ raw, acceptedAtMs }: Row, defaultClient: string | undefined
   const statusName = (raw.status && workflowStatusByCode[raw.status]) || 'UNKNOWN';
   const closedAt = timestampToIso(raw.closeTime);
   const client = attributeValue(fields[OrderClientAttribute.name]) ?? defaultClient;
+  const completedAt = attributeValue(fields[CompletedAtAttribute.name]);
   return {
     ref: parseOrderWorkflowId(workflowId)?.ref ?? workflowId,
     ...(client ? { client } : {}),
@@ -338,6 +369,7 @@ function toSummary({ raw, acceptedAtMs }: Row, defaultClient: string | undefined
     status: attributeValue(fields[OrderStatusAttribute.name]) as OrderStatus | undefined,
     workflowStatus: statusName,
     acceptedAt: iso(acceptedAtMs),
+    ...(completedAt ? { completedAt: iso(Date.parse(completedAt)) } : {}),
     ...(closedAt ? { closedAt } : {}),
   };
 }
