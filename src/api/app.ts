@@ -40,6 +40,8 @@ import { giftCardsRouter } from './routes/catalog';
 import { ordersRouter } from './routes/orders';
 import { publicRouter } from './routes/public';
 import { webhooksRouter } from './routes/webhooks';
+import { reviewsRouter } from './routes/reviews';
+import { BulkReviewService, BULK_REVIEW_CONCURRENCY, BULK_REVIEW_MAX_ORDERS } from './bulk-review';
 import { WebhookService } from './webhooks';
 
 export interface AppDeps {
@@ -177,6 +179,21 @@ export function createApp(deps: AppDeps): Express {
         timeoutMs: config.API_BATCH_TIMEOUT_MS,
       },
     }),
+  );
+  app.use(
+    reviewsRouter(
+      new BulkReviewService({
+        client: deps.client,
+        taskQueue: deps.taskQueue,
+        clients,
+        // Answered before the request deadline; a longer bulk is collected by sending it again.
+        waitMs: config.API_REQUEST_TIMEOUT_MS - 2_000,
+        maxOrders: BULK_REVIEW_MAX_ORDERS,
+        concurrency: BULK_REVIEW_CONCURRENCY,
+        logger,
+      }),
+      jsonBody(config.API_BODY_LIMIT),
+    ),
   );
   app.use(webhooksRouter(webhooks));
   app.use(giftCardsRouter(catalog));

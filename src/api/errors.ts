@@ -30,6 +30,7 @@ export const problemKinds = {
   'client-not-found': { status: 404, title: 'No client whose orders you can list' },
   'webhook-event-not-found': { status: 404, title: 'No such webhook event for this order' },
   'ref-conflict': { status: 409, title: 'This ref was already used for a different order' },
+  'bulk-conflict': { status: 409, title: 'This bulk ID was already used for a different bulk decision' },
   'order-not-in-review': { status: 409, title: 'The order is not waiting for a review' },
   'decision-refused': { status: 409, title: 'The provider contradicts the decision or cannot confirm it' },
   'decision-invalid': { status: 422, title: 'The decision cannot apply to this order' },

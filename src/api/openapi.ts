@@ -16,6 +16,7 @@ import { z } from 'zod';
 import type { Scope } from '../clients/model';
 import { OrderRequest, ReviewRequest } from '../orders/schemas';
 import { GiftCardCatalogView } from './catalog';
+import { BULK_REVIEW_MAX_ORDERS, BulkReviewAnswer, BulkReviewRequest } from './bulk-review';
 import { problemKinds, type ProblemKey } from './errors';
 import { PROBLEM_CONTENT_TYPE } from './error-handler';
 import { REQUEST_ID_HEADER } from './logging';
@@ -313,6 +314,34 @@ function buildRegistry(): OpenAPIRegistry {
         'decision-invalid',
         ...commonProblems,
       ),
+    },
+  });
+
+  registry.registerPath({
+    method: 'post',
+    path: '/v1/reviews/bulk',
+    operationId: 'bulkReview',
+    tags: ['orders'],
+    summary:
+      'One decision (most often RECHECK) for every order in review a filter finds, one result per order',
+    ...needs(
+      'reviews:write',
+      'Each order is decided exactly as `POST /v1/orders/{ref}/review` decides it (checked against the ' +
+        'provider, refused when contradicted), by a workflow that decides a few at a time, up to ' +
+        `${BULK_REVIEW_MAX_ORDERS} orders. The orders reached are the review route’s: your own, and as an ` +
+        'operator every client’s (`filter.client` narrows; another client is a 404 unless you are an operator). ' +
+        'Idempotent by `bulkId`: the same request again answers the same bulk (202 while it runs, then its ' +
+        'results); the same `bulkId` with another request is 409 `bulk-conflict`. A filter that matches ' +
+        'nothing answers 200 with no results.',
+    ),
+    request: jsonBody(BulkReviewRequest, 'The filter and the decision.'),
+    responses: {
+      200: ok('The bulk is done: one result per order it found.', BulkReviewAnswer),
+      202: ok(
+        'The bulk is still deciding; send the same request again to collect its results.',
+        BulkReviewAnswer,
+      ),
+      ...problems(...bodyProblems, 'client-not-found', 'bulk-conflict', ...commonProblems),
     },
   });
 

@@ -179,12 +179,8 @@ export class OrderListing {
     return cursor;
   }
 
-  /** The orders of `client`: the default client's include those from before clients existed. */
   #ownedBy(client: string): string {
-    const owned = `${OrderClientAttribute.name} = '${client}'`;
-    return client === this.#clients.defaultClientId
-      ? `(${owned} OR ${OrderClientAttribute.name} IS NULL)`
-      : owned;
+    return ownedByClause(client, this.#clients.defaultClientId);
   }
 
   /**
@@ -300,6 +296,12 @@ export class OrderListing {
     } while (nextPageToken && rows.length <= MAX_WINDOW_ORDERS * 2);
     return rows;
   }
+}
+
+/** The orders of `client`: the default client's include those from before clients existed. */
+export function ownedByClause(client: string, defaultClientId: string | undefined): string {
+  const owned = `${OrderClientAttribute.name} = '${client}'`;
+  return client === defaultClientId ? `(${owned} OR ${OrderClientAttribute.name} IS NULL)` : owned;
 }
 
 /** The date ranges as visibility clauses, both bounds inclusive (validated: forwards, bounded span). */
