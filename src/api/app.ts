@@ -41,6 +41,7 @@ import { ordersRouter } from './routes/orders';
 import { publicRouter } from './routes/public';
 import { webhooksRouter } from './routes/webhooks';
 import { reviewsRouter } from './routes/reviews';
+import { financeRouter } from './routes/finance';
 import { BulkReviewService, BULK_REVIEW_CONCURRENCY, BULK_REVIEW_MAX_ORDERS } from './bulk-review';
 import { WebhookService } from './webhooks';
 
@@ -168,6 +169,7 @@ export function createApp(deps: AppDeps): Express {
   // (limits.ts): concurrency and the request budget here, orders counted by the submit routes.
   const limits = new ApiLimits(defaultLimitsFromConfig(config));
   app.use('/v1', identifyCaller(clients), limits.requests(), requireApiKey);
+  app.use(financeRouter(orders));
   app.use(
     ordersRouter(orders, webhooks, {
       chargeOrders: (caller, count, res) => limits.chargeOrders(caller, count, res),

@@ -26,6 +26,7 @@ export const problemKinds = {
   forbidden: { status: 403, title: 'The client lacks the scope this route needs' },
   'not-found': { status: 404, title: 'No such resource' },
   'method-not-allowed': { status: 405, title: 'The method is not allowed on this resource' },
+  'not-acceptable': { status: 406, title: 'None of the formats in Accept can be served' },
   'order-not-found': { status: 404, title: 'No order with this ref' },
   'client-not-found': { status: 404, title: 'No client whose orders you can list' },
   'webhook-event-not-found': { status: 404, title: 'No such webhook event for this order' },

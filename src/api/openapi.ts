@@ -17,6 +17,8 @@ import type { Scope } from '../clients/model';
 import { OrderRequest, ReviewRequest } from '../orders/schemas';
 import { GiftCardCatalogView } from './catalog';
 import { BULK_REVIEW_MAX_ORDERS, BulkReviewAnswer, BulkReviewRequest } from './bulk-review';
+import { CSV, ExportOrdersQuery, ExportRowSchema, NDJSON } from './order-export';
+import { MAX_RANGE_DAYS } from './schemas';
 import { problemKinds, type ProblemKey } from './errors';
 import { PROBLEM_CONTENT_TYPE } from './error-handler';
 import { REQUEST_ID_HEADER } from './logging';
@@ -314,6 +316,34 @@ function buildRegistry(): OpenAPIRegistry {
         'decision-invalid',
         ...commonProblems,
       ),
+    },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/orders/export',
+    operationId: 'exportOrders',
+    tags: ['orders'],
+    summary: 'Every order accepted in a range, one row per order, as NDJSON or CSV (streamed)',
+    ...needs(
+      'orders:read',
+      'The orders GET /v1/orders reaches, accepted between `from` and `to` (both required, at most ' +
+        `${MAX_RANGE_DAYS} days apart), newest first, streamed page by page. \`Accept: text/csv\` for CSV ` +
+        '(a header line first), otherwise NDJSON. Each row has its `position`: `after=<position>` resumes ' +
+        'after that row. Phone and line numbers and card codes are columns only with `audit:reveal`. ' +
+        'A download cut short (no final newline) is resumed from the last complete row.',
+    ),
+    request: { query: ExportOrdersQuery },
+    responses: {
+      200: {
+        description: 'The rows.',
+        headers: requestIdHeader,
+        content: {
+          [NDJSON]: { schema: ExportRowSchema },
+          [CSV]: { schema: { type: 'string' } },
+        },
+      },
+      ...problems('validation-error', 'client-not-found', 'not-acceptable', ...commonProblems),
     },
   });
 

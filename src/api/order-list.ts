@@ -85,6 +85,8 @@ const INITIAL_WINDOW_MS = 60_000;
 const MAX_WINDOW_ORDERS = 1_000;
 /** Rows per visibility call when reading a window. */
 const READ_BATCH = 1_000;
+/** Orders per page of a scan (an export): the list's largest page. */
+const SCAN_PAGE_SIZE = 100;
 /** Search steps per page; the windows grow by 4× per step, so this spans any realistic history. */
 const MAX_STEPS = 40;
 
@@ -137,16 +139,7 @@ export class OrderListing {
   }
 
   async list(caller: Caller, query: ListOrdersQuery): Promise<OrderList> {
-    const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
-    // Values come from zod enums and patterns, so they are safe inside the visibility query. A run
-    // that continued as new is the same order as its successor: list the order once.
-    const clauses = [`WorkflowType IN (${types.join(', ')})`, `ExecutionStatus != 'ContinuedAsNew'`];
-    const reach = this.#reachClause(caller, query.client);
-    if (reach) clauses.push(reach);
-    if (query.status) clauses.push(`${OrderStatusAttribute.name} = '${query.status}'`);
-    if (query.type) clauses.push(`${OrderTypeAttribute.name} = '${query.type}'`);
-    clauses.push(...rangeClauses(query));
-    const filter = clauses.join(' AND ');
+    const filter = this.#filterOf(caller, query);
     // The filter seals the token: a token of one client's list cannot page through another's.
     const cursor = query.pageToken ? this.#openPageToken(query.pageToken, filter) : undefined;
 
@@ -160,6 +153,57 @@ export class OrderListing {
         ? { nextPageToken: this.#pageTokens.seal(Buffer.from(JSON.stringify(page.next)), filter) }
         : {}),
     };
+  }
+
+  /**
+   * Every order of the filter in the list's order, a page at a time (constant memory), each with
+   * its position: a token sealed to this scan's filter that resumes the scan after that order
+   * (`after`). Positions are not page tokens: a list refuses them, and a scan refuses page tokens.
+   */
+  async *scan(
+    caller: Caller,
+    query: Omit<ListOrdersQuery, 'pageSize' | 'pageToken'>,
+    after?: string,
+  ): AsyncGenerator<{ summary: OrderSummaryView; position: string }[]> {
+    const filter = this.#filterOf(caller, query);
+    const sealedTo = `scan\0${filter}`;
+    let cursor: Cursor | undefined;
+    if (after !== undefined) {
+      const raw = this.#pageTokens.open(after, sealedTo);
+      cursor = raw ? parseCursor(raw) : undefined;
+      if (!cursor) {
+        throw new ApiError('validation-error', 'Invalid request: after', {
+          errors: [{ field: 'after', message: 'not a position of this export (same filters, same caller)' }],
+        });
+      }
+    }
+    const start = Math.min(this.#now(), query.acceptedTo?.getTime() ?? Number.POSITIVE_INFINITY);
+    const defaultClient = this.#clients.defaultClientId;
+    for (;;) {
+      const page = await this.#page(filter, SCAN_PAGE_SIZE, cursor, start);
+      yield page.rows.map((row) => ({
+        summary: toSummary(row, defaultClient),
+        position: this.#pageTokens.seal(
+          Buffer.from(JSON.stringify({ at: row.acceptedAtMs, id: row.workflowId, w: page.w })),
+          sealedTo,
+        ),
+      }));
+      if (!page.next) return;
+      cursor = page.next;
+    }
+  }
+
+  #filterOf(caller: Caller, query: Omit<ListOrdersQuery, 'pageSize' | 'pageToken'>): string {
+    const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
+    // Values come from zod enums and patterns, so they are safe inside the visibility query. A run
+    // that continued as new is the same order as its successor: list the order once.
+    const clauses = [`WorkflowType IN (${types.join(', ')})`, `ExecutionStatus != 'ContinuedAsNew'`];
+    const reach = this.#reachClause(caller, query.client);
+    if (reach) clauses.push(reach);
+    if (query.status) clauses.push(`${OrderStatusAttribute.name} = '${query.status}'`);
+    if (query.type) clauses.push(`${OrderTypeAttribute.name} = '${query.type}'`);
+    clauses.push(...rangeClauses(query));
+    return clauses.join(' AND ');
   }
 
   /** The cursor of a token this service sealed for this list; a 400 naming pageToken otherwise. */
@@ -211,7 +255,7 @@ export class OrderListing {
     pageSize: number,
     cursor: Cursor | undefined,
     start: number,
-  ): Promise<{ rows: Row[]; next?: Cursor }> {
+  ): Promise<{ rows: Row[]; next?: Cursor; w: number }> {
     // Orders at the cursor's millisecond count too: those after its ID in our order are still due.
     const upper = cursor ? atOrBefore(AcceptedAtAttribute.name, cursor.at) : undefined;
     const anchor = cursor?.at ?? start;
@@ -260,6 +304,7 @@ export class OrderListing {
     const more = rows.length > pageSize || olderExist;
     return {
       rows: pageRows,
+      w,
       ...(last && more ? { next: { at: last.acceptedAtMs, id: last.workflowId, w } } : {}),
     };
   }

@@ -46,7 +46,7 @@ import { orderPriority, type OrderOrigin } from '../orders/priority';
 import { accessTo, inOperatorReach, maskCardCodes, type Purpose } from './access';
 import { ApiError, type FieldError } from './errors';
 import { temporarilyUnavailable } from './error-handler';
-import { OrderListing, type OrderList } from './order-list';
+import { OrderListing, type OrderList, type OrderSummaryView } from './order-list';
 import { pageTokensFromConfig, type PageTokens } from './page-token';
 import { acceptedView, OrderReader, type ReadView } from './order-read';
 import { workflowStatuses, type ListOrdersQuery } from './schemas';
@@ -465,6 +465,20 @@ export class OrderService {
   /** Newest accepted first, from Temporal visibility, only the orders the caller reaches: see order-list.ts. */
   list(caller: Caller, query: ListOrdersQuery): Promise<OrderList> {
     return this.#listing.list(caller, query);
+  }
+
+  /** Every order of the filter, a page at a time, each with its resumable position (order-list.ts). */
+  scan(
+    caller: Caller,
+    query: Omit<ListOrdersQuery, 'pageSize' | 'pageToken'>,
+    after?: string,
+  ): AsyncGenerator<{ summary: OrderSummaryView; position: string }[]> {
+    return this.#listing.scan(caller, query, after);
+  }
+
+  /** Records that an export showed `address`'s phone numbers or card codes in clear (audit:reveal). */
+  recordReveal(caller: Caller, address: OrderAddress, log: Logger): void {
+    this.#reveals.record(caller, address, log);
   }
 
   /**

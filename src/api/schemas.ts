@@ -73,7 +73,7 @@ export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_RANGE_DAYS = 366;
 const MAX_RANGE_MS = MAX_RANGE_DAYS * 24 * 60 * 60_000;
 
-const RangeBound = (description: string) =>
+export const RangeBound = (description: string) =>
   z.iso
     .datetime({ offset: true })
     .transform((value) => new Date(value))
