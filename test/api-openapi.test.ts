@@ -145,6 +145,7 @@ describe('the OpenAPI document', () => {
       'post /v1/orders/{ref}/review': 'reviews:write',
       'post /v1/reviews/bulk': 'reviews:write',
       'get /v1/orders/export': 'orders:read',
+      'get /v1/statements': 'orders:read',
       'get /v1/gift-cards/catalog': 'orders:write',
     };
     const documented: Record<string, string> = {};

@@ -19,6 +19,7 @@ import { GiftCardCatalogView } from './catalog';
 import { BULK_REVIEW_MAX_ORDERS, BulkReviewAnswer, BulkReviewRequest } from './bulk-review';
 import { CSV, ExportOrdersQuery, ExportRowSchema, NDJSON } from './order-export';
 import { MAX_RANGE_DAYS } from './schemas';
+import { Statement, StatementQuery } from './statements';
 import { problemKinds, type ProblemKey } from './errors';
 import { PROBLEM_CONTENT_TYPE } from './error-handler';
 import { REQUEST_ID_HEADER } from './logging';
@@ -344,6 +345,27 @@ function buildRegistry(): OpenAPIRegistry {
         },
       },
       ...problems('validation-error', 'client-not-found', 'not-acceptable', ...commonProblems),
+    },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/statements',
+    operationId: 'statement',
+    tags: ['orders'],
+    summary:
+      'A client’s books for a range: per day, type and final status, orders and sums; open orders apart',
+    ...needs(
+      'orders:read',
+      'Your statement; another client’s (`client=`) needs `audit:read` (404 otherwise). Orders are ' +
+        'grouped by the UTC day they reached a final status; orders accepted by `to` and not yet final ' +
+        '(in review, held, in flight) are counted apart by status. `from` and `to` are required, at most ' +
+        `${MAX_RANGE_DAYS} days apart.`,
+    ),
+    request: { query: StatementQuery },
+    responses: {
+      200: ok('The statement.', Statement),
+      ...problems('validation-error', 'client-not-found', ...commonProblems),
     },
   });
 

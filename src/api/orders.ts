@@ -46,6 +46,7 @@ import { orderPriority, type OrderOrigin } from '../orders/priority';
 import { accessTo, inOperatorReach, maskCardCodes, type Purpose } from './access';
 import { ApiError, type FieldError } from './errors';
 import { temporarilyUnavailable } from './error-handler';
+import { FIGURES_MEMO, orderFigures } from '../orders/figures';
 import { OrderListing, type OrderList, type OrderSummaryView } from './order-list';
 import { pageTokensFromConfig, type PageTokens } from './page-token';
 import { acceptedView, OrderReader, type ReadView } from './order-read';
@@ -275,7 +276,12 @@ export class OrderService {
           priority: orderPriority(caller, origin),
           // Temporal UI's one-line summary of the order (no phone or line number, no card code).
           staticSummary: orderSummary(request),
-          memo: { [REQUEST_HASH_MEMO]: hash, ...(providerRef ? { [PROVIDER_REF_MEMO]: providerRef } : {}) },
+          memo: {
+            [REQUEST_HASH_MEMO]: hash,
+            ...(providerRef ? { [PROVIDER_REF_MEMO]: providerRef } : {}),
+            // Statements sum these from visibility (src/api/statements.ts).
+            [FIGURES_MEMO]: orderFigures(request),
+          },
           typedSearchAttributes: [
             { key: OrderTypeAttribute, value: request.type },
             { key: OrderStatusAttribute, value: 'ACCEPTED' },
