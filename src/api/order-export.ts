@@ -136,7 +136,7 @@ export function exportRow(view: OrderView, position: string, reveal: boolean): E
  * One CSV cell (RFC 4180): quoted when it holds a separator, quote or line break; a text cell a
  * spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab, CR first) is prefixed with `'`.
  */
-function csvCell(value: string | number | undefined): string {
+export function csvCell(value: string | number | undefined): string {
   if (value === undefined) return '';
   if (typeof value === 'number') return String(value);
   const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
