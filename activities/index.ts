@@ -28,6 +28,7 @@ import { attemptDeadline, markAttemptStart, withinAttempt } from './attempt-dead
 import { toTemporalFailure } from './provider-failures';
 import type { Client } from '@temporalio/client';
 import { createSweepActivities } from './sweep';
+import { createBulkReviewActivities } from './bulk-review';
 import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
 
 export type { CheckOutcome, Submission } from './outcomes.types';
@@ -62,7 +63,7 @@ export interface ActivityOptions {
    * without it a worker drops them (the orders are not affected).
    */
   webhooks?: AnnounceDeps;
-  /** For the order sweep (activities/sweep.ts): a client with the worker's data converter. */
+  /** For the order sweep (activities/sweep.ts) and bulk decisions: a client with the worker's data converter. */
   temporal?: Client;
 }
 
@@ -80,6 +81,7 @@ export function createActivities({
   return {
     ...createAnnounceActivity(webhooks),
     ...createSweepActivities(temporal),
+    ...createBulkReviewActivities(temporal),
 
     sendMobileTopup(
       request: MobileTopupRequest,

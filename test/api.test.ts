@@ -236,7 +236,7 @@ describe('intake API end to end', () => {
       );
     });
 
-    it('a new order carries a sha256 of its canonical request (never the request) and its provider ref in the memo, and its search attributes', async () => {
+    it('a new order carries a sha256 of its canonical request (never the request), its provider ref and its figures (no phone number) in the memo, and its search attributes', async () => {
       const request = mobileRequest(newRef('memo'));
       assert.equal((await api.request('POST', '/v1/orders', { body: request })).status, 201);
       const description = await client.workflow.getHandle(orderWorkflowId(request.ref)).describe();
@@ -244,6 +244,7 @@ describe('intake API end to end', () => {
       assert.deepEqual(description.memo, {
         requestHash: expected,
         providerRef: providerRefFor('shop', request.ref),
+        figures: { amount: request.amount, planCode: request.planCode },
       });
       assert.equal(description.typedSearchAttributes.get(OrderTypeAttribute), 'mobile_topup');
       assert.ok(description.typedSearchAttributes.get(OrderStatusAttribute));

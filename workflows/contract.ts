@@ -57,6 +57,12 @@ export const AcceptedAtAttribute = defineSearchAttributeKey('AcceptedAt', Search
  * measured from it. Absent on orders that went to review before it existed.
  */
 export const ReviewSinceAttribute = defineSearchAttributeKey('ReviewSince', SearchAttributeType.DATETIME);
+/**
+ * When the order reached its final status (the view's `completedAt`), set by the workflow with that
+ * status and removed when a dispute reopens it: the list's completion range filters on it.
+ * Absent on open orders and on orders completed before it existed.
+ */
+export const CompletedAtAttribute = defineSearchAttributeKey('CompletedAt', SearchAttributeType.DATETIME);
 
 /**
  * Every search attribute the service needs, by name and Temporal type: the one list from which
@@ -69,6 +75,7 @@ export const searchAttributeDefinitions = {
   OrderClient: 'Keyword',
   AcceptedAt: 'Datetime',
   ReviewSince: 'Datetime',
+  CompletedAt: 'Datetime',
 } as const;
 
 /** Polling and deadline timings, in milliseconds; fixed in the workflow input so replay is deterministic. */

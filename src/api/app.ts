@@ -40,6 +40,10 @@ import { giftCardsRouter } from './routes/catalog';
 import { ordersRouter } from './routes/orders';
 import { publicRouter } from './routes/public';
 import { webhooksRouter } from './routes/webhooks';
+import { reviewsRouter } from './routes/reviews';
+import { financeRouter } from './routes/finance';
+import { StatementService } from './statements';
+import { BulkReviewService, BULK_REVIEW_CONCURRENCY, BULK_REVIEW_MAX_ORDERS } from './bulk-review';
 import { WebhookService } from './webhooks';
 
 export interface AppDeps {
@@ -166,6 +170,7 @@ export function createApp(deps: AppDeps): Express {
   // (limits.ts): concurrency and the request budget here, orders counted by the submit routes.
   const limits = new ApiLimits(defaultLimitsFromConfig(config));
   app.use('/v1', identifyCaller(clients), limits.requests(), requireApiKey);
+  app.use(financeRouter(orders, new StatementService(deps.client, clients)));
   app.use(
     ordersRouter(orders, webhooks, {
       chargeOrders: (caller, count, res) => limits.chargeOrders(caller, count, res),
@@ -177,6 +182,21 @@ export function createApp(deps: AppDeps): Express {
         timeoutMs: config.API_BATCH_TIMEOUT_MS,
       },
     }),
+  );
+  app.use(
+    reviewsRouter(
+      new BulkReviewService({
+        client: deps.client,
+        taskQueue: deps.taskQueue,
+        clients,
+        // Answered before the request deadline; a longer bulk is collected by sending it again.
+        waitMs: config.API_REQUEST_TIMEOUT_MS - 2_000,
+        maxOrders: BULK_REVIEW_MAX_ORDERS,
+        concurrency: BULK_REVIEW_CONCURRENCY,
+        logger,
+      }),
+      jsonBody(config.API_BODY_LIMIT),
+    ),
   );
   app.use(webhooksRouter(webhooks));
   app.use(giftCardsRouter(catalog));

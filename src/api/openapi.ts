@@ -16,6 +16,10 @@ import { z } from 'zod';
 import type { Scope } from '../clients/model';
 import { OrderRequest, ReviewRequest } from '../orders/schemas';
 import { GiftCardCatalogView } from './catalog';
+import { BULK_REVIEW_MAX_ORDERS, BulkReviewAnswer, BulkReviewRequest } from './bulk-review';
+import { CSV, ExportOrdersQuery, ExportRowSchema, NDJSON } from './order-export';
+import { MAX_RANGE_DAYS } from './schemas';
+import { Statement, StatementQuery } from './statements';
 import { problemKinds, type ProblemKey } from './errors';
 import { PROBLEM_CONTENT_TYPE } from './error-handler';
 import { REQUEST_ID_HEADER } from './logging';
@@ -234,7 +238,8 @@ function buildRegistry(): OpenAPIRegistry {
     ...needs(
       'orders:read',
       'Your orders; with `audit:read` every client’s; with the operator role also every client’s ' +
-        'orders in NEEDS_REVIEW. `client` narrows to one client (404 if you reach none of its orders).',
+        'orders in NEEDS_REVIEW. `client` narrows to one client (404 if you reach none of its orders). ' +
+        'Date ranges (accepted, completed) include both bounds; a range backwards or over 366 days is a 400 naming its end.',
     ),
     request: { query: ListOrdersQuery },
     responses: {
@@ -312,6 +317,83 @@ function buildRegistry(): OpenAPIRegistry {
         'decision-invalid',
         ...commonProblems,
       ),
+    },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/orders/export',
+    operationId: 'exportOrders',
+    tags: ['orders'],
+    summary: 'Every order accepted in a range, one row per order, as NDJSON or CSV (streamed)',
+    ...needs(
+      'orders:read',
+      'The orders GET /v1/orders reaches, accepted between `from` and `to` (both required, at most ' +
+        `${MAX_RANGE_DAYS} days apart), newest first, streamed page by page. \`Accept: text/csv\` for CSV ` +
+        '(a header line first), otherwise NDJSON. Each row has its `position`: `after=<position>` resumes ' +
+        'after that row. Phone and line numbers and card codes are columns only with `audit:reveal`. ' +
+        'A download cut short (no final newline) is resumed from the last complete row.',
+    ),
+    request: { query: ExportOrdersQuery },
+    responses: {
+      200: {
+        description: 'The rows.',
+        headers: requestIdHeader,
+        content: {
+          [NDJSON]: { schema: ExportRowSchema },
+          [CSV]: { schema: { type: 'string' } },
+        },
+      },
+      ...problems('validation-error', 'client-not-found', 'not-acceptable', ...commonProblems),
+    },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/statements',
+    operationId: 'statement',
+    tags: ['orders'],
+    summary:
+      'A client’s books for a range: per day, type and final status, orders and sums; open orders apart',
+    ...needs(
+      'orders:read',
+      'Your statement; another client’s (`client=`) needs `audit:read` (404 otherwise). Orders are ' +
+        'grouped by the UTC day they reached a final status; orders accepted by `to` and not yet final ' +
+        '(in review, held, in flight) are counted apart by status. `from` and `to` are required, at most ' +
+        `${MAX_RANGE_DAYS} days apart.`,
+    ),
+    request: { query: StatementQuery },
+    responses: {
+      200: ok('The statement.', Statement),
+      ...problems('validation-error', 'client-not-found', ...commonProblems),
+    },
+  });
+
+  registry.registerPath({
+    method: 'post',
+    path: '/v1/reviews/bulk',
+    operationId: 'bulkReview',
+    tags: ['orders'],
+    summary:
+      'One decision (most often RECHECK) for every order in review a filter finds, one result per order',
+    ...needs(
+      'reviews:write',
+      'Each order is decided exactly as `POST /v1/orders/{ref}/review` decides it (checked against the ' +
+        'provider, refused when contradicted), by a workflow that decides a few at a time, up to ' +
+        `${BULK_REVIEW_MAX_ORDERS} orders. The orders reached are the review route’s: your own, and as an ` +
+        'operator every client’s (`filter.client` narrows; another client is a 404 unless you are an operator). ' +
+        'Idempotent by `bulkId`: the same request again answers the same bulk (202 while it runs, then its ' +
+        'results); the same `bulkId` with another request is 409 `bulk-conflict`. A filter that matches ' +
+        'nothing answers 200 with no results.',
+    ),
+    request: jsonBody(BulkReviewRequest, 'The filter and the decision.'),
+    responses: {
+      200: ok('The bulk is done: one result per order it found.', BulkReviewAnswer),
+      202: ok(
+        'The bulk is still deciding; send the same request again to collect its results.',
+        BulkReviewAnswer,
+      ),
+      ...problems(...bodyProblems, 'client-not-found', 'bulk-conflict', ...commonProblems),
     },
   });
 

@@ -25,6 +25,7 @@ import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { z } from 'zod';
 import {
   AcceptedAtAttribute,
+  CompletedAtAttribute,
   OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
@@ -46,6 +47,7 @@ export interface OrderSummaryView {
   status?: OrderStatus;
   workflowStatus: (typeof workflowStatuses)[number];
   acceptedAt: string;
+  completedAt?: string;
   closedAt?: string;
 }
 
@@ -83,6 +85,8 @@ const INITIAL_WINDOW_MS = 60_000;
 const MAX_WINDOW_ORDERS = 1_000;
 /** Rows per visibility call when reading a window. */
 const READ_BATCH = 1_000;
+/** Orders per page of a scan (an export): the list's largest page. */
+const SCAN_PAGE_SIZE = 100;
 /** Search steps per page; the windows grow by 4× per step, so this spans any realistic history. */
 const MAX_STEPS = 40;
 
@@ -135,6 +139,61 @@ export class OrderListing {
   }
 
   async list(caller: Caller, query: ListOrdersQuery): Promise<OrderList> {
+    const filter = this.#filterOf(caller, query);
+    // The filter seals the token: a token of one client's list cannot page through another's.
+    const cursor = query.pageToken ? this.#openPageToken(query.pageToken, filter) : undefined;
+
+    // A first page with acceptedTo starts its search there, not at now (the filter bounds it anyway).
+    const start = Math.min(this.#now(), query.acceptedTo?.getTime() ?? Number.POSITIVE_INFINITY);
+    const page = await this.#page(filter, query.pageSize, cursor, start);
+    const defaultClient = this.#clients.defaultClientId;
+    return {
+      orders: page.rows.map((row) => toSummary(row, defaultClient)),
+      ...(page.next
+        ? { nextPageToken: this.#pageTokens.seal(Buffer.from(JSON.stringify(page.next)), filter) }
+        : {}),
+    };
+  }
+
+  /**
+   * Every order of the filter in the list's order, a page at a time (constant memory), each with
+   * its position: a token sealed to this scan's filter that resumes the scan after that order
+   * (`after`). Positions are not page tokens: a list refuses them, and a scan refuses page tokens.
+   */
+  async *scan(
+    caller: Caller,
+    query: Omit<ListOrdersQuery, 'pageSize' | 'pageToken'>,
+    after?: string,
+  ): AsyncGenerator<{ summary: OrderSummaryView; position: string }[]> {
+    const filter = this.#filterOf(caller, query);
+    const sealedTo = `scan\0${filter}`;
+    let cursor: Cursor | undefined;
+    if (after !== undefined) {
+      const raw = this.#pageTokens.open(after, sealedTo);
+      cursor = raw ? parseCursor(raw) : undefined;
+      if (!cursor) {
+        throw new ApiError('validation-error', 'Invalid request: after', {
+          errors: [{ field: 'after', message: 'not a position of this export (same filters, same caller)' }],
+        });
+      }
+    }
+    const start = Math.min(this.#now(), query.acceptedTo?.getTime() ?? Number.POSITIVE_INFINITY);
+    const defaultClient = this.#clients.defaultClientId;
+    for (;;) {
+      const page = await this.#page(filter, SCAN_PAGE_SIZE, cursor, start);
+      yield page.rows.map((row) => ({
+        summary: toSummary(row, defaultClient),
+        position: this.#pageTokens.seal(
+          Buffer.from(JSON.stringify({ at: row.acceptedAtMs, id: row.workflowId, w: page.w })),
+          sealedTo,
+        ),
+      }));
+      if (!page.next) return;
+      cursor = page.next;
+    }
+  }
+
+  #filterOf(caller: Caller, query: Omit<ListOrdersQuery, 'pageSize' | 'pageToken'>): string {
     const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
     // Values come from zod enums and patterns, so they are safe inside the visibility query. A run
     // that continued as new is the same order as its successor: list the order once.
@@ -143,18 +202,8 @@ export class OrderListing {
     if (reach) clauses.push(reach);
     if (query.status) clauses.push(`${OrderStatusAttribute.name} = '${query.status}'`);
     if (query.type) clauses.push(`${OrderTypeAttribute.name} = '${query.type}'`);
-    const filter = clauses.join(' AND ');
-    // The filter seals the token: a token of one client's list cannot page through another's.
-    const cursor = query.pageToken ? this.#openPageToken(query.pageToken, filter) : undefined;
-
-    const page = await this.#page(filter, query.pageSize, cursor);
-    const defaultClient = this.#clients.defaultClientId;
-    return {
-      orders: page.rows.map((row) => toSummary(row, defaultClient)),
-      ...(page.next
-        ? { nextPageToken: this.#pageTokens.seal(Buffer.from(JSON.stringify(page.next)), filter) }
-        : {}),
-    };
+    clauses.push(...rangeClauses(query));
+    return clauses.join(' AND ');
   }
 
   /** The cursor of a token this service sealed for this list; a 400 naming pageToken otherwise. */
@@ -174,12 +223,8 @@ export class OrderListing {
     return cursor;
   }
 
-  /** The orders of `client`: the default client's include those from before clients existed. */
   #ownedBy(client: string): string {
-    const owned = `${OrderClientAttribute.name} = '${client}'`;
-    return client === this.#clients.defaultClientId
-      ? `(${owned} OR ${OrderClientAttribute.name} IS NULL)`
-      : owned;
+    return ownedByClause(client, this.#clients.defaultClientId);
   }
 
   /**
@@ -209,10 +254,11 @@ export class OrderListing {
     filter: string,
     pageSize: number,
     cursor: Cursor | undefined,
-  ): Promise<{ rows: Row[]; next?: Cursor }> {
+    start: number,
+  ): Promise<{ rows: Row[]; next?: Cursor; w: number }> {
     // Orders at the cursor's millisecond count too: those after its ID in our order are still due.
-    const upper = cursor ? `${AcceptedAtAttribute.name} <= '${iso(cursor.at)}'` : undefined;
-    const anchor = cursor?.at ?? this.#now();
+    const upper = cursor ? atOrBefore(AcceptedAtAttribute.name, cursor.at) : undefined;
+    const anchor = cursor?.at ?? start;
     const inWindow = (w: number) =>
       [filter, `${AcceptedAtAttribute.name} >= '${iso(anchor - w)}'`, ...(upper ? [upper] : [])].join(
         ' AND ',
@@ -258,6 +304,7 @@ export class OrderListing {
     const more = rows.length > pageSize || olderExist;
     return {
       rows: pageRows,
+      w,
       ...(last && more ? { next: { at: last.acceptedAtMs, id: last.workflowId, w } } : {}),
     };
   }
@@ -296,6 +343,36 @@ export class OrderListing {
   }
 }
 
+/** The orders of `client`: the default client's include those from before clients existed. */
+export function ownedByClause(client: string, defaultClientId: string | undefined): string {
+  const owned = `${OrderClientAttribute.name} = '${client}'`;
+  return client === defaultClientId ? `(${owned} OR ${OrderClientAttribute.name} IS NULL)` : owned;
+}
+
+/** The date ranges as visibility clauses, both bounds inclusive (validated: forwards, bounded span). */
+export function rangeClauses(
+  query: Pick<ListOrdersQuery, 'acceptedFrom' | 'acceptedTo' | 'completedFrom' | 'completedTo'>,
+): string[] {
+  const clauses: string[] = [];
+  const range = (attribute: string, from: Date | undefined, to: Date | undefined) => {
+    if (from) clauses.push(`${attribute} >= '${from.toISOString()}'`);
+    if (to) clauses.push(atOrBefore(attribute, to.getTime()));
+  };
+  range(AcceptedAtAttribute.name, query.acceptedFrom, query.acceptedTo);
+  range(CompletedAtAttribute.name, query.completedFrom, query.completedTo);
+  return clauses;
+}
+
+/**
+ * `attribute` at or before the millisecond `ms`, written as "before the next millisecond": SQLite
+ * visibility (the dev server) answers `<=` and `=` on a Datetime as `<` — an order at exactly that
+ * instant is missed — while `<` and `>=` are exact on every store.
+ */
+function atOrBefore(attribute: string, ms: number): string {
+  // Capped so the bound stays a four-digit year (the last millisecond of 9999 holds no order).
+  return `${attribute} < '${iso(Math.min(ms + 1, MAX_CURSOR_MS))}'`;
+}
+
 function clientNotFound(client: string): ApiError {
   return new ApiError('client-not-found', `No orders of client ${client} are visible to you.`);
 }
@@ -330,6 +407,7 @@ function toSummary({ raw, acceptedAtMs }: Row, defaultClient: string | undefined
   const statusName = (raw.status && workflowStatusByCode[raw.status]) || 'UNKNOWN';
   const closedAt = timestampToIso(raw.closeTime);
   const client = attributeValue(fields[OrderClientAttribute.name]) ?? defaultClient;
+  const completedAt = attributeValue(fields[CompletedAtAttribute.name]);
   return {
     ref: parseOrderWorkflowId(workflowId)?.ref ?? workflowId,
     ...(client ? { client } : {}),
@@ -338,6 +416,7 @@ function toSummary({ raw, acceptedAtMs }: Row, defaultClient: string | undefined
     status: attributeValue(fields[OrderStatusAttribute.name]) as OrderStatus | undefined,
     workflowStatus: statusName,
     acceptedAt: iso(acceptedAtMs),
+    ...(completedAt ? { completedAt: iso(Date.parse(completedAt)) } : {}),
     ...(closedAt ? { closedAt } : {}),
   };
 }

@@ -46,7 +46,8 @@ import { orderPriority, type OrderOrigin } from '../orders/priority';
 import { accessTo, inOperatorReach, maskCardCodes, type Purpose } from './access';
 import { ApiError, type FieldError } from './errors';
 import { temporarilyUnavailable } from './error-handler';
-import { OrderListing, type OrderList } from './order-list';
+import { FIGURES_MEMO, orderFigures } from '../orders/figures';
+import { OrderListing, type OrderList, type OrderSummaryView } from './order-list';
 import { pageTokensFromConfig, type PageTokens } from './page-token';
 import { acceptedView, OrderReader, type ReadView } from './order-read';
 import { workflowStatuses, type ListOrdersQuery } from './schemas';
@@ -275,7 +276,12 @@ export class OrderService {
           priority: orderPriority(caller, origin),
           // Temporal UI's one-line summary of the order (no phone or line number, no card code).
           staticSummary: orderSummary(request),
-          memo: { [REQUEST_HASH_MEMO]: hash, ...(providerRef ? { [PROVIDER_REF_MEMO]: providerRef } : {}) },
+          memo: {
+            [REQUEST_HASH_MEMO]: hash,
+            ...(providerRef ? { [PROVIDER_REF_MEMO]: providerRef } : {}),
+            // Statements sum these from visibility (src/api/statements.ts).
+            [FIGURES_MEMO]: orderFigures(request),
+          },
           typedSearchAttributes: [
             { key: OrderTypeAttribute, value: request.type },
             { key: OrderStatusAttribute, value: 'ACCEPTED' },
@@ -466,6 +472,20 @@ export class OrderService {
   /** Newest accepted first, from Temporal visibility, only the orders the caller reaches: see order-list.ts. */
   list(caller: Caller, query: ListOrdersQuery): Promise<OrderList> {
     return this.#listing.list(caller, query);
+  }
+
+  /** Every order of the filter, a page at a time, each with its resumable position (order-list.ts). */
+  scan(
+    caller: Caller,
+    query: Omit<ListOrdersQuery, 'pageSize' | 'pageToken'>,
+    after?: string,
+  ): AsyncGenerator<{ summary: OrderSummaryView; position: string }[]> {
+    return this.#listing.scan(caller, query, after);
+  }
+
+  /** Records that an export showed `address`'s phone numbers or card codes in clear (audit:reveal). */
+  recordReveal(caller: Caller, address: OrderAddress, log: Logger): void {
+    this.#reveals.record(caller, address, log);
   }
 
   /**

@@ -66,29 +66,93 @@ export const AuditQuery = z.strictObject({
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 20;
 
-export const ListOrdersQuery = z.strictObject({
-  client: ClientId.optional().meta({
-    description:
-      'Only this client’s orders; default: every order you reach (yours; with audit:read every ' +
-      'client’s; as an operator also every client’s orders in NEEDS_REVIEW). Another client you ' +
-      'reach no order of answers 404.',
-  }),
-  status: OrderStatus.optional().meta({ description: 'Only orders in this status.' }),
-  type: OrderType.optional().meta({ description: 'Only orders of this type.' }),
-  pageSize: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_PAGE_SIZE)
-    .default(DEFAULT_PAGE_SIZE)
-    .meta({ description: 'Orders per page.' }),
-  pageToken: z
-    .string()
-    .max(4_096)
-    .regex(/^[A-Za-z0-9_-]+$/, 'expected the nextPageToken of a previous page')
+/**
+ * The longest date range a list, export or statement takes (docs/integrators.md "Date ranges"): a
+ * year and a day, so a calendar year in any zone fits and no request reads the whole history.
+ */
+export const MAX_RANGE_DAYS = 366;
+const MAX_RANGE_MS = MAX_RANGE_DAYS * 24 * 60 * 60_000;
+
+export const RangeBound = (description: string) =>
+  z.iso
+    .datetime({ offset: true })
+    .transform((value) => new Date(value))
+    .refine((date) => date.getUTCFullYear() >= 1970 && date.getUTCFullYear() <= 9999, 'out of range')
     .optional()
-    .meta({ description: 'The `nextPageToken` of the previous page.' }),
-});
+    .meta({ description, format: 'date-time' });
+
+/**
+ * A range `from`..`to` (both inclusive, either may be missing) is forwards and at most
+ * MAX_RANGE_DAYS long; otherwise an issue naming the upper bound (the lower one when it is alone).
+ */
+export function checkRange(
+  value: Record<string, unknown>,
+  ctx: z.core.$RefinementCtx<Record<string, unknown>>,
+  fromField: string,
+  toField: string,
+  { required = false }: { required?: boolean } = {},
+): void {
+  const from = value[fromField] as Date | undefined;
+  const to = value[toField] as Date | undefined;
+  if (required) {
+    for (const [field, bound] of [
+      [fromField, from],
+      [toField, to],
+    ] as const) {
+      if (!bound) ctx.addIssue({ code: 'custom', path: [field], message: 'is required' });
+    }
+  }
+  if (!from || !to) return;
+  if (to.getTime() < from.getTime()) {
+    ctx.addIssue({ code: 'custom', path: [toField], message: `is before ${fromField}` });
+  } else if (to.getTime() - from.getTime() > MAX_RANGE_MS) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [toField],
+      message: `more than ${MAX_RANGE_DAYS} days after ${fromField}`,
+    });
+  }
+}
+
+export const ListOrdersQuery = z
+  .strictObject({
+    client: ClientId.optional().meta({
+      description:
+        'Only this client’s orders; default: every order you reach (yours; with audit:read every ' +
+        'client’s; as an operator also every client’s orders in NEEDS_REVIEW). Another client you ' +
+        'reach no order of answers 404.',
+    }),
+    status: OrderStatus.optional().meta({ description: 'Only orders in this status.' }),
+    type: OrderType.optional().meta({ description: 'Only orders of this type.' }),
+    pageSize: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_PAGE_SIZE)
+      .default(DEFAULT_PAGE_SIZE)
+      .meta({ description: 'Orders per page.' }),
+    pageToken: z
+      .string()
+      .max(4_096)
+      .regex(/^[A-Za-z0-9_-]+$/, 'expected the nextPageToken of a previous page')
+      .optional()
+      .meta({ description: 'The `nextPageToken` of the previous page.' }),
+    acceptedFrom: RangeBound('Only orders accepted at or after this time (RFC 3339).'),
+    acceptedTo: RangeBound(
+      `Only orders accepted at or before this time; at most ${MAX_RANGE_DAYS} days after acceptedFrom.`,
+    ),
+    completedFrom: RangeBound(
+      'Only orders that reached a final status at or after this time (orders still open, or completed ' +
+        'before the CompletedAt search attribute existed, are left out).',
+    ),
+    completedTo: RangeBound(
+      `Only orders that reached a final status at or before this time; at most ${MAX_RANGE_DAYS} days after completedFrom.`,
+    ),
+  })
+  .superRefine((query, ctx) => {
+    checkRange(query, ctx, 'acceptedFrom', 'acceptedTo');
+    checkRange(query, ctx, 'completedFrom', 'completedTo');
+  });
 export type ListOrdersQuery = z.infer<typeof ListOrdersQuery>;
 
 // ---- responses ----
@@ -348,6 +412,10 @@ export const OrderSummary = z
     status: OrderStatus.optional(),
     workflowStatus: z.enum(workflowStatuses),
     acceptedAt: IsoTime,
+    completedAt: IsoTime.optional().meta({
+      description:
+        'When the order reached its final status (absent while open, and on orders completed before this was recorded).',
+    }),
     closedAt: IsoTime.optional(),
   })
   .meta({ id: 'OrderSummary', description: 'One order as Temporal visibility lists it.' });

@@ -154,7 +154,7 @@ export async function startTestApi(
     const response = await pool.request({ method, path, headers, body });
     const text = await response.body.text();
     const contentType = String(response.headers['content-type'] ?? '');
-    const parsed: unknown = /json/.test(contentType) && text ? JSON.parse(text) : undefined;
+    const parsed: unknown = /[/+]json\b/.test(contentType) && text ? JSON.parse(text) : undefined;
     return { status: response.statusCode, headers: response.headers, text, body: parsed as T };
   }
 

@@ -8,6 +8,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { sandboxRefundMessages } from '../../src/sandbox/simulation';
 import {
+  CompletedAtAttribute,
   OrderClientAttribute,
   OrderStatusAttribute,
   resolveReviewSignal,
@@ -86,6 +87,11 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     );
     assert.ok(!JSON.stringify(view.timeline).includes(NORMAL_NUMBER), 'no phone number in the timeline');
     assert.equal(await statusAttribute(handle), 'FULFILLED');
+    assert.equal(
+      (await handle.describe()).typedSearchAttributes.get(CompletedAtAttribute)?.toISOString(),
+      view.completedAt,
+      'CompletedAt is the view’s completedAt',
+    );
     const calls = counted.callsFor(request.ref);
     assert.equal(calls.sendMobileTopup, 1);
     assert.ok((calls.checkMobileTopup ?? 0) <= 2, `checks: ${calls.checkMobileTopup}`);
@@ -301,8 +307,9 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     });
     await waitForReview(handle);
     await handle.signal(resolveReviewSignal, { decision: 'FULFILLED', operator: 'amina', note: 'by phone' });
-    await waitForView(handle, (v) => v.status === 'FULFILLED');
+    const decided = await waitForView(handle, (v) => v.status === 'FULFILLED');
     const first = await handle.describe();
+    assert.equal(first.typedSearchAttributes.get(CompletedAtAttribute)?.toISOString(), decided.completedAt);
     const deadline = Date.now() + 30_000;
     while ((await handle.describe()).runId === first.runId) {
       assert.ok(Date.now() < deadline, 'the workflow continued as new while watching');
@@ -314,7 +321,13 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     assert.equal(disputed.dispute?.decision, 'FULFILLED', 'the watch carried the decision over');
     assert.equal(disputed.review?.resolution?.operator, 'amina');
     assert.equal(disputed.timeline[0]?.status, 'ACCEPTED', 'the timeline was carried over');
-    assert.equal((await handle.describe()).typedSearchAttributes.get(OrderStatusAttribute), 'DISPUTED');
+    const reopened = await handle.describe();
+    assert.equal(reopened.typedSearchAttributes.get(OrderStatusAttribute), 'DISPUTED');
+    assert.equal(
+      reopened.typedSearchAttributes.get(CompletedAtAttribute),
+      undefined,
+      'a dispute is not complete',
+    );
     await handle.terminate('test done: a dispute waits for an operator');
   });
 

@@ -24,6 +24,7 @@ import { statusEventType } from '../../src/webhooks/event-types';
 import type { OrderEvent } from '../webhook-contract';
 import {
   AcceptedAtAttribute,
+  CompletedAtAttribute,
   decisionStatuses,
   defaultOrderTimings,
   OrderStatusAttribute,
@@ -235,7 +236,22 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
     }
     const reviewSince = this.reviewSinceUpdate(current.get(ReviewSinceAttribute));
     if (reviewSince) updates.push(reviewSince);
+    const completedAt = this.completedAtUpdate(current.get(CompletedAtAttribute));
+    if (completedAt) updates.push(completedAt);
     if (updates.length > 0) upsertSearchAttributes(updates);
+  }
+
+  /**
+   * CompletedAt follows the view's completedAt: set with the final status (so it joins the status's
+   * own upsert, no extra command), removed when a dispute reopens the order.
+   */
+  completedAtUpdate(current: Date | undefined): SearchAttributeUpdatePair | undefined {
+    const completedAt = this.view.completedAt;
+    if (completedAt === undefined) {
+      return current === undefined ? undefined : { key: CompletedAtAttribute, value: null };
+    }
+    if (current?.getTime() === Date.parse(completedAt)) return undefined;
+    return { key: CompletedAtAttribute, value: new Date(completedAt) };
   }
 
   /**
@@ -269,9 +285,13 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
 
   /** This run's search attributes with the review's status and since when. */
   reviewAttributes(notice: ReviewNotice): TypedSearchAttributes {
+    const completedAt = this.completedAtUpdate(
+      workflowInfo().typedSearchAttributes.get(CompletedAtAttribute),
+    );
     return workflowInfo().typedSearchAttributes.updateCopy([
       { key: OrderStatusAttribute, value: notice.status },
       { key: ReviewSinceAttribute, value: new Date(notice.inReviewSince) },
+      ...(completedAt ? [completedAt] : []),
     ]);
   }
 

@@ -1,0 +1,33 @@
+/**
+ * The back office's books: /v1/orders/export (order-export.ts) and /v1/statements (statements.ts). Mounted before the orders router,
+ * whose /v1/orders/:ref would otherwise take `export` for a ref.
+ */
+import { Router, type Request } from 'express';
+import { callerOf, requireScope } from '../auth';
+import { ApiError } from '../errors';
+import { CSV, ExportOrdersQuery, NDJSON, streamExport } from '../order-export';
+import type { OrderService } from '../orders';
+import { StatementQuery, type StatementService } from '../statements';
+import { validateRequest } from '../validation';
+
+const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
+
+export function financeRouter(orders: OrderService, statements: StatementService): Router {
+  const router = Router();
+
+  router.get('/v1/orders/export', requireScope('orders:read'), async (req, res) => {
+    const { query } = validateRequest({ query: ExportOrdersQuery }, parts(req));
+    const format = req.accepts([NDJSON, CSV]);
+    if (format !== NDJSON && format !== CSV) {
+      throw new ApiError('not-acceptable', `The export is served as ${NDJSON} or ${CSV}.`);
+    }
+    await streamExport(orders, callerOf(res), query, format, res, req.log);
+  });
+
+  router.get('/v1/statements', requireScope('orders:read'), async (req, res) => {
+    const { query } = validateRequest({ query: StatementQuery }, parts(req));
+    res.json(await statements.statement(callerOf(res), query));
+  });
+
+  return router;
+}
