@@ -316,25 +316,22 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
     t.diagnostic(
       `history events of a normal mobile top-up: ${plain.length} without an endpoint, ${hooked.length} with`,
     );
-    const delivery = stack.client.workflow.getHandle(
-      webhookDeliveryWorkflowId(orderWorkflowId(hookedRef, 'hooked')),
+    // Both endpoints answered the announcements' own tries: no delivery workflow at all, and the
+    // order's markers are the record (one per status change, each with its deliveries).
+    await assert.rejects(
+      stack.client.workflow
+        .getHandle(webhookDeliveryWorkflowId(orderWorkflowId(hookedRef, 'hooked')))
+        .describe(),
+      WorkflowNotFoundError,
+      'no delivery workflow when every endpoint took its events at once',
     );
-    await eventually(
-      async () => (await delivery.describe()).status.name,
-      (status) => status === 'COMPLETED',
-      'the delivery workflow closed',
+    const state = await stateOf('hooked', hookedRef);
+    assert.deepEqual(
+      state?.events.map((e) => e.deliveries.map((d) => `${d.endpoint}:${d.state}:${d.attempts}`).join()),
+      statusEvents(hookedView).map((type) =>
+        type === 'order.fulfilled' ? 'main:delivered:1,fulfilled_only:delivered:1' : 'main:delivered:1',
+      ),
     );
-    const deliveryEvents = (await delivery.fetchHistory()).events ?? [];
-    t.diagnostic(
-      `its delivery workflow (two endpoints, every attempt a success): ${deliveryEvents.length} events`,
-    );
-    // Fair turns per endpoint on the delivery queue: each attempt carries <client>:<endpoint>.
-    const keys = deliveryEvents.flatMap((e) => {
-      const scheduled = e.activityTaskScheduledEventAttributes;
-      return scheduled ? [scheduled.priority?.fairnessKey] : [];
-    });
-    assert.ok(keys.length > 0, 'delivery attempts scheduled');
-    assert.deepEqual([...new Set(keys)].sort(), ['hooked:fulfilled_only', 'hooked:main']);
     await assert.rejects(
       stack.client.workflow
         .getHandle(webhookDeliveryWorkflowId(orderWorkflowId(plainRef, 'plain')))
@@ -364,10 +361,21 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
       'all delivered',
     );
     for (const record of state!.events) {
-      assert.equal(record.deliveries[0]!.attempts, 2);
+      assert.equal(record.deliveries[0]!.attempts, 2, 'the direct try, then one retry');
       assert.equal(record.deliveries[0]!.lastError, 'HTTP 500', 'why the first attempt failed');
       assert.equal(record.deliveries[0]!.lastStatus, 200);
     }
+    // Handed off: the delivery workflow's attempts take turns per endpoint (<client>:<endpoint>).
+    const delivery = stack.client.workflow.getHandle(
+      webhookDeliveryWorkflowId(orderWorkflowId(ref, 'flaky')),
+    );
+    const history = (await delivery.fetchHistory()).events ?? [];
+    const keys = history.flatMap((e) => {
+      const scheduled = e.activityTaskScheduledEventAttributes;
+      return scheduled ? [scheduled.priority?.fairnessKey] : [];
+    });
+    assert.ok(keys.length > 0, 'delivery attempts scheduled');
+    assert.deepEqual([...new Set(keys)], ['flaky:main']);
   });
 
   it('a receiver down for a while: the order is FULFILLED meanwhile, and once it is back every event arrives, in sequence', async () => {
@@ -538,17 +546,11 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
 
   it('a redelivery sends the same id and body again, while the delivery workflow runs and after it has closed', async () => {
     const first = ofRef(receivers.main!, normalRef)[0]!;
-    // The delivery workflow closed once everything was delivered and nothing more came.
-    await eventually(
-      async () =>
-        (
-          await stack.client.workflow
-            .getHandle(webhookDeliveryWorkflowId(orderWorkflowId(normalRef, 'hooked')))
-            .describe()
-        ).status.name,
-      (status) => status === 'COMPLETED',
-      'the delivery workflow closed',
+    const deliveryWorkflow = stack.client.workflow.getHandle(
+      webhookDeliveryWorkflowId(orderWorkflowId(normalRef, 'hooked')),
     );
+    // Every event went directly: the redelivery is the first the delivery workflow hears of it.
+    await assert.rejects(deliveryWorkflow.describe(), WorkflowNotFoundError);
     const res = await call<{ eventId: string; endpoints: string[] }>(
       'hooked',
       'POST',
@@ -572,9 +574,15 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
     assert.equal(
       state!.events.length,
       ofRef(receivers.main!, normalRef).length - 1,
-      'the restarted workflow kept every event',
+      'every event is still listed',
     );
 
+    // After it closed: a redelivery starts it again with what it had.
+    await eventually(
+      async () => (await deliveryWorkflow.describe()).status.name,
+      (status) => status === 'COMPLETED',
+      'the delivery workflow closed',
+    );
     // To one endpoint only, and only one the event was for.
     const fulfilled = ofRef(receivers.fulfilledOnly!, normalRef)[0]!;
     const one = await call(
@@ -587,6 +595,20 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
       () => receivers.fulfilledOnly!.deliveries.filter((d) => d.id === fulfilled.id),
       (list) => list.length === 2,
       'redelivered to fulfilled_only',
+    );
+    const both = await eventually(
+      () => stateOf('hooked', normalRef),
+      (s) =>
+        s?.events[0]?.deliveries[0]?.redeliveries === 1 &&
+        s.events[2]?.deliveries.find((d) => d.endpoint === 'fulfilled_only')?.redeliveries === 1,
+      'both redeliveries counted',
+    );
+    assert.deepEqual(
+      both!.events[2]!.deliveries.map((d) => [d.endpoint, d.state, d.redeliveries ?? 0]),
+      [
+        ['main', 'delivered', 0],
+        ['fulfilled_only', 'delivered', 1],
+      ],
     );
     const notFor = await call<Problem>(
       'hooked',
