@@ -216,6 +216,8 @@ export function createAnnounceActivity(deps: AnnounceDeps | undefined) {
           signalArgs: [handed],
           // A run that closed (all delivered) is followed by a new one if a late event comes.
           workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+          // The client's delivery workflows take turns with other clients' on the webhook queue.
+          priority: { fairnessKey: event.client },
         });
       }
       return { event: webhookEvent, deliveries, handedOff, policy: deps.policy };

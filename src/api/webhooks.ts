@@ -250,6 +250,8 @@ export class WebhookService {
           },
         ],
         workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        // The client's delivery workflows take turns with other clients' on the webhook queue.
+        priority: { fairnessKey: caller.id },
       }),
     );
     log.info({ client: caller.id, ref, eventId, endpoint }, 'webhook redelivery requested');
