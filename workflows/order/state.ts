@@ -130,7 +130,9 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
     this.freshFirstTask = !input.resumed && workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH;
     this.watch = carried?.watch;
     this.eventSequence = carried?.eventSequence ?? 0;
-    this.webhookDurable = carried?.webhookDurable ?? (this.eventSequence > 0 ? 'all' : []);
+    // A run resumed by the sweep cannot know what the closed run handed off: all to the delivery workflow.
+    this.webhookDurable =
+      carried?.webhookDurable ?? (this.eventSequence > 0 || input.resumed !== undefined ? 'all' : []);
     if (input.resumed) {
       this.note(
         `Resumed by the sweep: the workflow run before closed as ${input.resumed.closedAs} without a final status; ` +
