@@ -344,6 +344,16 @@ export function formatNormal(report: NormalReport, header: string[]): string {
             fmt(fair.loaded.max, 0),
           ],
           ['ratio', fmt(fair.ratio.p50, 2), fmt(fair.ratio.p99, 2), fmt(fair.ratio.max, 2)],
+          ...(fair.control
+            ? [
+                [
+                  'control: beside as many orders, no endpoint',
+                  fmt(fair.control.p50, 0),
+                  fmt(fair.control.p99, 0),
+                  fmt(fair.control.max, 0),
+                ],
+              ]
+            : []),
         ]),
       );
       lines.push(`  the slow endpoint had received ${fair.slowReceived} deliveries by then`);

@@ -21,6 +21,11 @@ export interface WebhookFairnessReport {
   /** B's deliveries: status change → first arrival of each event, ms (order.processing left out: PROVIDER_TIMED). */
   idle: Summary;
   loaded: Summary;
+  /**
+   * For attribution: B's deliveries beside as many orders of a client without an endpoint (the
+   * same load on the cores, no slow endpoint). Loaded ≈ control: what slows B is the orders' CPU.
+   */
+  control?: Summary;
   ratio: { p50: number; p99: number; max: number };
   /** Deliveries A's endpoint had received by the time B's last event arrived. */
   slowReceived: number;
@@ -86,6 +91,28 @@ export async function runWebhookFairness(ctx: RunContext): Promise<WebhookFairne
       timeoutS: options.waitTimeoutS,
       assertAlive: () => stack.assertAlive(),
     });
+    let control: Summary | undefined;
+    const another = stack.clients?.another;
+    if (another) {
+      log(
+        `webhook fairness: the same beside ${slowOrders} orders of a client without an endpoint (control)…`,
+      );
+      const plain = apiSubmitter(stack.apiUrl, another.apiKey, 4);
+      try {
+        const orders = closedLoop(slowOrders, 4, (i) =>
+          plain.submit(orderAt(runId, 'fairplain', options.mix, i)),
+        );
+        await new Promise((r) => setTimeout(r, 1_000));
+        control = summarize(await promptPart('faircontrol'));
+        const submitted = await orders;
+        await waitClosed(client, workflowIdPrefix(runId, 'fairplain', another.id), submitted.ok, {
+          timeoutS: options.waitTimeoutS,
+          assertAlive: () => stack.assertAlive(),
+        });
+      } finally {
+        await plain.close();
+      }
+    }
     const report: WebhookFairnessReport = {
       slowOrders,
       promptOrders: PROMPT_ORDERS,
@@ -98,6 +125,7 @@ export async function runWebhookFairness(ctx: RunContext): Promise<WebhookFairne
         max: ratio(loaded.max, idle.max),
       },
       slowReceived,
+      ...(control ? { control } : {}),
     };
     log(`  prompt client's deliveries p99 ${idle.p99} ms idle, ${loaded.p99} ms beside the slow endpoint`);
     return report;
