@@ -3,12 +3,15 @@
  *
  * - `announceOrderEvent`, a *local* activity of the order workflow, run at each status change of an
  *   order whose client had endpoints: it picks the endpoints subscribed to the event from the
- *   clients file as the worker knows it now, and signals-with-start the order's delivery workflow
- *   (on the webhook task queue) with the event. One marker in the order's history, no task of its
- *   own; nothing at all when no endpoint wants the event.
- * - `deliverWebhook`, an activity of the delivery workflow: one signed POST to one endpoint. The
- *   endpoint's URL, opt-in and secret are read at each attempt, so a changed URL or a rotated
- *   secret applies to the next attempt, and a removed endpoint gets nothing more.
+ *   clients file as the worker knows it now and tries each one **directly**, once: a receiver that
+ *   answers 2xx promptly has its event, and the order's history (this activity's marker, its
+ *   result) is its delivery record — no workflow, no task, nothing more in Temporal. An endpoint
+ *   that fails that try, is slow, is busy or is already behind for this order is **handed off**:
+ *   the activity signals-with-start the order's delivery workflow (on the webhook task queue), which
+ *   retries it for as long as ever. Nothing at all when no endpoint wants the event.
+ * - `deliverWebhook`, an activity of the delivery workflow (and the direct try): one signed POST to
+ *   one endpoint. The endpoint's URL, opt-in and secret are read at each attempt, so a changed URL
+ *   or a rotated secret applies to the next attempt, and a removed endpoint gets nothing more.
  */
 import { Context, log } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
@@ -21,7 +24,11 @@ import {
   webhookDeliveryWorkflowId,
   webhookDeliveryWorkflowType,
   webhookEventSignal,
+  type AnnounceOutcome,
   type DeliveryOutcome,
+  type DirectAttempt,
+  type DurableEndpoints,
+  type EndpointDelivery,
   type OrderEvent,
   type WebhookDeliveryInput,
   type WebhookDeliveryPolicy,
@@ -33,34 +40,140 @@ export interface WebhookEndpoints {
   webhooksOf(client: string): readonly WebhookEndpoint[];
 }
 
+type Deliver = (input: { event: WebhookEvent; endpoint: string }) => Promise<DeliveryOutcome>;
+
+/** How announcements try endpoints themselves (docs/integrators.md "Delivery, retries, and what never waits"). */
+export interface DirectDelivery {
+  /** One attempt, as the delivery activity makes it, with a sender whose timeout is `timeoutMs` at most. */
+  deliver: Deliver;
+  /** Direct tries one endpoint may have in flight in this worker; more are handed off (default 16). */
+  maxInFlight?: number;
+  /** A failed try (a slow answer is a timeout) sends the endpoint's events to the delivery workflow for this long. */
+  cooldownMs?: number;
+  clock?: () => number;
+}
+
+/**
+ * A first try gets 2 s (WEBHOOK_TIMEOUT_MS if shorter): a receiver slower than that is left to the
+ * delivery workflow. After a failure, 10 s without first tries: a dead endpoint costs a worker at
+ * most `maxInFlight` short tries that often.
+ */
+export const DIRECT_DELIVERY_DEFAULTS = { timeoutMs: 2_000, maxInFlight: 16, cooldownMs: 10_000 };
+
 export interface AnnounceDeps {
   /** A Temporal client with the worker's data converter: the event is a payload like any other. */
   temporal: Client;
   taskQueue: string;
   endpoints: WebhookEndpoints;
   policy: WebhookDeliveryPolicy;
+  /** Without it every event goes to the delivery workflow (as before direct delivery). */
+  direct?: DirectDelivery;
 }
 
 function subscribed(endpoint: WebhookEndpoint, event: OrderEvent): boolean {
   return endpoint.events === undefined || endpoint.events.includes(event.type);
 }
 
+/**
+ * Per endpoint, in this worker: the direct tries in flight and, after a failed one, until when its
+ * events skip the direct try. A slow or dead endpoint thus costs the order worker at most
+ * `maxInFlight` local-activity slots, once per cooldown, and never holds another client's events.
+ */
+class DirectGate {
+  readonly #inFlight = new Map<string, number>();
+  readonly #coolingUntil = new Map<string, number>();
+  readonly #o: Required<Omit<DirectDelivery, 'deliver'>>;
+
+  constructor(options: DirectDelivery) {
+    const { maxInFlight, cooldownMs } = DIRECT_DELIVERY_DEFAULTS;
+    this.#o = { maxInFlight, cooldownMs, clock: Date.now, ...options };
+  }
+
+  /** Whether a direct try may start now; if so it is counted until `leave`. */
+  enter(key: string): boolean {
+    const now = this.#o.clock();
+    if ((this.#coolingUntil.get(key) ?? 0) > now) return false;
+    const inFlight = this.#inFlight.get(key) ?? 0;
+    if (inFlight >= this.#o.maxInFlight) return false;
+    this.#inFlight.set(key, inFlight + 1);
+    return true;
+  }
+
+  leave(key: string, ok: boolean): void {
+    const left = (this.#inFlight.get(key) ?? 1) - 1;
+    if (left > 0) this.#inFlight.set(key, left);
+    else this.#inFlight.delete(key);
+    if (!ok) this.#coolingUntil.set(key, this.#o.clock() + this.#o.cooldownMs);
+  }
+
+  now(): number {
+    return this.#o.clock();
+  }
+}
+
 /** Without `deps` (a worker with no webhook configuration) events are dropped, and the order goes on. */
 export function createAnnounceActivity(deps: AnnounceDeps | undefined) {
   let warned = false;
+  const gate = deps?.direct ? new DirectGate(deps.direct) : undefined;
+
+  /** One direct try: a settled delivery record, or the failed attempt to hand off with. */
+  async function tryDirect(
+    event: WebhookEvent,
+    endpoint: string,
+  ): Promise<{ settled: EndpointDelivery } | { failed?: DirectAttempt }> {
+    const key = `${event.client}:${endpoint}`;
+    if (!gate || !deps?.direct || !gate.enter(key)) return {};
+    const startedAt = gate.now();
+    const at = new Date(startedAt).toISOString();
+    let result: DeliveryOutcome;
+    try {
+      result = await deps.direct.deliver({ event, endpoint });
+    } catch (err) {
+      result = {
+        outcome: 'failed',
+        error: `the attempt failed (${err instanceof Error ? err.message : String(err)})`,
+      };
+    }
+    gate.leave(key, result.outcome !== 'failed');
+    const base = { endpoint, attempts: 1, dueSince: at, lastAttemptAt: at };
+    switch (result.outcome) {
+      case 'delivered':
+        return {
+          settled: {
+            ...base,
+            state: 'delivered',
+            deliveredAt: new Date(gate.now()).toISOString(),
+            lastStatus: result.status,
+          },
+        };
+      case 'endpoint-removed':
+        return { settled: { ...base, state: 'skipped', lastError: 'the endpoint is no longer configured' } };
+      case 'failed':
+        return {
+          failed: {
+            endpoint,
+            at,
+            error: result.error,
+            ...(result.status !== undefined ? { status: result.status } : {}),
+          },
+        };
+    }
+  }
+
   return {
-    async announceOrderEvent(event: OrderEvent): Promise<void> {
+    async announceOrderEvent(event: OrderEvent, durable: DurableEndpoints = 'all'): Promise<AnnounceOutcome> {
       if (!deps) {
         if (!warned) log.warn('webhook event dropped: this worker has no webhook configuration');
         warned = true;
-        return;
+        return { deliveries: [], handedOff: [] };
       }
       const targets = deps.endpoints
         .webhooksOf(event.client)
         .filter((endpoint) => subscribed(endpoint, event))
         .map((endpoint) => endpoint.id);
-      if (targets.length === 0) return;
-      const orderWorkflowId = Context.current().info.workflowExecution?.workflowId;
+      if (targets.length === 0) return { deliveries: [], handedOff: [] };
+      const info = Context.current().info;
+      const orderWorkflowId = info.workflowExecution?.workflowId;
       if (!orderWorkflowId) throw new Error('announceOrderEvent runs only inside an order workflow');
       const webhookEvent: WebhookEvent = {
         ...event,
@@ -68,16 +181,46 @@ export function createAnnounceActivity(deps: AnnounceDeps | undefined) {
         orderWorkflowId,
         targets,
       };
-      const input: WebhookDeliveryInput = { orderWorkflowId, client: event.client, policy: deps.policy };
-      await deps.temporal.workflow.signalWithStart(webhookDeliveryWorkflowType, {
-        workflowId: webhookDeliveryWorkflowId(orderWorkflowId),
-        taskQueue: deps.taskQueue,
-        args: [input],
-        signal: webhookEventSignal,
-        signalArgs: [webhookEvent],
-        // A run that closed (all delivered) is followed by a new one if a late event comes.
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      });
+      // A retry of this activity may follow direct deliveries that went through: it hands
+      // everything off rather than guess (at least once, the same id).
+      const tryable = (endpoint: string) =>
+        info.attempt === 1 && durable !== 'all' && !durable.includes(endpoint);
+      const tries = await Promise.all(
+        targets.map(async (endpoint) => ({
+          endpoint,
+          ...(tryable(endpoint) ? await tryDirect(webhookEvent, endpoint) : {}),
+        })),
+      );
+      const deliveries: EndpointDelivery[] = [];
+      const handedOff: string[] = [];
+      const directAttempts: DirectAttempt[] = [];
+      for (const t of tries) {
+        if ('settled' in t && t.settled) deliveries.push(t.settled);
+        else {
+          handedOff.push(t.endpoint);
+          if ('failed' in t && t.failed) directAttempts.push(t.failed);
+        }
+      }
+      if (handedOff.length > 0) {
+        const input: WebhookDeliveryInput = { orderWorkflowId, client: event.client, policy: deps.policy };
+        const handed: WebhookEvent = {
+          ...webhookEvent,
+          targets: handedOff,
+          ...(directAttempts.length > 0 ? { directAttempts } : {}),
+        };
+        await deps.temporal.workflow.signalWithStart(webhookDeliveryWorkflowType, {
+          workflowId: webhookDeliveryWorkflowId(orderWorkflowId),
+          taskQueue: deps.taskQueue,
+          args: [input],
+          signal: webhookEventSignal,
+          signalArgs: [handed],
+          // A run that closed (all delivered) is followed by a new one if a late event comes.
+          workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+          // The client's delivery workflows take turns with other clients' on the webhook queue.
+          priority: { fairnessKey: event.client },
+        });
+      }
+      return { event: webhookEvent, deliveries, handedOff, policy: deps.policy };
     },
   };
 }

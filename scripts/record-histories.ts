@@ -436,9 +436,15 @@ const webhookScenarios = [
   'mobile-fulfilled-webhooks',
   'mobile-review-decided-webhooks',
   'webhook-delivery-retried',
+  'mobile-fulfilled-webhooks-direct',
 ] as const;
 
-/** The webhook scenarios: a client with one endpoint whose receiver fails each event's first attempt. */
+/**
+ * The webhook scenarios: a client with one endpoint whose receiver fails each event's first
+ * attempt (handed off to the delivery workflow) and one that answers at once (delivered by the
+ * announcement itself, recorded in its result). The fixtures recorded before direct delivery
+ * (`mobile-fulfilled-webhooks`, `mobile-review-decided-webhooks`) had the first endpoint only.
+ */
 async function recordWebhookScenarios(
   timeScale: number,
   wanted: (name: string) => boolean,
@@ -454,9 +460,16 @@ async function recordWebhookScenarios(
       return { status: first ? 500 : 204 };
     },
   });
+  const prompt = await startReceiver({ secrets: [endpointSecret(signingKey, 'recorder', 'prompt', 1)] });
   const stack = await startWebhookStack({
     clients: clientsWith({
-      recorder: { key: 'recorder-key', webhooks: [{ id: 'main', url: receiver.url }] },
+      recorder: {
+        key: 'recorder-key',
+        webhooks: [
+          { id: 'main', url: receiver.url },
+          { id: 'prompt', url: prompt.url },
+        ],
+      },
     }),
     signingKey,
     sandboxTimeScale: timeScale,
@@ -503,9 +516,11 @@ async function recordWebhookScenarios(
     if (wanted('mobile-review-decided-webhooks')) await write('mobile-review-decided-webhooks', reviewed);
     if (wanted('webhook-delivery-retried'))
       await write('webhook-delivery-retried', webhookDeliveryWorkflowId(fulfilled));
+    if (wanted('mobile-fulfilled-webhooks-direct'))
+      await write('mobile-fulfilled-webhooks-direct', fulfilled);
   } finally {
     await stack.stop();
-    await receiver.close();
+    await Promise.all([receiver.close(), prompt.close()]);
   }
   return rows;
 }

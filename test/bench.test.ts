@@ -155,6 +155,12 @@ describe('npm run bench', () => {
     assert.ok(deliveries.events >= 2 * orders, `${deliveries.events} events`);
     assert.equal(deliveries.unverified, 0);
     assert.ok(deliveries.latencyMs.count === deliveries.events && deliveries.latencyMs.p50 > 0);
+    // The webhook fairness phase: the prompt client's events measured idle and beside the slow endpoint.
+    const fairness = report.webhookFairness!;
+    // At least each order's first and final event (order.processing is left out).
+    assert.ok(fairness.idle.count >= 2 * fairness.promptOrders, `${fairness.idle.count} idle events`);
+    assert.ok(fairness.loaded.count >= 2 * fairness.promptOrders, `${fairness.loaded.count} loaded events`);
+    assert.ok(fairness.ratio.p99 > 0);
     // An endpoint adds the patch (a marker and a search-attribute upsert) and a marker per status change.
     for (const type of report.perTypeWithWebhooks!) {
       assert.ok(type.events.max <= 45, `${type.type} with an endpoint: ${type.events.max} history events`);

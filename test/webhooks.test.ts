@@ -36,6 +36,8 @@ const KEYS = {
   moving: 'test-key-moving',
   plain: 'test-key-plain',
   acme: 'test-key-acme',
+  sluggish: 'test-key-sluggish',
+  prompt: 'test-key-prompt',
   reader: 'test-key-reader',
 };
 type Caller = keyof typeof KEYS | 'nobody';
@@ -94,7 +96,7 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
     // One receiver per endpoint, each knowing only its endpoint's secret.
     const flakySeen = new Set<string>();
     const slowSeen = new Set<string>();
-    const [main, fulfilledOnly, flaky, slow, named, moved] = await Promise.all([
+    const [main, fulfilledOnly, flaky, slow, named, moved, sluggish, prompt] = await Promise.all([
       startReceiver({ secrets: [secret('hooked', 'main')] }),
       startReceiver({ secrets: [secret('hooked', 'fulfilled_only')] }),
       startReceiver({
@@ -117,8 +119,14 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
       }),
       startReceiver({ secrets: [secret('named', 'main')] }),
       startReceiver({ secrets: [secret('moving', 'main')] }),
+      // Always slower than the sender's timeout: an endpoint that never keeps up.
+      startReceiver({
+        secrets: [secret('sluggish', 'main')],
+        answer: () => ({ status: 204, delayMs: 3_000 }),
+      }),
+      startReceiver({ secrets: [secret('prompt', 'main')] }),
     ]);
-    Object.assign(receivers, { main, fulfilledOnly, flaky, slow, named, moved });
+    Object.assign(receivers, { main, fulfilledOnly, flaky, slow, named, moved, sluggish, prompt });
     [downPort, movedFromPort] = await Promise.all([freePort(), freePort()]);
     clients = clientsWith({
       hooked: {
@@ -141,6 +149,8 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
         webhooks: [{ id: 'main', url: `http://receiver.hooks.test:${named.port}/hooks` }],
       },
       moving: { key: KEYS.moving, webhooks: [{ id: 'main', url: `http://127.0.0.1:${movedFromPort}/old` }] },
+      sluggish: { key: KEYS.sluggish, webhooks: [{ id: 'main', url: sluggish.url }] },
+      prompt: { key: KEYS.prompt, webhooks: [{ id: 'main', url: prompt.url }] },
       plain: { key: KEYS.plain },
     });
     stack = await startWebhookStack({
@@ -316,25 +326,22 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
     t.diagnostic(
       `history events of a normal mobile top-up: ${plain.length} without an endpoint, ${hooked.length} with`,
     );
-    const delivery = stack.client.workflow.getHandle(
-      webhookDeliveryWorkflowId(orderWorkflowId(hookedRef, 'hooked')),
+    // Both endpoints answered the announcements' own tries: no delivery workflow at all, and the
+    // order's markers are the record (one per status change, each with its deliveries).
+    await assert.rejects(
+      stack.client.workflow
+        .getHandle(webhookDeliveryWorkflowId(orderWorkflowId(hookedRef, 'hooked')))
+        .describe(),
+      WorkflowNotFoundError,
+      'no delivery workflow when every endpoint took its events at once',
     );
-    await eventually(
-      async () => (await delivery.describe()).status.name,
-      (status) => status === 'COMPLETED',
-      'the delivery workflow closed',
+    const state = await stateOf('hooked', hookedRef);
+    assert.deepEqual(
+      state?.events.map((e) => e.deliveries.map((d) => `${d.endpoint}:${d.state}:${d.attempts}`).join()),
+      statusEvents(hookedView).map((type) =>
+        type === 'order.fulfilled' ? 'main:delivered:1,fulfilled_only:delivered:1' : 'main:delivered:1',
+      ),
     );
-    const deliveryEvents = (await delivery.fetchHistory()).events ?? [];
-    t.diagnostic(
-      `its delivery workflow (two endpoints, every attempt a success): ${deliveryEvents.length} events`,
-    );
-    // Fair turns per endpoint on the delivery queue: each attempt carries <client>:<endpoint>.
-    const keys = deliveryEvents.flatMap((e) => {
-      const scheduled = e.activityTaskScheduledEventAttributes;
-      return scheduled ? [scheduled.priority?.fairnessKey] : [];
-    });
-    assert.ok(keys.length > 0, 'delivery attempts scheduled');
-    assert.deepEqual([...new Set(keys)].sort(), ['hooked:fulfilled_only', 'hooked:main']);
     await assert.rejects(
       stack.client.workflow
         .getHandle(webhookDeliveryWorkflowId(orderWorkflowId(plainRef, 'plain')))
@@ -364,10 +371,23 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
       'all delivered',
     );
     for (const record of state!.events) {
-      assert.equal(record.deliveries[0]!.attempts, 2);
+      assert.equal(record.deliveries[0]!.attempts, 2, 'the direct try, then one retry');
       assert.equal(record.deliveries[0]!.lastError, 'HTTP 500', 'why the first attempt failed');
       assert.equal(record.deliveries[0]!.lastStatus, 200);
     }
+    // Handed off: the delivery workflow's attempts take turns per endpoint (<client>:<endpoint>),
+    // and the workflow itself per client, on the delivery queue.
+    const delivery = stack.client.workflow.getHandle(
+      webhookDeliveryWorkflowId(orderWorkflowId(ref, 'flaky')),
+    );
+    const history = (await delivery.fetchHistory()).events ?? [];
+    const keys = history.flatMap((e) => {
+      const scheduled = e.activityTaskScheduledEventAttributes;
+      return scheduled ? [scheduled.priority?.fairnessKey] : [];
+    });
+    assert.ok(keys.length > 0, 'delivery attempts scheduled');
+    assert.deepEqual([...new Set(keys)], ['flaky:main']);
+    assert.equal(history[0]?.workflowExecutionStartedEventAttributes?.priority?.fairnessKey, 'flaky');
   });
 
   it('a receiver down for a while: the order is FULFILLED meanwhile, and once it is back every event arrives, in sequence', async () => {
@@ -414,6 +434,50 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
     for (const { deliveries } of state!.events) {
       assert.equal(deliveries[0]!.attempts, 2);
       assert.equal(deliveries[0]!.lastError, 'no answer within 1000 ms', 'the first attempt timed out');
+    }
+  });
+
+  it('a slow endpoint of one client does not hold another’s: its events go to its delivery workflows, the other’s arrive on the first try', async () => {
+    const slowRefs = Array.from({ length: 6 }, (_, i) => newRef(`sluggish${i}`));
+    const promptRefs = Array.from({ length: 2 }, (_, i) => newRef(`prompt${i}`));
+    await Promise.all(slowRefs.map((ref) => submit('sluggish', mobileRequest(ref))));
+    await Promise.all(promptRefs.map((ref) => submit('prompt', mobileRequest(ref))));
+    const promptViews = await Promise.all(promptRefs.map((ref) => finalView('prompt', ref)));
+    await Promise.all(slowRefs.map((ref) => finalView('sluggish', ref)));
+    for (const [i, ref] of promptRefs.entries()) {
+      const events = statusEvents(promptViews[i]!);
+      const got = await deliveriesAt(receivers.prompt!, ref, events.length);
+      assert.deepEqual(
+        got.map((d) => [d.message!.sequence, d.message!.type]),
+        events.map((type, n) => [n + 1, type]),
+      );
+      const state = await stateOf('prompt', ref);
+      assert.ok(
+        state?.events.every((e) => e.deliveries[0]!.state === 'delivered' && e.deliveries[0]!.attempts === 1),
+        `every event of ${ref} delivered on its first try: ${JSON.stringify(state?.events.map((e) => e.deliveries))}`,
+      );
+      await assert.rejects(
+        stack.client.workflow.getHandle(webhookDeliveryWorkflowId(orderWorkflowId(ref, 'prompt'))).describe(),
+        WorkflowNotFoundError,
+        'nothing of the prompt client waited in a delivery workflow',
+      );
+    }
+    // The slow endpoint's events wait in its own orders' delivery workflows, none given up yet.
+    for (const ref of slowRefs) {
+      const state = await stateOf('sluggish', ref);
+      assert.ok(state && state.events.length > 0);
+      assert.ok(
+        state.events.every((e) => e.deliveries[0]!.state !== 'delivered'),
+        'no attempt at the slow endpoint succeeds within the timeout',
+      );
+      assert.equal(
+        (
+          await stack.client.workflow
+            .getHandle(webhookDeliveryWorkflowId(orderWorkflowId(ref, 'sluggish')))
+            .describe()
+        ).status.name,
+        'RUNNING',
+      );
     }
   });
 
@@ -538,17 +602,11 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
 
   it('a redelivery sends the same id and body again, while the delivery workflow runs and after it has closed', async () => {
     const first = ofRef(receivers.main!, normalRef)[0]!;
-    // The delivery workflow closed once everything was delivered and nothing more came.
-    await eventually(
-      async () =>
-        (
-          await stack.client.workflow
-            .getHandle(webhookDeliveryWorkflowId(orderWorkflowId(normalRef, 'hooked')))
-            .describe()
-        ).status.name,
-      (status) => status === 'COMPLETED',
-      'the delivery workflow closed',
+    const deliveryWorkflow = stack.client.workflow.getHandle(
+      webhookDeliveryWorkflowId(orderWorkflowId(normalRef, 'hooked')),
     );
+    // Every event went directly: the redelivery is the first the delivery workflow hears of it.
+    await assert.rejects(deliveryWorkflow.describe(), WorkflowNotFoundError);
     const res = await call<{ eventId: string; endpoints: string[] }>(
       'hooked',
       'POST',
@@ -572,9 +630,15 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
     assert.equal(
       state!.events.length,
       ofRef(receivers.main!, normalRef).length - 1,
-      'the restarted workflow kept every event',
+      'every event is still listed',
     );
 
+    // After it closed: a redelivery starts it again with what it had.
+    await eventually(
+      async () => (await deliveryWorkflow.describe()).status.name,
+      (status) => status === 'COMPLETED',
+      'the delivery workflow closed',
+    );
     // To one endpoint only, and only one the event was for.
     const fulfilled = ofRef(receivers.fulfilledOnly!, normalRef)[0]!;
     const one = await call(
@@ -587,6 +651,20 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
       () => receivers.fulfilledOnly!.deliveries.filter((d) => d.id === fulfilled.id),
       (list) => list.length === 2,
       'redelivered to fulfilled_only',
+    );
+    const both = await eventually(
+      () => stateOf('hooked', normalRef),
+      (s) =>
+        s?.events[0]?.deliveries[0]?.redeliveries === 1 &&
+        s.events[2]?.deliveries.find((d) => d.endpoint === 'fulfilled_only')?.redeliveries === 1,
+      'both redeliveries counted',
+    );
+    assert.deepEqual(
+      both!.events[2]!.deliveries.map((d) => [d.endpoint, d.state, d.redeliveries ?? 0]),
+      [
+        ['main', 'delivered', 0],
+        ['fulfilled_only', 'delivered', 1],
+      ],
     );
     const notFor = await call<Problem>(
       'hooked',

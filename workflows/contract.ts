@@ -178,6 +178,8 @@ export interface OrderContinuation {
   nextCheckMs: number;
   /** The sequence number of the last webhook event announced (so the next run goes on from it). */
   eventSequence?: number;
+  /** Endpoints whose events of this order go to its delivery workflow (webhook-contract.ts `DurableEndpoints`). */
+  webhookDurable?: string[] | 'all';
   /** The watch after an operator's decision, when one is running. */
   watch?: DecisionWatch;
 }

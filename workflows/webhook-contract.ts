@@ -4,9 +4,10 @@
  * delivery workflow's ID, signals and query. Safe to import from workflow code (no I/O).
  *
  * How an event travels (docs/integrators.md "Webhooks"): a status change in the order workflow → one local
- * activity (`announceOrderEvent`) that signals-with-start the order's delivery workflow → one
- * delivery activity per endpoint and attempt, retried by the delivery workflow with back-off. The
- * order never waits for a receiver.
+ * activity (`announceOrderEvent`) that tries each endpoint once itself and records what it settled
+ * in its result (the order's history) → for the endpoints it did not settle, a signal-with-start of
+ * the order's delivery workflow → one delivery activity per endpoint and attempt, retried by the
+ * delivery workflow with back-off. The order never waits for a receiver to change status.
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { ReviewDecision } from '../src/orders/schemas';
@@ -52,7 +53,42 @@ export interface WebhookEvent extends OrderEvent {
   orderWorkflowId: string;
   /** The endpoints (ids) subscribed to this event type when the event happened. */
   targets: string[];
+  /**
+   * Attempts the announcement already made itself (activities/webhooks.ts "direct"), which failed:
+   * the delivery workflow counts each as its endpoint's first attempt and retries after the back-off.
+   */
+  directAttempts?: DirectAttempt[];
 }
+
+/** A failed first attempt made by the announcement, before the event was handed to the delivery workflow. */
+export interface DirectAttempt {
+  endpoint: string;
+  at: string;
+  error: string;
+  status?: number;
+}
+
+/**
+ * What an announcement (the order workflow's local activity) came to; its result, so it is in the
+ * order's history. `deliveries` are the endpoints it settled itself (delivered on the first try, or
+ * skipped); `handedOff` those it gave to the order's delivery workflow, which owns them from then
+ * on. No `event` when no endpoint wanted it. A marker without this (an announcement made before
+ * direct delivery) handed everything off.
+ */
+export interface AnnounceOutcome {
+  event?: WebhookEvent;
+  deliveries: EndpointDelivery[];
+  handedOff: string[];
+  /** The retry policy a redelivery of a directly delivered event starts the delivery workflow with. */
+  policy?: WebhookDeliveryPolicy;
+}
+
+/**
+ * Endpoints whose events of this order go to the delivery workflow without a direct try: once one
+ * event of the order was handed off for an endpoint, the later ones follow it, so they queue behind
+ * it in sequence. `all`: an order whose earlier events were announced before direct delivery.
+ */
+export type DurableEndpoints = string[] | 'all';
 
 /** Retry and close timings of the delivery workflows, from the worker's configuration (WEBHOOK_*). */
 export interface WebhookDeliveryPolicy {
@@ -125,6 +161,11 @@ export interface RedeliverRequest {
   eventId: string;
   /** Only this endpoint; default: every endpoint the event was for. */
   endpoint?: string;
+  /**
+   * The event itself, for one this workflow never had (delivered directly by the announcement) or
+   * had for other endpoints only: the workflow adds it, then redelivers.
+   */
+  event?: WebhookEvent;
 }
 
 export const webhookEventSignal = defineSignal<[WebhookEvent]>('webhookEvent');

@@ -1,7 +1,8 @@
 /**
- * One delivery workflow per order (ID `webhooks:<order workflow ID>`, on the webhook task queue):
- * it receives the order's events (signal-with-start from the order workflow's local activity) and
- * delivers each to each of its endpoints, durably, without ever holding the order.
+ * One delivery workflow per order that needs one (ID `webhooks:<order workflow ID>`, on the webhook
+ * task queue): it receives the order's events its announcement could not settle with a first try
+ * (signal-with-start from the order workflow's local activity, activities/webhooks.ts), and events a
+ * redelivery gives it, and delivers each to its endpoints, durably, without ever holding the order.
  *
  * Per endpoint, events go out one at a time in sequence order: a later event waits while an
  * earlier one is retried, so a receiver that comes back gets them in order. A failed attempt is
@@ -115,25 +116,52 @@ class WebhookDelivery {
   private onEvent(event: WebhookEvent): void {
     // The order's local activity may run twice (a retry after its signal went through): once is enough.
     if (this.state.events.some((e) => e.event.sequence === event.sequence)) return;
-    const now = new Date().toISOString();
-    const record: EventDeliveries = {
-      event,
-      deliveries: event.targets.map((endpoint) => ({
-        endpoint,
-        state: 'pending',
-        attempts: 0,
-        dueSince: now,
-      })),
-    };
-    const at = this.state.events.findIndex((e) => e.event.sequence > event.sequence);
-    if (at < 0) this.state.events.push(record);
-    else this.state.events.splice(at, 0, record);
+    this.insert({ event, deliveries: event.targets.map((endpoint) => this.newDelivery(event, endpoint)) });
     if (finalStatuses.includes(event.view.status)) this.state.orderFinal = true;
     this.woke = true;
   }
 
-  private onRedeliver({ eventId, endpoint }: RedeliverRequest): void {
-    const record = this.state.events.find((e) => e.event.id === eventId);
+  /**
+   * A pending delivery; when the announcement's own try failed, that was its first attempt, and the
+   * next comes after the first back-off.
+   */
+  private newDelivery(event: WebhookEvent, endpoint: string): EndpointDelivery {
+    const tried = event.directAttempts?.find((a) => a.endpoint === endpoint);
+    if (!tried) return { endpoint, state: 'pending', attempts: 0, dueSince: new Date().toISOString() };
+    const backoff = this.state.backoffMs[endpoint] ?? this.input.policy.retryInitialMs;
+    this.state.backoffMs[endpoint] = backoff;
+    return {
+      endpoint,
+      state: 'pending',
+      attempts: 1,
+      dueSince: tried.at,
+      lastAttemptAt: tried.at,
+      lastError: tried.error,
+      ...(tried.status !== undefined ? { lastStatus: tried.status } : {}),
+      nextAttemptAt: new Date(Date.parse(tried.at) + backoff).toISOString(),
+    };
+  }
+
+  private insert(record: EventDeliveries): void {
+    const at = this.state.events.findIndex((e) => e.event.sequence > record.event.sequence);
+    if (at < 0) this.state.events.push(record);
+    else this.state.events.splice(at, 0, record);
+  }
+
+  private onRedeliver({ eventId, endpoint, event }: RedeliverRequest): void {
+    let record = this.state.events.find((e) => e.event.id === eventId);
+    if (event && event.id === eventId) {
+      // An event the announcement delivered itself: this workflow takes it on for the endpoints asked.
+      if (!record) {
+        record = { event: { ...event, targets: [] }, deliveries: [] };
+        this.insert(record);
+      }
+      for (const target of endpoint !== undefined ? [endpoint] : event.targets) {
+        if (record.deliveries.some((d) => d.endpoint === target)) continue;
+        record.event.targets = [...record.event.targets, target];
+        record.deliveries.push({ endpoint: target, state: 'pending', attempts: 0, dueSince: '' });
+      }
+    }
     if (!record) return; // the API checks first; a stale request changes nothing
     const now = new Date().toISOString();
     for (const delivery of record.deliveries) {

@@ -67,6 +67,30 @@ export function normalTargets(report: NormalReport): Target[] {
   targets.push(
     target('orders completed (of submitted)', ratio(api.e2e.completed, api.e2e.submitted), '>=', 1, '×'),
   );
+  if (report.webhookFairness) {
+    targets.push(
+      target(
+        'webhook delivery p99 beside a 10 s endpoint vs idle',
+        report.webhookFairness.ratio.p99,
+        '<=',
+        2,
+        '×',
+      ),
+    );
+  }
+  // Issue 22: an order whose client has an endpoint costs Temporal little more than one without.
+  const hooks = report.phases.webhooks;
+  if (hooks) {
+    targets.push(
+      target(
+        'Temporal CPU per order with webhooks vs without',
+        ratio(cpuPerWorkflow(hooks, 'temporal'), cpuPerWorkflow(api, 'temporal')),
+        '<=',
+        1.3,
+        '×',
+      ),
+    );
+  }
   const closedNoWorker = report.reads?.cases.find((c) => c.name === CLOSED_NO_WORKER);
   if (closedNoWorker) {
     targets.push(
@@ -286,6 +310,12 @@ export function formatNormal(report: NormalReport, header: string[]): string {
           `${fmt(api.e2e.latencyMs.p50, 0)} / ${fmt(api.e2e.latencyMs.p99, 0)}`,
           '',
         ],
+        ...['temporal', 'worker'].map((name) => [
+          `${name} CPU ms per order`,
+          fmt(cpuPerWorkflow(hooks, name), 1),
+          fmt(cpuPerWorkflow(api, name), 1),
+          fmt(ratio(cpuPerWorkflow(hooks, name), cpuPerWorkflow(api, name)), 2),
+        ]),
       ]),
     );
     lines.push(
@@ -300,9 +330,42 @@ export function formatNormal(report: NormalReport, header: string[]): string {
         ],
       ]),
     );
+    const fair = report.webhookFairness;
+    if (fair) {
+      lines.push(
+        `  another client's endpoint taking ${fair.slowEndpointMs / 1000} s per delivery (${fair.slowOrders} of its orders at once): ` +
+          `${fair.promptOrders} orders of the prompt endpoint's client, status change → delivered ` +
+          '(order.processing left out: its time is the provider’s, its latency the polling schedule)',
+      );
+      lines.push(
+        table([
+          ['', 'p50 ms', 'p99 ms', 'max ms'],
+          ['idle stack', fmt(fair.idle.p50, 0), fmt(fair.idle.p99, 0), fmt(fair.idle.max, 0)],
+          [
+            'beside the slow endpoint',
+            fmt(fair.loaded.p50, 0),
+            fmt(fair.loaded.p99, 0),
+            fmt(fair.loaded.max, 0),
+          ],
+          ['ratio', fmt(fair.ratio.p50, 2), fmt(fair.ratio.p99, 2), fmt(fair.ratio.max, 2)],
+          ...(fair.control
+            ? [
+                [
+                  'control: beside as many orders, no endpoint',
+                  fmt(fair.control.p50, 0),
+                  fmt(fair.control.p99, 0),
+                  fmt(fair.control.max, 0),
+                ],
+              ]
+            : []),
+        ]),
+      );
+      lines.push(`  the slow endpoint had received ${fair.slowReceived} deliveries by then`);
+    }
     lines.push(
       `  orders whose final event arrived: ${deliveries.ordersWithFinalEvent}/${deliveries.orders}; ` +
-        `deliveries ${deliveries.deliveries} for ${deliveries.events} events; unverified ${deliveries.unverified}`,
+        `deliveries ${deliveries.deliveries} for ${deliveries.events} events; unverified ${deliveries.unverified}; ` +
+        `orders with a delivery workflow (a first try failed) ${deliveries.handedOff ?? 'n/a'}`,
     );
     lines.push(
       table([

@@ -9,6 +9,7 @@ import type { Client } from '@temporalio/client';
 import type { OrderType } from '../../src/orders/schemas';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { orderWorkflowId, workflowTypeByOrderType } from '../../workflows/contract';
+import { webhookDeliveryWorkflowId } from '../../workflows/webhook-contract';
 import type { BenchOptions } from './args';
 import { meanActions, type BillableActions } from './billable-actions';
 import {
@@ -33,6 +34,7 @@ import {
 } from './load';
 import { orderAt, refPrefix, workflowIdPrefix } from './orders';
 import { runReads, type ReadReport } from './run-read';
+import { runWebhookFairness, type WebhookFairnessReport } from './run-webhook-fairness';
 import type { PhaseUsage, ProcMonitor } from './proc';
 import type { Stack } from './stack';
 import { summarize, type Summary } from './stats';
@@ -91,6 +93,8 @@ export interface WebhookDeliveryReport {
   orders: number;
   /** Orders whose final status event (fulfilled, refunded, failed) arrived. */
   ordersWithFinalEvent: number;
+  /** Orders with a delivery workflow: an event's first try failed (or its endpoint was cooling). */
+  handedOff?: number;
   /** Distinct events (webhook ids) received, and every delivery (a retry is a second one). */
   events: number;
   deliveries: number;
@@ -119,6 +123,8 @@ export interface NormalReport {
   /** The same, submitted by the client with a webhook endpoint. */
   perTypeWithWebhooks?: PerTypeReport[];
   webhookDeliveries?: WebhookDeliveryReport;
+  /** A prompt endpoint's deliveries beside another client's slow one, against idle (issue 22). */
+  webhookFairness?: WebhookFairnessReport;
   /** The same figures for the orders of the loaded API phase (timers fire late under load). */
   perTypeUnderLoad: PerTypeReport[];
   /** Where a normal order's time went (probe), a minimal workflow's (probe), an order's under load; ms. */
@@ -588,6 +594,9 @@ export async function runNormal(ctx: RunContext): Promise<NormalReport> {
       for (const kind of round % 2 === 0 ? order : [...order].reverse()) await runPhase(kind, round);
     }
 
+    // Last: the slow endpoint's deliveries go on retrying in the background.
+    const webhookFairness = hooks ? await runWebhookFairness(ctx) : undefined;
+
     log('reading the orders’ histories…');
     const underLoad = await analyseOrders(ctx, 'api', options.orders, sends.before, sends.after);
     // The API phase's orders, all closed by now: the closed orders the read phase reads.
@@ -616,6 +625,7 @@ export async function runNormal(ctx: RunContext): Promise<NormalReport> {
         webhooks: runs.webhooks.length ? pool(runs.webhooks) : undefined,
       },
       webhookDeliveries,
+      webhookFairness,
       perRound:
         options.rounds > 1
           ? Array.from({ length: options.rounds }, (_, r) => ({
@@ -668,8 +678,16 @@ async function deliveriesOf(
   for (const d of mine()) {
     if (!first.has(d.id)) first.set(d.id, d.receivedAt - Date.parse(d.message!.timestamp));
   }
+  // Orders whose announcement handed an event to a delivery workflow (the first try did not settle it).
+  const handedOff = (
+    await listWorkflows(
+      ctx.client,
+      webhookDeliveryWorkflowId(workflowIdPrefix(runId, phaseName, stack.webhooks!.clientId)),
+    )
+  ).length;
   const result: WebhookDeliveryReport = {
     orders: report.load.ok,
+    handedOff,
     ordersWithFinalEvent: withFinal(),
     events: first.size,
     deliveries: mine().length,

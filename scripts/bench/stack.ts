@@ -27,6 +27,9 @@ import { projectRoot, startNodeScript } from '../lib/processes';
 import { scaledTimingEnv, type Launcher } from '../lib/stack';
 import type { BenchOptions } from './args';
 
+/** The fairness phase's slow endpoint: issue 22's "10 s per delivery". */
+export const SLOW_ENDPOINT_MS = 10_000;
+
 export interface Stack {
   apiUrl: string;
   apiKey: string;
@@ -35,7 +38,13 @@ export interface Stack {
   /** Our own stack's clients file (the API's and the worker's). */
   clientsFile?: ClientsFile;
   /** Our own stack: the client with a webhook endpoint, and the receiver it points at. */
-  webhooks?: { apiKey: string; clientId: string; receiver: RunningReceiver };
+  webhooks?: {
+    apiKey: string;
+    clientId: string;
+    receiver: RunningReceiver;
+    /** Another client whose one endpoint takes SLOW_ENDPOINT_MS to answer each delivery (the fairness phase). */
+    slow: { apiKey: string; clientId: string; receiver: RunningReceiver };
+  };
   temporalAddress: string;
   namespace: string;
   /** For the bench's own client: TLS / API key from TEMPORAL_* when the server was given. */
@@ -223,7 +232,13 @@ export async function startStack(
       secrets: [endpointSecret(signingKey, hooks.clientId, 'bench', 1)],
     });
     launcher.onStop('webhook receiver', () => receiver.close());
-    webhooks = { ...hooks, receiver };
+    const slowHooks = { apiKey: `bench-slowhooks-${randomBytes(12).toString('hex')}`, clientId: 'slowhooks' };
+    const slowReceiver = await startReceiver({
+      secrets: [endpointSecret(signingKey, slowHooks.clientId, 'bench', 1)],
+      answer: () => ({ status: 204, delayMs: SLOW_ENDPOINT_MS }),
+    });
+    launcher.onStop('slow webhook receiver', () => slowReceiver.close());
+    webhooks = { ...hooks, receiver, slow: { ...slowHooks, receiver: slowReceiver } };
     const another = { id: ANOTHER_CLIENT_ID, apiKey: `bench-${randomBytes(12).toString('hex')}` };
     clientsFile = {
       defaultClient: LEGACY_CLIENT_ID,
@@ -240,6 +255,13 @@ export async function startStack(
           scopes: ['orders:write', 'orders:read'],
           keys: [{ id: 'k1', hash: hashApiKey(hooks.apiKey) }],
           webhooks: [{ id: 'bench', url: `${receiver.url}/webhooks` }],
+        },
+        {
+          id: slowHooks.clientId,
+          name: 'Bench, with a webhook endpoint that takes 10 s per delivery',
+          scopes: ['orders:write', 'orders:read'],
+          keys: [{ id: 'k1', hash: hashApiKey(slowHooks.apiKey) }],
+          webhooks: [{ id: 'bench', url: `${slowReceiver.url}/webhooks` }],
         },
         {
           id: another.id,

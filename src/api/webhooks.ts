@@ -21,6 +21,7 @@ import {
   type WebhookEventType,
 } from '../../workflows/webhook-contract';
 import { ApiError } from './errors';
+import { announcedOutcomes, mergedState } from './webhook-records';
 import type { OrderService } from './orders';
 
 export interface WebhookServiceOptions {
@@ -145,11 +146,8 @@ export class WebhookService {
     return caller.id === owner && this.#o.clients.webhooksOf(caller.id).length > 0;
   }
 
-  /**
-   * The delivery workflow's state: queried while it runs, its result once it has closed, nothing
-   * if the order never had an event to deliver.
-   */
-  async #state(orderWorkflowId: string): Promise<WebhookDeliveryState | undefined> {
+  /** The delivery workflow's state: queried while it runs, its result once closed, nothing if there is none. */
+  async #workflowState(orderWorkflowId: string): Promise<WebhookDeliveryState | undefined> {
     const handle = this.#o.client.workflow.getHandle(webhookDeliveryWorkflowId(orderWorkflowId));
     try {
       const description = await this.#timed(() => handle.describe());
@@ -162,14 +160,30 @@ export class WebhookService {
     }
   }
 
+  /**
+   * Every event of the order and its deliveries: those its announcements settled themselves (the
+   * order's history) with those of its delivery workflow (webhook-records.ts).
+   */
+  async #state(orderWorkflowId: string): Promise<{
+    merged: WebhookDeliveryState | undefined;
+    workflow: WebhookDeliveryState | undefined;
+  }> {
+    const [outcomes, workflow] = await Promise.all([
+      this.#timed(() => announcedOutcomes(this.#o.client, orderWorkflowId)),
+      this.#workflowState(orderWorkflowId),
+    ]);
+    const owner = outcomes[0]?.event?.client ?? workflow?.client ?? '';
+    return { merged: mergedState(outcomes, workflow, orderWorkflowId, owner), workflow };
+  }
+
   /** The per-endpoint summary for the order view (see showsDeliveries). */
   async summary(orderWorkflowId: string): Promise<EndpointDeliverySummary[]> {
-    return summarize(await this.#state(orderWorkflowId));
+    return summarize((await this.#state(orderWorkflowId)).merged);
   }
 
   /** Every event of the caller's order and its delivery at each endpoint; 404 for an order it does not own. */
   async deliveries(caller: Caller, ref: string): Promise<{ ref: string; events: EventDeliveryView[] }> {
-    const state = await this.#state(await this.#o.orders.ownOrder(caller, ref));
+    const state = (await this.#state(await this.#o.orders.ownOrder(caller, ref))).merged;
     return {
       ref,
       events: (state?.events ?? []).map(({ event, deliveries }) => ({
@@ -195,18 +209,31 @@ export class WebhookService {
     log: Logger = this.#o.logger,
   ): Promise<{ eventId: string; sequence: number; type: WebhookEventType; endpoints: string[] }> {
     const orderWorkflowId = await this.#o.orders.ownOrder(caller, ref);
-    const state = await this.#state(orderWorkflowId);
+    const { merged: state, workflow } = await this.#state(orderWorkflowId);
     const record = state?.events.find((e) => e.event.id === eventId);
     if (!state || !record)
       throw new ApiError('webhook-event-not-found', `Order ${ref} has no event ${eventId}.`);
     if (endpoint !== undefined && !record.event.targets.includes(endpoint)) {
       throw new ApiError('webhook-event-not-found', `Event ${eventId} was not for endpoint ${endpoint}.`);
     }
+    // An event (or endpoint) the announcement delivered itself is new to the delivery workflow: it
+    // comes with the request. A workflow that has closed, or never ran, starts with what it had.
+    const known = workflow?.events.find((e) => e.event.id === eventId);
+    const wanted = endpoint !== undefined ? [endpoint] : record.event.targets;
+    const missing = wanted.some((target) => !known?.deliveries.some((d) => d.endpoint === target));
     const input: WebhookDeliveryInput = {
       orderWorkflowId,
       client: state.client,
       policy: state.policy,
-      carried: state,
+      carried: workflow ?? {
+        orderWorkflowId,
+        client: state.client,
+        policy: state.policy,
+        events: [],
+        // Started for this redelivery only: it closes once that is settled.
+        orderFinal: true,
+        backoffMs: {},
+      },
     };
     // A running workflow just takes the signal (the arguments are for a closed one, which starts again).
     await this.#timed(() =>
@@ -215,8 +242,16 @@ export class WebhookService {
         taskQueue: this.#o.taskQueue,
         args: [input],
         signal: redeliverSignal,
-        signalArgs: [{ eventId, ...(endpoint !== undefined ? { endpoint } : {}) }],
+        signalArgs: [
+          {
+            eventId,
+            ...(endpoint !== undefined ? { endpoint } : {}),
+            ...(missing ? { event: record.event } : {}),
+          },
+        ],
         workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        // The client's delivery workflows take turns with other clients' on the webhook queue.
+        priority: { fairnessKey: caller.id },
       }),
     );
     log.info({ client: caller.id, ref, eventId, endpoint }, 'webhook redelivery requested');

@@ -13,7 +13,7 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createActivities } from '../../activities';
-import { createDeliveryActivities } from '../../activities/webhooks';
+import { createDeliveryActivities, DIRECT_DELIVERY_DEFAULTS } from '../../activities/webhooks';
 import type { ClientsFile } from '../clients/model';
 import { ClientRegistry, readClientsFile, reloadClientsOnSighup } from '../clients/registry';
 import { AddressPolicy } from '../webhooks/address-guard';
@@ -55,6 +55,12 @@ async function main(): Promise<void> {
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     policy: new AddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
   });
+  // The announcements' own tries: a receiver slower than this is left to the delivery workflow.
+  const directSender = new WebhookSender({
+    timeoutMs: Math.min(config.WEBHOOK_TIMEOUT_MS, DIRECT_DELIVERY_DEFAULTS.timeoutMs),
+    policy: new AddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
+  });
+  const signingKey = config.WEBHOOK_SIGNING_KEY ? signingKeyFrom(config.WEBHOOK_SIGNING_KEY) : undefined;
   let connection: NativeConnection | undefined;
   try {
     await checkProviderKey(provider.client, config, logger);
@@ -93,6 +99,10 @@ async function main(): Promise<void> {
           taskQueue: config.WEBHOOK_TASK_QUEUE,
           endpoints,
           policy: webhookPolicyFromConfig(config),
+          direct: {
+            deliver: createDeliveryActivities({ endpoints, signingKey, sender: directSender, metrics })
+              .deliverWebhook,
+          },
         },
       }),
       dataConverter,
@@ -106,7 +116,7 @@ async function main(): Promise<void> {
       taskQueue: config.WEBHOOK_TASK_QUEUE,
       activities: createDeliveryActivities({
         endpoints,
-        signingKey: config.WEBHOOK_SIGNING_KEY ? signingKeyFrom(config.WEBHOOK_SIGNING_KEY) : undefined,
+        signingKey,
         sender,
         metrics,
       }),
@@ -143,7 +153,7 @@ async function main(): Promise<void> {
     );
     logger.info('worker stopped');
   } finally {
-    await Promise.allSettled([provider.close(), sender.close()]);
+    await Promise.allSettled([provider.close(), sender.close(), directSender.close()]);
     await connection?.close();
     await tracing?.shutdown();
   }

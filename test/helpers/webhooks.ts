@@ -9,7 +9,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
-import { createDeliveryActivities } from '../../activities/webhooks';
+import { createDeliveryActivities, type DirectDelivery } from '../../activities/webhooks';
+import { announcedOutcomes, mergedState } from '../../src/api/webhook-records';
 import { apiTestConfig, startTestApi, testClientsFile, type TestApi } from '../../src/api/testing';
 import type { ClientsFile, WebhookEndpoint } from '../../src/clients/model';
 import { ClientRegistry } from '../../src/clients/registry';
@@ -62,7 +63,7 @@ export interface WebhookStack {
   signingKey: Buffer;
   /** The current secret of a client's endpoint. */
   secretOf(client: string, endpoint: string, version?: number): string;
-  /** The order's delivery workflow state (undefined while it has none). */
+  /** The order's delivery state as the routes read it (undefined while it has none). */
   deliveryState(orderWorkflowId: string): Promise<WebhookDeliveryState | undefined>;
   stop(): Promise<void>;
 }
@@ -98,6 +99,8 @@ export async function startWebhookStack(options: {
   /** WEBHOOK_SIGNING_KEY (default: a random one), so receivers can be given their secrets first. */
   signingKey?: Buffer;
   policy?: Partial<WebhookDeliveryPolicy>;
+  /** The announcements' direct tries (activities/webhooks.ts DirectDelivery): limits for a test. */
+  direct?: Omit<DirectDelivery, 'deliver'>;
   sandboxTimeScale?: number;
   timingsFor?: (type: OrderType) => ReturnType<typeof scaledTimings>;
 }): Promise<WebhookStack> {
@@ -116,6 +119,11 @@ export async function startWebhookStack(options: {
     policy: new AddressPolicy(options.allowedNetworks ?? ['127.0.0.1/32']),
     lookup: options.lookup,
   });
+  const directSender = new WebhookSender({
+    timeoutMs: TEST_WEBHOOK_TIMEOUT_MS,
+    policy: new AddressPolicy(options.allowedNetworks ?? ['127.0.0.1/32']),
+    lookup: options.lookup,
+  });
   const workers: Worker[] = [
     await createOrderWorker({
       connection: nativeConnection,
@@ -128,6 +136,11 @@ export async function startWebhookStack(options: {
           taskQueue: webhookTaskQueue,
           endpoints: registry,
           policy,
+          direct: {
+            deliver: createDeliveryActivities({ endpoints: registry, signingKey, sender: directSender })
+              .deliverWebhook,
+            ...options.direct,
+          },
         },
       }),
       workflowCode,
@@ -160,23 +173,31 @@ export async function startWebhookStack(options: {
     registry,
     signingKey,
     secretOf: (clientId, endpoint, version = 1) => endpointSecret(signingKey, clientId, endpoint, version),
+    // What the routes read: the order's own record of its direct deliveries with its delivery workflow's.
     async deliveryState(orderWorkflowId) {
       const handle: WorkflowHandle = client.workflow.getHandle(webhookDeliveryWorkflowId(orderWorkflowId));
-      try {
-        const { status } = await handle.describe();
-        if (status.name === 'COMPLETED') return (await handle.result()) as WebhookDeliveryState;
-        return await handle.query(webhookDeliveriesQuery);
-      } catch (err) {
-        if ((err as Error).name === 'WorkflowNotFoundError') return undefined;
-        throw err;
-      }
+      const workflowState = async (): Promise<WebhookDeliveryState | undefined> => {
+        try {
+          const { status } = await handle.describe();
+          if (status.name === 'COMPLETED') return (await handle.result()) as WebhookDeliveryState;
+          return await handle.query(webhookDeliveriesQuery);
+        } catch (err) {
+          if ((err as Error).name === 'WorkflowNotFoundError') return undefined;
+          throw err;
+        }
+      };
+      const [outcomes, workflow] = await Promise.all([
+        announcedOutcomes(client, orderWorkflowId),
+        workflowState(),
+      ]);
+      return mergedState(outcomes, workflow, orderWorkflowId, outcomes[0]?.event?.client ?? '');
     },
     async stop() {
       await api.close();
       for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
       await Promise.all(running);
       await Promise.all([connection.close(), nativeConnection.close(), provider.close(), sandbox.close()]);
-      await sender.close();
+      await Promise.all([sender.close(), directSender.close()]);
       await temporal.stop();
     },
   };

@@ -41,6 +41,9 @@ export async function continueAsNewIfDue<R extends OrderRequest, C extends Provi
       nextCheckMs: o.nextCheckMs,
       ...(o.watch && { watch: o.watch }),
       ...(o.eventSequence > 0 ? { eventSequence: o.eventSequence } : {}),
+      ...(o.webhookDurable !== 'all' && o.webhookDurable.length > 0
+        ? { webhookDurable: o.webhookDurable }
+        : {}),
     },
   };
   // A long review shown in its own run keeps showing it in the next.

@@ -21,7 +21,7 @@ import { nextCheckDelayMs, type Submission } from '../../activities/outcomes.typ
 import { decidedByWhom } from '../../src/orders/review-decision';
 import type { ReviewDecision } from '../../src/orders/schemas';
 import { statusEventType } from '../../src/webhooks/event-types';
-import type { OrderEvent } from '../webhook-contract';
+import type { AnnounceOutcome, DurableEndpoints, OrderEvent } from '../webhook-contract';
 import {
   AcceptedAtAttribute,
   CompletedAtAttribute,
@@ -61,11 +61,12 @@ const MAX_TIMELINE_ENTRIES = 100;
  */
 const FIRST_TASK_HISTORY_LENGTH = 3;
 /**
- * Announcing an event is one signal-with-start from the worker: a local activity, so it costs the
- * order one marker event and no task. Retried until Temporal takes it: a lost event is a missed webhook.
+ * Announcing an event is a local activity, so it costs the order one marker event and no task: it
+ * tries each endpoint once itself (at most a few seconds) and hands the rest to the order's delivery
+ * workflow with one signal-with-start. Retried until that is done: a lost event is a missed webhook.
  */
 const announcer = proxyLocalActivities<Pick<OrderActivities, 'announceOrderEvent'>>({
-  startToCloseTimeout: 10_000,
+  startToCloseTimeout: 30_000,
   retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000 },
 });
 
@@ -87,6 +88,12 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   /** Webhook events: the last sequence number announced, and the announcements in flight, in order. */
   eventSequence: number;
   announcing: Promise<void> = Promise.resolve();
+  /**
+   * Endpoints already behind in the delivery workflow for this order: their later events follow
+   * there, in sequence, without a direct try. `all` for an order whose earlier events were
+   * announced before direct delivery existed (their delivery workflow has them).
+   */
+  webhookDurable: DurableEndpoints;
   /** When Temporal was asked to cancel this run (cancellation.ts), if it was. */
   cancelRequestedAt: string | undefined;
 
@@ -124,6 +131,9 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
     this.freshFirstTask = !input.resumed && workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH;
     this.watch = carried?.watch;
     this.eventSequence = carried?.eventSequence ?? 0;
+    // A run resumed by the sweep cannot know what the closed run handed off: all to the delivery workflow.
+    this.webhookDurable =
+      carried?.webhookDurable ?? (this.eventSequence > 0 || input.resumed !== undefined ? 'all' : []);
     if (input.resumed) {
       this.note(
         `Resumed by the sweep: the workflow run before closed as ${input.resumed.closedAs} without a final status; ` +
@@ -206,10 +216,24 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
       ...(decision ? { decision } : {}),
     };
     this.announcing = this.announcing.then(() =>
-      announcer.announceOrderEvent(event).catch((err: unknown) => {
-        log.error('webhook event not announced', { type, sequence: event.sequence, error: String(err) });
-      }),
+      announcer
+        .announceOrderEvent(event, this.webhookDurable)
+        .then((outcome) => this.announced(outcome))
+        .catch((err: unknown) => {
+          log.error('webhook event not announced', { type, sequence: event.sequence, error: String(err) });
+        }),
     );
+  }
+
+  /** A marker recorded before announcements had an outcome (void) handed every endpoint off. */
+  private announced(outcome: AnnounceOutcome | undefined | void): void {
+    if (this.webhookDurable === 'all') return;
+    if (!outcome || !Array.isArray(outcome.handedOff)) {
+      this.webhookDurable = 'all';
+      return;
+    }
+    const behind = outcome.handedOff.filter((e) => !(this.webhookDurable as string[]).includes(e));
+    if (behind.length > 0) this.webhookDurable = [...this.webhookDurable, ...behind];
   }
 
   /** A timeline entry; `event` never holds a phone number or card code. */
