@@ -397,6 +397,7 @@ function scaled(timeScale: number, overrides: Partial<OrderTimings> = {}): Order
     reviewWatchFirstCheckMs: scale(timings.reviewWatchFirstCheckMs),
     activityTimeoutMs: 10_000,
     settleMs: scale(timings.settleMs),
+    maxHoldMs: scale(timings.maxHoldMs),
   };
 }
 

@@ -104,6 +104,11 @@ export interface OrderTimings {
    * this long after the send ended, twice, this far apart.
    */
   settleMs: number;
+  /**
+   * An order held because the account cannot take it (docs/operators.md "Orders on hold") waits
+   * at most this long from when it was first held, then ends FAILED with nothing sent (NOT_SENT).
+   */
+  maxHoldMs: number;
 }
 
 /** The spec's sandbox timings and the deadlines of the design; the worker's config may override them. */
@@ -124,6 +129,7 @@ function defaults(deadlineMs: number): OrderTimings {
     reviewWatchFirstCheckMs: 5 * 60_000,
     activityTimeoutMs: 30_000,
     settleMs: 60_000,
+    maxHoldMs: 6 * 60 * 60_000,
   };
 }
 
@@ -228,6 +234,21 @@ export interface OrderResult {
   suggestedOffers?: { planCode: string; amount?: number; typename?: string }[];
 }
 
+export interface OrderHold {
+  reason: 'balance' | 'operator';
+  /** `operator`: the operator /v3/ping reports down. */
+  operator?: string;
+  /** `balance`: what the provider said the order needs and the account holds, DZD, when it said. */
+  required?: number;
+  available?: number;
+  /** When the order was first held. */
+  since: string;
+  /** When it gives up (FAILED, NOT_SENT) if it is still held. */
+  until: string;
+  /** When it was last let go to be sent. */
+  resumedAt?: string;
+}
+
 export interface OrderView {
   ref: string;
   type: OrderType;
@@ -245,6 +266,11 @@ export interface OrderView {
   result?: OrderResult;
   /** FAILED: why the provider refused. */
   failure?: { code: string; message: string };
+  /**
+   * HELD, and after: why the order waited before it was sent (the account's balance, an operator
+   * reported down), since when, until when at most, and when it was let go.
+   */
+  hold?: OrderHold;
   review?: {
     reason: string;
     /** What we knew when we asked for review (provider answer, error class). */

@@ -8,6 +8,7 @@ import { mobileTopupAdapter } from './order/adapters/mobile-topup';
 import { defineOrderWorkflow } from './order/workflow';
 
 export { orderSweepWorkflow } from './order-sweep';
+export { providerAccountWorkflow } from './provider-account';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 
 export const mobileTopupWorkflow = defineOrderWorkflow('mobile_topup', mobileTopupAdapter);

@@ -18,6 +18,7 @@ export type OrderType = z.infer<typeof OrderType>;
 
 export const orderStatuses = [
   'ACCEPTED',
+  'HELD',
   'SUBMITTED',
   'PROCESSING',
   'FULFILLED',

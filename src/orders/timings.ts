@@ -22,6 +22,7 @@ type TimingConfig = Pick<
   | 'PROVIDER_SETTLE_MS'
   | 'REVIEW_WATCH_MS'
   | 'REVIEW_WATCH_FIRST_CHECK_MS'
+  | 'ORDER_MAX_HOLD_MS'
 >;
 
 export function timingsFromConfig(config: TimingConfig, orderType: OrderType): OrderTimings {
@@ -40,5 +41,6 @@ export function timingsFromConfig(config: TimingConfig, orderType: OrderType): O
     reviewWatchFirstCheckMs: config.REVIEW_WATCH_FIRST_CHECK_MS,
     activityTimeoutMs: config.ORDER_ACTIVITY_TIMEOUT_MS,
     settleMs: config.PROVIDER_SETTLE_MS,
+    maxHoldMs: config.ORDER_MAX_HOLD_MS,
   };
 }

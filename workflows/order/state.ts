@@ -88,6 +88,8 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   announcing: Promise<void> = Promise.resolve();
   /** When Temporal was asked to cancel this run (cancellation.ts), if it was. */
   cancelRequestedAt: string | undefined;
+  /** HELD: the account workflow let the order go (hold.ts). */
+  resumeRequested = false;
 
   constructor(
     readonly orderType: OrderType,

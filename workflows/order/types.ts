@@ -32,6 +32,8 @@ export interface SubmitHow {
   notAfter?: number;
   /** A placement retried through the task queue: nothing placed after this (SendOptions.placeUntil). */
   placeUntil?: number;
+  /** The account workflow let this held order go: the worker's send gate lets it through (SendOptions.released). */
+  released?: boolean;
 }
 
 export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
