@@ -398,6 +398,8 @@ function scaled(timeScale: number, overrides: Partial<OrderTimings> = {}): Order
     activityTimeoutMs: 10_000,
     settleMs: scale(timings.settleMs),
     maxHoldMs: scale(timings.maxHoldMs),
+    queuedRecheckMs: scale(timings.queuedRecheckMs),
+    queuedDeadlineMs: scale(timings.queuedDeadlineMs),
   };
 }
 

@@ -269,6 +269,12 @@ const schema = z.object({
    * (the provider documents ping every 30–60 s); also how old the account state the send gate uses may be.
    */
   PROVIDER_ACCOUNT_CHECK_MS: millis.default(30_000),
+  /**
+   * QUEUED orders (internet cards the provider delivers within 12–48 h): re-checked this often,
+   * and sent to review as stuck this long after they were first QUEUED.
+   */
+  ORDER_QUEUED_RECHECK_MS: millis.default(6 * 60 * 60_000),
+  ORDER_QUEUED_DEADLINE_MS: millis.default(72 * 60 * 60_000),
 
   // -- observability (docs/deployers.md "Metrics and traces") --
   /**

@@ -109,6 +109,12 @@ export interface OrderTimings {
    * at most this long from when it was first held, then ends FAILED with nothing sent (NOT_SENT).
    */
   maxHoldMs: number;
+  /**
+   * QUEUED (an internet card the provider delivers within 12–48 h): re-checked this often, and sent
+   * to review as stuck only this long after it was first QUEUED (instead of `deadlineMs`).
+   */
+  queuedRecheckMs: number;
+  queuedDeadlineMs: number;
 }
 
 /** The spec's sandbox timings and the deadlines of the design; the worker's config may override them. */
@@ -130,6 +136,8 @@ function defaults(deadlineMs: number): OrderTimings {
     activityTimeoutMs: 30_000,
     settleMs: 60_000,
     maxHoldMs: 6 * 60 * 60_000,
+    queuedRecheckMs: 6 * 60 * 60_000,
+    queuedDeadlineMs: 72 * 60 * 60_000,
   };
 }
 
@@ -232,6 +240,17 @@ export interface OrderResult {
   refundMessage?: string;
   /** REFUNDED on a plan mismatch: the provider's `suggested_offers`, what to send instead. */
   suggestedOffers?: { planCode: string; amount?: number; typename?: string }[];
+  /**
+   * PARTIALLY_FULFILLED (a gift card the provider PARTIALLY_FILLED): how many cards were ordered,
+   * delivered (`cards`) and refunded by the provider, and the amounts when it gave them (DZD).
+   */
+  partial?: {
+    quantity: number;
+    fulfilledQuantity: number;
+    refundedQuantity: number;
+    fulfilledAmount?: number;
+    refundedAmount?: number;
+  };
 }
 
 export interface OrderHold {
@@ -349,6 +368,12 @@ export const DecisionRejection = {
   notInReview: 'OrderNotInReview',
 } as const;
 
-export const finalStatuses: readonly OrderStatus[] = ['FULFILLED', 'REFUNDED', 'FAILED', 'CANCELLED'];
+export const finalStatuses: readonly OrderStatus[] = [
+  'FULFILLED',
+  'PARTIALLY_FULFILLED',
+  'REFUNDED',
+  'FAILED',
+  'CANCELLED',
+];
 /** The statuses in which an order takes an operator's decision. */
 export const decisionStatuses: readonly OrderStatus[] = ['NEEDS_REVIEW', 'DISPUTED'];

@@ -128,6 +128,19 @@ export const OrderResult = z
         description:
           'REFUNDED on a plan mismatch: plans the provider suggests sending instead (its `suggested_offers`).',
       }),
+    partial: z
+      .object({
+        quantity: z.number().int().meta({ description: 'Cards ordered.' }),
+        fulfilledQuantity: z.number().int().meta({ description: 'Cards delivered (in `cards`).' }),
+        refundedQuantity: z.number().int().meta({ description: 'Cards the provider refunded.' }),
+        fulfilledAmount: z.number().optional().meta({ description: 'DZD debited for the delivered cards.' }),
+        refundedAmount: z.number().optional().meta({ description: 'DZD refunded for the rest.' }),
+      })
+      .optional()
+      .meta({
+        description:
+          'PARTIALLY_FULFILLED gift cards: the provider delivered part of the order and refunded the rest.',
+      }),
   })
   .meta({ id: 'OrderResult' });
 

@@ -44,7 +44,14 @@ import { countDecisionOutcome } from '../decision-metrics';
 import { orderDetails, type ReviewNotice } from '../ui-metadata';
 import { refundOf } from './failures';
 import { RETRY_INITIAL_INTERVAL_MS } from './send';
-import type { AdaptedOrder, Interpretation, OrderAdapter, ProviderCheck, QueuedDecision } from './types';
+import type {
+  AdaptedOrder,
+  Interpretation,
+  OpenStatus,
+  OrderAdapter,
+  ProviderCheck,
+  QueuedDecision,
+} from './types';
 
 /**
  * Temporal warns at 10,240 events; continuing as new well before keeps replays fast and leaves
@@ -136,7 +143,8 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   isOpen(): boolean {
-    return this.view.status === 'SUBMITTED' || this.view.status === 'PROCESSING';
+    const { status } = this.view;
+    return status === 'SUBMITTED' || status === 'PROCESSING' || status === 'QUEUED';
   }
 
   takesDecisions(): boolean {
@@ -159,7 +167,7 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   finish(
-    status: Extract<OrderStatus, 'FULFILLED' | 'REFUNDED' | 'FAILED' | 'CANCELLED'>,
+    status: Extract<OrderStatus, 'FULFILLED' | 'PARTIALLY_FULFILLED' | 'REFUNDED' | 'FAILED' | 'CANCELLED'>,
     event: string,
     outcome: Pick<OrderView, 'result' | 'failure'> & {
       resolution?: Omit<ReviewResolution, 'at'> | ReviewDecision;
@@ -179,6 +187,11 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
     event: string,
     { at, publish = true }: { at?: string; publish?: boolean } = {},
   ): void {
+    if (status === 'QUEUED' && this.view.status !== 'QUEUED') {
+      // Delivery within 12–48 h (documented): checked at that pace, stuck only after a deadline of its own.
+      this.deadlineAt = Date.now() + this.timings.queuedDeadlineMs;
+      this.nextCheckMs = this.timings.queuedRecheckMs;
+    }
     this.view.status = status;
     this.note(event, at);
     if (publish) this.publishStatus();
@@ -311,6 +324,8 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
         return { kind: 'open', status: 'SUBMITTED' };
       case 'HANDLING':
         return { kind: 'open', status: 'PROCESSING' };
+      case 'QUEUED':
+        return { kind: 'open', status: 'QUEUED' };
       case 'REFUNDED':
         return { kind: 'final', status: 'REFUNDED', result: refundOf(check) };
       case 'UNKNOWN_ERROR':
@@ -329,8 +344,20 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
             }
           : { kind: 'final', status: 'FULFILLED', result };
       }
+      case 'PARTIALLY_FILLED': {
+        const result = this.adapter.partialResult?.(check, this.request) ?? {
+          problem: 'this order type is never filled in part',
+        };
+        return 'problem' in result
+          ? {
+              kind: 'review',
+              reason: 'the provider reports PARTIALLY_FILLED with an unusable answer',
+              evidence: result.problem,
+            }
+          : { kind: 'final', status: 'PARTIALLY_FULFILLED', result };
+      }
       default:
-        // QUEUED, PARTIALLY_FILLED (documented, not yet acted on) or a status nobody documented:
+        // A status nobody documented:
         // an answer a person reads, never a loop.
         return {
           kind: 'review',
@@ -344,7 +371,7 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
    * What both ways of polling do with an answer: a final one finishes the order, one that needs
    * review sends it there; an open one is the caller's (`onOpen`, with the status it means).
    */
-  actOnCheck(check: C, onOpen: (status: 'SUBMITTED' | 'PROCESSING') => void): void {
+  actOnCheck(check: C, onOpen: (status: OpenStatus) => void): void {
     this.view.providerStatus = check.status;
     const meaning = this.meaningOf(check);
     switch (meaning.kind) {
@@ -363,7 +390,10 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   observe(check: C): void {
     const previous = this.view.providerStatus;
     this.actOnCheck(check, (status) => {
-      this.nextCheckMs = nextCheckDelayMs(this.timings, this.nextCheckMs, check.status, previous);
+      this.nextCheckMs =
+        status === 'QUEUED'
+          ? this.timings.queuedRecheckMs
+          : nextCheckDelayMs(this.timings, this.nextCheckMs, check.status, previous);
       if (status !== this.view.status) this.transition(status, `The provider reports ${check.status}`);
     });
   }
