@@ -9,10 +9,11 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { OrderView } from '../src/api/orders';
 import { providerRefFor } from '../src/orders/provider-ref';
-import { sandboxTestTypes } from '../src/provider/wire';
+import { sandboxSpecialNumbers, sandboxTestTypes } from '../src/provider/wire';
+import { sandboxRefundMessages } from '../src/sandbox/simulation';
 import { endpointSecret } from '../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../src/webhooks/receiver';
-import { internetRequest, scaledTimings } from './helpers/orders';
+import { internetRequest, mobileRequest, scaledTimings } from './helpers/orders';
 import { clientsWith, eventually, startWebhookStack, type WebhookStack } from './helpers/webhooks';
 
 const KEY = 'test-key-upstream';
@@ -30,7 +31,11 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
     receiver = await startReceiver({ secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)] });
     stack = await startWebhookStack({
       clients: clientsWith({
-        [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] },
+        [CLIENT]: {
+          key: KEY,
+          scopes: ['orders:write', 'orders:read', 'audit:read', 'webhooks:read', 'webhooks:write'],
+          webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }],
+        },
       }),
       signingKey,
       timingsFor: () =>
@@ -111,6 +116,29 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
     // At the QUEUED pace (every 2 s here), not the polling back-off (a check per 600 ms here).
     const checks = (await stack.sandbox.requests('internet.check')).length - checksWhileQueued;
     assert.ok(checks <= 5, `${checks} checks while QUEUED`);
+  });
+
+  it('a top-up REFUNDED on a plan mismatch: its refund_message and suggested_offers reach the order view, the order.refunded webhook and the audit export', async () => {
+    const ref = newRef('mismatch');
+    await submit(mobileRequest(ref, sandboxSpecialNumbers.planMismatch));
+    const view = await until(ref, (v) => v.status === 'REFUNDED', 'REFUNDED');
+    const offers = [{ planCode: 'FACTURE_DJEZZY', amount: 500, typename: 'Facture' }];
+    assert.equal(view.result?.refundMessage, sandboxRefundMessages.planMismatch);
+    assert.deepEqual(view.result?.suggestedOffers, offers);
+
+    const [event] = await eventually(
+      () =>
+        receiver.deliveries.filter((d) => d.message?.data.ref === ref && d.message.type === 'order.refunded'),
+      (list) => list.length === 1,
+      'order.refunded delivered',
+    );
+    assert.equal(event!.message!.data.result?.refundMessage, sandboxRefundMessages.planMismatch);
+    assert.deepEqual(event!.message!.data.result?.suggestedOffers, offers);
+
+    const audit = await call('GET', `/v1/orders/${ref}/audit`);
+    assert.equal(audit.status, 200, audit.text);
+    assert.ok(audit.text.includes(sandboxRefundMessages.planMismatch), 'the audit shows the refund_message');
+    assert.ok(audit.text.includes('FACTURE_DJEZZY'), 'the audit shows the suggested offer');
   });
 
   it('a QUEUED top-up still QUEUED at its own deadline goes to review as stuck, saying QUEUED', async () => {
