@@ -332,7 +332,10 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
         return {
           kind: 'review',
           reason: 'the provider reports UNKNOWN_ERROR',
-          evidence: 'provider status UNKNOWN_ERROR',
+          // The provider's own guidance (docs/operators.md "Runbook: UNKNOWN_ERROR").
+          evidence:
+            'provider status UNKNOWN_ERROR: the provider resolves it to FULFILLED or REFUNDED within 1-24 h; ' +
+            'do not refund before it says so',
         };
       case 'FULFILLED': {
         const result = this.adapter.fulfilledResult(check, this.request);
