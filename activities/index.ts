@@ -13,7 +13,12 @@ import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from
 import type { ProviderClient } from '../src/provider/client';
 import { isProviderError } from '../src/provider/errors';
 import type { GiftCardOrderCheck, InternetCheck, MobileCheck } from '../src/provider/wire';
-import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '../src/orders/schemas';
+import type {
+  GiftCardRequest,
+  InternetTopupRequest,
+  MobileTopupRequest,
+  OrderRequest,
+} from '../src/orders/schemas';
 import {
   nextCheckDelayMs,
   ProviderFailureType,
@@ -29,6 +34,7 @@ import { toTemporalFailure } from './provider-failures';
 import type { Client } from '@temporalio/client';
 import { createSweepActivities } from './sweep';
 import { createBulkReviewActivities } from './bulk-review';
+import { createAccountActivities, createAccountGate, type AccountOptions } from './account';
 import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
 
 export type { CheckOutcome, Submission } from './outcomes.types';
@@ -65,6 +71,12 @@ export interface ActivityOptions {
   webhooks?: AnnounceDeps;
   /** For the order sweep (activities/sweep.ts) and bulk decisions: a client with the worker's data converter. */
   temporal?: Client;
+  /**
+   * The provider account watch (activities/account.ts): held orders and the send gate. Without it
+   * no order is held by the worker, and an order held by the provider cannot register (it retries
+   * its send every REVIEW_RECHECK_INTERVAL_MS until its maximum hold).
+   */
+  account?: AccountOptions;
 }
 
 export function createActivities({
@@ -73,13 +85,22 @@ export function createActivities({
   holdPolls = localSends,
   webhooks,
   temporal,
+  account,
 }: ActivityOptions) {
-  const sendOnce = <C>(options: SendOptions, send: () => Promise<{ topupId: string }>) => {
+  const gate = account && createAccountGate(account, temporal);
+  const sendOnce = async <C>(
+    request: OrderRequest,
+    operation: string,
+    options: SendOptions,
+    send: () => Promise<{ topupId: string }>,
+  ) => {
     mayRunThisSend(options, localSends);
+    await gate?.beforeSend(request, operation, options.released);
     return justSend<C>(send);
   };
   return {
     ...createAnnounceActivity(webhooks),
+    ...createAccountActivities(account, temporal, gate),
     ...createSweepActivities(temporal),
     ...createBulkReviewActivities(temporal),
 
@@ -88,7 +109,7 @@ export function createActivities({
       options: SendOptions = {},
     ): Promise<Submission<MobileCheck>> {
       const ref = options.providerRef ?? request.ref;
-      return sendOnce(options, () =>
+      return sendOnce(request, 'sendMobileTopup', options, () =>
         provider.sendMobileTopup(
           { plan_code: request.planCode, MSSIDN: request.msisdn, amount: request.amount, ref },
           withinAttempt(),
@@ -110,7 +131,7 @@ export function createActivities({
       options: SendOptions = {},
     ): Promise<Submission<InternetCheck>> {
       const ref = options.providerRef ?? request.ref;
-      return sendOnce(options, () =>
+      return sendOnce(request, 'sendInternetTopup', options, () =>
         provider.sendInternetTopup(
           { type: request.lineType, number: request.number, value: request.value, ref },
           withinAttempt(),
@@ -135,9 +156,10 @@ export function createActivities({
      */
     async placeGiftCardOrder(
       request: GiftCardRequest,
-      options: Pick<SendOptions, 'notAfter' | 'placeUntil'> = {},
+      options: Pick<SendOptions, 'notAfter' | 'placeUntil' | 'released'> = {},
     ): Promise<Submission<GiftCardOrderCheck>> {
       mayRunThisSend(options, localSends);
+      await gate?.beforeSend(request, 'placeGiftCardOrder', options.released);
       const { attempt, heartbeatDetails } = Context.current().info;
       if (
         attempt > 1 &&
@@ -215,6 +237,11 @@ export interface SendOptions {
    * where the schedule-to-close timeout firing could not say whether the attempt it cut had placed.
    */
   placeUntil?: number;
+  /**
+   * The account workflow let this held order go (workflows/order/hold.ts): the send gate does not
+   * hold it for the orders still waiting for the balance.
+   */
+  released?: boolean;
 }
 
 /**

@@ -4,6 +4,7 @@
  * code may import it (the lint rule allows `activities/*.types`).
  */
 import type { ProviderFailureKind } from '../src/provider/errors';
+import type { OperatorName } from '../src/provider/wire';
 
 /** `ApplicationFailure.type` of every failure the provider activities throw. */
 export const ProviderFailureType = {
@@ -32,6 +33,11 @@ export const ProviderFailureType = {
    */
   accessDenied: 'ProviderAccessDenied',
   /**
+   * The order's operator is reported down by /v3/ping: the worker did not send (nothing was
+   * sent). The order is held until the operator is up (workflows/order/hold.ts).
+   */
+  operatorDown: 'ProviderOperatorDown',
+  /**
    * A send asked of this worker as a local activity that it makes only through the task queue
    * (WORKER_PROVIDER_CALLS_PER_SECOND is set): nothing was sent, send it as a regular activity.
    */
@@ -53,6 +59,8 @@ export interface ProviderFailureDetails {
   retryAfterMs?: number;
   /** INSUFFICIENT_BALANCE: what the order needs and what the account holds, when the provider said. */
   balance?: { required?: number; available?: number };
+  /** ProviderOperatorDown: the operator /v3/ping reports down. */
+  operator?: OperatorName;
 }
 
 /** A check: what the provider says, or that it does not know the ref / order (404). */

@@ -397,6 +397,9 @@ function scaled(timeScale: number, overrides: Partial<OrderTimings> = {}): Order
     reviewWatchFirstCheckMs: scale(timings.reviewWatchFirstCheckMs),
     activityTimeoutMs: 10_000,
     settleMs: scale(timings.settleMs),
+    maxHoldMs: scale(timings.maxHoldMs),
+    queuedRecheckMs: scale(timings.queuedRecheckMs),
+    queuedDeadlineMs: scale(timings.queuedDeadlineMs),
   };
 }
 

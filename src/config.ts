@@ -197,6 +197,11 @@ const schema = z.object({
   API_DECISION_TIMEOUT_MS: millis.default(10_000),
   /** /readyz gives up on Temporal or the provider after this long and answers 503. */
   API_READINESS_TIMEOUT_MS: millis.default(2_000),
+  /**
+   * How long the provider account's report (/readyz's held orders and operators, the account
+   * gauges) is reused: /v3/ping is documented for every 30–60 s.
+   */
+  API_ACCOUNT_REPORT_TTL_MS: millis.default(30_000),
   /** Node's headersTimeout (slow-loris guard); capped at API_REQUEST_TIMEOUT_MS. */
   API_HEADERS_TIMEOUT_MS: millis.default(10_000),
   /** Idle keep-alive sockets close after this; behind a load balancer set it above the balancer's idle timeout. */
@@ -254,6 +259,22 @@ const schema = z.object({
     .default(24 * 60 * 60_000),
   /** The watch's first check; then the interval doubles up to REVIEW_RECHECK_INTERVAL_MS. */
   REVIEW_WATCH_FIRST_CHECK_MS: millis.default(5 * 60_000),
+  /**
+   * The longest an order is HELD (the account's balance, an operator down: docs/operators.md
+   * "Orders on hold") before it ends FAILED as NOT_SENT: long enough for someone to top up.
+   */
+  ORDER_MAX_HOLD_MS: millis.default(6 * 60 * 60_000),
+  /**
+   * While orders are held, the worker's account watch reads the balance and /v3/ping this often
+   * (the provider documents ping every 30–60 s); also how old the account state the send gate uses may be.
+   */
+  PROVIDER_ACCOUNT_CHECK_MS: millis.default(30_000),
+  /**
+   * QUEUED orders (internet cards the provider delivers within 12–48 h): re-checked this often,
+   * and sent to review as stuck this long after they were first QUEUED.
+   */
+  ORDER_QUEUED_RECHECK_MS: millis.default(6 * 60 * 60_000),
+  ORDER_QUEUED_DEADLINE_MS: millis.default(72 * 60 * 60_000),
 
   // -- observability (docs/deployers.md "Metrics and traces") --
   /**

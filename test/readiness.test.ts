@@ -152,6 +152,8 @@ describe('/readyz checks what a submission needs', () => {
       assert.deepEqual(ready.body, {
         status: 'ready',
         checks: { temporal: 'up', namespace: 'up', searchAttributes: 'up', worker: 'up', provider: 'up' },
+        // Nothing held (no account workflow yet); this provider fake has no /v3/ping.
+        account: { held: { balance: 0, operator: 0 } },
       });
     } finally {
       if (worker?.getState() === 'RUNNING') worker.shutdown();

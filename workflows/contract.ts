@@ -111,6 +111,17 @@ export interface OrderTimings {
    * this long after the send ended, twice, this far apart.
    */
   settleMs: number;
+  /**
+   * An order held because the account cannot take it (docs/operators.md "Orders on hold") waits
+   * at most this long from when it was first held, then ends FAILED with nothing sent (NOT_SENT).
+   */
+  maxHoldMs: number;
+  /**
+   * QUEUED (an internet card the provider delivers within 12–48 h): re-checked this often, and sent
+   * to review as stuck only this long after it was first QUEUED (instead of `deadlineMs`).
+   */
+  queuedRecheckMs: number;
+  queuedDeadlineMs: number;
 }
 
 /** The spec's sandbox timings and the deadlines of the design; the worker's config may override them. */
@@ -131,6 +142,9 @@ function defaults(deadlineMs: number): OrderTimings {
     reviewWatchFirstCheckMs: 5 * 60_000,
     activityTimeoutMs: 30_000,
     settleMs: 60_000,
+    maxHoldMs: 6 * 60 * 60_000,
+    queuedRecheckMs: 6 * 60 * 60_000,
+    queuedDeadlineMs: 72 * 60 * 60_000,
   };
 }
 
@@ -235,6 +249,32 @@ export interface OrderResult {
   refundMessage?: string;
   /** REFUNDED on a plan mismatch: the provider's `suggested_offers`, what to send instead. */
   suggestedOffers?: { planCode: string; amount?: number; typename?: string }[];
+  /**
+   * PARTIALLY_FULFILLED (a gift card the provider PARTIALLY_FILLED): how many cards were ordered,
+   * delivered (`cards`) and refunded by the provider, and the amounts when it gave them (DZD).
+   */
+  partial?: {
+    quantity: number;
+    fulfilledQuantity: number;
+    refundedQuantity: number;
+    fulfilledAmount?: number;
+    refundedAmount?: number;
+  };
+}
+
+export interface OrderHold {
+  reason: 'balance' | 'operator';
+  /** `operator`: the operator /v3/ping reports down. */
+  operator?: string;
+  /** `balance`: what the provider said the order needs and the account holds, DZD, when it said. */
+  required?: number;
+  available?: number;
+  /** When the order was first held. */
+  since: string;
+  /** When it gives up (FAILED, NOT_SENT) if it is still held. */
+  until: string;
+  /** When it was last let go to be sent. */
+  resumedAt?: string;
 }
 
 export interface OrderView {
@@ -254,6 +294,11 @@ export interface OrderView {
   result?: OrderResult;
   /** FAILED: why the provider refused. */
   failure?: { code: string; message: string };
+  /**
+   * HELD, and after: why the order waited before it was sent (the account's balance, an operator
+   * reported down), since when, until when at most, and when it was let go.
+   */
+  hold?: OrderHold;
   review?: {
     reason: string;
     /** What we knew when we asked for review (provider answer, error class). */
@@ -332,6 +377,12 @@ export const DecisionRejection = {
   notInReview: 'OrderNotInReview',
 } as const;
 
-export const finalStatuses: readonly OrderStatus[] = ['FULFILLED', 'REFUNDED', 'FAILED', 'CANCELLED'];
+export const finalStatuses: readonly OrderStatus[] = [
+  'FULFILLED',
+  'PARTIALLY_FULFILLED',
+  'REFUNDED',
+  'FAILED',
+  'CANCELLED',
+];
 /** The statuses in which an order takes an operator's decision. */
 export const decisionStatuses: readonly OrderStatus[] = ['NEEDS_REVIEW', 'DISPUTED'];

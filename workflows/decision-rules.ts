@@ -90,8 +90,15 @@ function judgeStatus(
       return decision === 'REFUNDED'
         ? { verdict: 'confirmed' }
         : refused('contradicted', 'the provider reports REFUNDED');
+    case 'PARTIALLY_FILLED':
+      // Part delivered, part refunded: neither decision is true; a RECHECK settles it as PARTIALLY_FULFILLED.
+      return refused(
+        'contradicted',
+        'the provider reports PARTIALLY_FILLED: part of the order was delivered and the rest refunded (RECHECK settles it)',
+      );
     case 'PENDING':
     case 'HANDLING':
+    case 'QUEUED':
       if (decision === 'REFUNDED') {
         return refused('contradicted', `the provider reports ${status}: it may still fulfil the order`);
       }
@@ -102,7 +109,7 @@ function judgeStatus(
       );
     default:
       // UNKNOWN_ERROR: the provider itself does not know; this is what operators are for. Likewise
-      // a status this service does not act on yet (QUEUED, PARTIALLY_FILLED, anything undocumented).
+      // a status nobody documented.
       return { verdict: 'unconfirmed' };
   }
 }

@@ -31,6 +31,7 @@ import {
 import { readinessCheck, searchAttributesNotReady, type ProviderPort } from './health';
 import { requestLogger } from './logging';
 import { requestMetrics } from './metrics';
+import { accountReport, type AccountProviderPort, type AccountReport } from './account';
 import { noMetrics, type Metrics } from '../observability/metrics';
 import { requestSpans } from '../observability/request-spans';
 import { openApiDocument } from './openapi';
@@ -53,7 +54,7 @@ export interface AppDeps {
    * The provider client: the catalog, readiness (validateKey) and intake's look-ups (plans,
    * internet products, a product's types); without the latter intake checks formats only.
    */
-  provider: ProviderPort & IntakeProvider & CatalogProvider;
+  provider: ProviderPort & IntakeProvider & CatalogProvider & AccountProviderPort;
   config: Config;
   logger: Logger;
   /** The API's clients; default: read from API_CLIENTS_FILE or API_KEYS (main.ts passes its own to reload it). */
@@ -65,6 +66,8 @@ export interface AppDeps {
   shuttingDown?: () => boolean;
   /** Where requests and accepted orders are counted (main.ts: prom-client); default: nowhere. */
   metrics?: Metrics;
+  /** The provider account's report (held orders, operators) for /readyz; default: read by this app. */
+  account?: () => Promise<AccountReport>;
   /** With tracing on: one span per request, parent of everything it does. */
   tracer?: Tracer;
   /** Seals list page tokens; default: from API_PAGE_TOKEN_KEYS (page-token.ts). */
@@ -164,7 +167,19 @@ export function createApp(deps: AppDeps): Express {
         : config.API_REQUEST_TIMEOUT_MS,
     ),
   );
-  app.use(publicRouter({ readiness, shuttingDown: deps.shuttingDown ?? (() => false), openApiDocument }));
+  const account =
+    deps.account ??
+    accountReport({
+      client: deps.client,
+      taskQueue: deps.taskQueue,
+      provider: deps.provider,
+      timeoutMs: config.API_READINESS_TIMEOUT_MS,
+      ttlMs: config.API_ACCOUNT_REPORT_TTL_MS,
+      now: () => clock().getTime(),
+    });
+  app.use(
+    publicRouter({ readiness, account, shuttingDown: deps.shuttingDown ?? (() => false), openApiDocument }),
+  );
 
   // Everything under /v1 needs a key, checked before a body is even read. Limits per client
   // (limits.ts): concurrency and the request budget here, orders counted by the submit routes.

@@ -27,7 +27,8 @@ import { serveMetrics } from '../observability/metrics-server';
 import { PrometheusMetrics } from '../observability/prometheus';
 import { providerCallMetrics } from '../observability/provider-metrics';
 import { tracingFromConfig } from '../observability/tracing';
-import { registerReviewGauges } from './metrics';
+import { registerAccountGauges, registerReviewGauges } from './metrics';
+import { accountReport } from './account';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -70,6 +71,15 @@ async function main(): Promise<void> {
     config,
     metrics ? { onCall: providerCallMetrics(metrics) } : {},
   );
+
+  const account = accountReport({
+    client,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    provider: provider.client,
+    timeoutMs: config.API_READINESS_TIMEOUT_MS,
+    ttlMs: config.API_ACCOUNT_REPORT_TTL_MS,
+  });
+  if (metrics) registerAccountGauges(metrics, account);
 
   const { pageTokens, random: pageTokenKeyIsRandom } = pageTokensFromConfig(config);
   if (pageTokenKeyIsRandom) {

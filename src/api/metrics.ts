@@ -10,6 +10,7 @@ import type { GaugeSample, PrometheusMetrics } from '../observability/prometheus
 import { AcceptedAtAttribute, ReviewSinceAttribute } from '../../workflows/contract';
 import { orderTypes } from '../orders/schemas';
 import { matchedRoute } from '../observability/matched-route';
+import type { AccountReport } from './account';
 
 /** Counts each answered request under its route pattern; unmatched paths share one label value. */
 export function requestMetrics(metrics: Metrics): RequestHandler {
@@ -90,4 +91,27 @@ export function registerReviewGauges(
   metrics.gauge(metricCatalog.reviewOldestAge, async () => [
     { labels: {}, value: (await snapshot()).oldestAgeSeconds },
   ]);
+}
+
+/** The provider account's gauges: orders held by reason, each operator's state, the balance. */
+export function registerAccountGauges(
+  metrics: PrometheusMetrics,
+  report: () => Promise<AccountReport>,
+): void {
+  metrics.gauge(metricCatalog.ordersHeld, async () => {
+    const { held } = await report();
+    return held
+      ? (['balance', 'operator'] as const).map((reason) => ({ labels: { reason }, value: held[reason] }))
+      : [];
+  });
+  metrics.gauge(metricCatalog.providerOperatorUp, async () =>
+    Object.entries((await report()).operators ?? {}).map(([operator, state]) => ({
+      labels: { operator },
+      value: state === 'up' ? 1 : 0,
+    })),
+  );
+  metrics.gauge(metricCatalog.providerBalance, async () => {
+    const { balance } = await report();
+    return balance === undefined ? [] : [{ labels: {}, value: balance }];
+  });
 }

@@ -192,6 +192,19 @@ export const OrderResult = z
         description:
           'REFUNDED on a plan mismatch: plans the provider suggests sending instead (its `suggested_offers`).',
       }),
+    partial: z
+      .object({
+        quantity: z.number().int().meta({ description: 'Cards ordered.' }),
+        fulfilledQuantity: z.number().int().meta({ description: 'Cards delivered (in `cards`).' }),
+        refundedQuantity: z.number().int().meta({ description: 'Cards the provider refunded.' }),
+        fulfilledAmount: z.number().optional().meta({ description: 'DZD debited for the delivered cards.' }),
+        refundedAmount: z.number().optional().meta({ description: 'DZD refunded for the rest.' }),
+      })
+      .optional()
+      .meta({
+        description:
+          'PARTIALLY_FULFILLED gift cards: the provider delivered part of the order and refunded the rest.',
+      }),
   })
   .meta({ id: 'OrderResult' });
 
@@ -245,7 +258,31 @@ export const OrderView = z
     request: OrderRequest,
     providerReference: z.string().optional(),
     result: OrderResult.optional(),
-    failure: z.object({ code: z.string(), message: z.string() }).optional(),
+    failure: z.object({ code: z.string(), message: z.string() }).optional().meta({
+      description:
+        'FAILED: why. `NOT_SENT`: the order was HELD (see `hold`) until its maximum hold and never sent; nothing was debited.',
+    }),
+    hold: z
+      .object({
+        reason: z.enum(['balance', 'operator']).meta({
+          description:
+            '`balance`: the provider account’s balance does not cover the order; `operator`: the provider reports the order’s operator down.',
+        }),
+        operator: z.string().optional(),
+        required: z
+          .number()
+          .optional()
+          .meta({ description: 'What the order needs, DZD, as the provider said.' }),
+        available: z.number().optional().meta({ description: 'What the account held then, DZD.' }),
+        since: IsoTime,
+        until: IsoTime.meta({ description: 'Still held then, the order ends FAILED (`NOT_SENT`).' }),
+        resumedAt: IsoTime.optional().meta({ description: 'When it was last let go to be sent.' }),
+      })
+      .optional()
+      .meta({
+        description:
+          'HELD (and after): the order waited before it was sent because the account could not take it. Nothing is sent while held.',
+      }),
     review: z
       .object({
         reason: z.string(),
@@ -485,6 +522,22 @@ export const Readiness = z
         .meta({ description: 'A worker polled the order task queue in the last 2 minutes.' }),
       provider: z.literal('up').meta({ description: 'The provider accepts our key.' }),
     }),
+    account: z
+      .object({
+        held: z
+          .object({ balance: z.number().int(), operator: z.number().int() })
+          .optional()
+          .meta({
+            description:
+              'Orders HELD now: waiting for the account’s balance, or for an operator the provider reports down. ' +
+              'The API stays ready: it keeps taking orders, which wait too.',
+          }),
+        operators: z
+          .record(z.string(), z.enum(['up', 'down']))
+          .optional()
+          .meta({ description: 'Each operator’s state as the provider’s /v3/ping reports it.' }),
+      })
+      .meta({ description: 'The provider account (parts that could not be read are left out).' }),
   })
   .meta({ id: 'Readiness' });
 

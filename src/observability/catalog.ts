@@ -99,6 +99,22 @@ export const metricCatalog = {
     [],
   ),
 
+  ordersHeld: gauge(
+    'topup_orders_held',
+    'Orders HELD now (the provider account cannot take them), by reason: balance or operator (account workflow, cached briefly).',
+    ['reason'],
+  ),
+  providerOperatorUp: gauge(
+    'topup_provider_operator_up',
+    'Each operator as the provider’s /v3/ping reports it: 1 up, 0 down (cached briefly).',
+    ['operator'],
+  ),
+  providerBalance: gauge(
+    'topup_provider_balance_dzd',
+    'The provider account’s balance in DZD (/v3/account/balance, cached briefly): alert before it reaches 0.',
+    [],
+  ),
+
   // ---- worker: workflows (emitted by workflows/interceptors.ts, never during replay) ----
   ordersFinished: counter(
     'topup_orders_finished',

@@ -18,9 +18,12 @@ export type OrderType = z.infer<typeof OrderType>;
 
 export const orderStatuses = [
   'ACCEPTED',
+  'HELD',
   'SUBMITTED',
   'PROCESSING',
+  'QUEUED',
   'FULFILLED',
+  'PARTIALLY_FULFILLED',
   'REFUNDED',
   'FAILED',
   'CANCELLED',

@@ -176,6 +176,16 @@ export const operatorNames = ['mobilis', 'ooredoo', 'djezzy', 'mobilisFixedPlans
 export const OperatorName = z.enum(operatorNames);
 export type OperatorName = z.infer<typeof OperatorName>;
 export const OperatorState = z.enum(['up', 'down']);
+
+/**
+ * The operator whose /v3/ping state a plan depends on: Mobilis' fixed plans (neither PREPAID_ nor
+ * GROS_) have a state of their own, `mobilisFixedPlans`.
+ */
+export function operatorOfPlan(plan: { code: string; operator: string }): OperatorName | undefined {
+  if (plan.operator === 'mobilis' && !plan.code.startsWith('PREPAID_') && !plan.code.startsWith('GROS_'))
+    return 'mobilisFixedPlans';
+  return operatorNames.find((name) => name === plan.operator);
+}
 export const Ping = z.looseObject({
   api: z.string(),
   operators: z.record(z.string(), z.string()),

@@ -15,7 +15,6 @@ import {
   type InternetLineType,
   type InternetProduct,
   type MobilePlans,
-  type OperatorName,
 } from '../provider/wire';
 
 export const sandboxDynamicPlans: readonly DynamicPlan[] = [
@@ -36,13 +35,6 @@ function plan(code: string, name: string, operator: string, min: number, max: nu
 }
 function fixed(code: string, name: string, operator: string, amount: number): FixedPlan {
   return { code, name, operator, cost: 0.98, isEnabled: true, amount };
-}
-
-/** The operator whose /v3/ping state a plan depends on. */
-export function operatorOfPlan(plan: { code: string; operator: string }): OperatorName {
-  if (plan.operator === 'mobilis' && !plan.code.startsWith('PREPAID_') && !plan.code.startsWith('GROS_'))
-    return 'mobilisFixedPlans';
-  return plan.operator as OperatorName;
 }
 
 const internetValues: Record<InternetLineType, number[]> = {

@@ -94,6 +94,7 @@ async function main(): Promise<void> {
         provider: provider.client,
         localSends: config.WORKER_PROVIDER_CALLS_PER_SECOND === undefined,
         temporal,
+        account: { provider: provider.client, checkMs: config.PROVIDER_ACCOUNT_CHECK_MS },
         webhooks: {
           temporal,
           taskQueue: config.WEBHOOK_TASK_QUEUE,

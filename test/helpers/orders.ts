@@ -12,6 +12,7 @@ import {
 import { bundleWorkflowCode, NativeConnection, Runtime } from '@temporalio/worker';
 import { createWorkerLogger } from '../../src/worker/logger';
 import { createActivities, type OrderProvider } from '../../activities';
+import type { AccountProvider } from '../../activities/account';
 import { createOrderWorker, type WorkflowCode } from '../../src/worker/worker';
 import { workflowBundleOptions } from '../../src/worker/bundle';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal';
@@ -277,7 +278,14 @@ export interface OrderTestWorkers<K extends string> {
 export async function startOrderTestWorkers<K extends string>(
   providers: Record<K, OrderProvider>,
   /** Workers that send only through the task queue (as with WORKER_PROVIDER_CALLS_PER_SECOND). */
-  { queueSendsOnly = [] }: { queueSendsOnly?: NoInfer<K>[] } = {},
+  {
+    queueSendsOnly = [],
+    account,
+  }: {
+    queueSendsOnly?: NoInfer<K>[];
+    /** Workers that watch the provider account (held orders, the send gate), reading it this often. */
+    account?: { workers: NoInfer<K>[]; checkMs: number };
+  } = {},
 ): Promise<OrderTestWorkers<K>> {
   installTestRuntime();
   const [temporal, workflowCode] = await Promise.all([useTemporal(), bundledWorkflows()]);
@@ -297,6 +305,13 @@ export async function startOrderTestWorkers<K extends string>(
           provider,
           localSends: !queueSendsOnly.includes(name),
           temporal: client,
+          ...(account?.workers.includes(name) && {
+            account: {
+              provider: provider as unknown as AccountProvider,
+              checkMs: account.checkMs,
+              pingMaxAgeMs: account.checkMs,
+            },
+          }),
         }),
         workflowCode,
       });

@@ -56,6 +56,8 @@ export interface HookedClient {
 
 export interface WebhookStack {
   temporal: TestTemporal;
+  /** The order worker's task queue. */
+  taskQueue: string;
   sandbox: TestSandbox;
   client: Client;
   api: TestApi;
@@ -103,6 +105,8 @@ export async function startWebhookStack(options: {
   direct?: Omit<DirectDelivery, 'deliver'>;
   sandboxTimeScale?: number;
   timingsFor?: (type: OrderType) => ReturnType<typeof scaledTimings>;
+  /** The worker watches the provider account (held orders, the send gate), reading it this often. */
+  account?: { checkMs: number };
 }): Promise<WebhookStack> {
   installTestRuntime();
   const [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox(options.sandboxTimeScale)]);
@@ -124,6 +128,7 @@ export async function startWebhookStack(options: {
     policy: new AddressPolicy(options.allowedNetworks ?? ['127.0.0.1/32']),
     lookup: options.lookup,
   });
+  const workerClient = new Client({ connection: nativeConnection, namespace: temporal.namespace });
   const workers: Worker[] = [
     await createOrderWorker({
       connection: nativeConnection,
@@ -131,8 +136,16 @@ export async function startWebhookStack(options: {
       taskQueue,
       activities: createActivities({
         provider: provider.client,
+        ...(options.account && {
+          temporal: workerClient,
+          account: {
+            provider: provider.client,
+            checkMs: options.account.checkMs,
+            pingMaxAgeMs: options.account.checkMs,
+          },
+        }),
         webhooks: {
-          temporal: new Client({ connection: nativeConnection, namespace: temporal.namespace }),
+          temporal: workerClient,
           taskQueue: webhookTaskQueue,
           endpoints: registry,
           policy,
@@ -163,10 +176,15 @@ export async function startWebhookStack(options: {
     provider: provider.client,
     clients: registry,
     timingsFor: options.timingsFor ?? (() => scaledTimings()),
-    config: apiTestConfig({ WEBHOOK_TASK_QUEUE: webhookTaskQueue, API_RATE_LIMIT_PER_MINUTE: '100000' }),
+    config: apiTestConfig({
+      WEBHOOK_TASK_QUEUE: webhookTaskQueue,
+      API_RATE_LIMIT_PER_MINUTE: '100000',
+      API_ACCOUNT_REPORT_TTL_MS: '200',
+    }),
   });
   return {
     temporal,
+    taskQueue,
     sandbox,
     client,
     api,

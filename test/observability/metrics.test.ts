@@ -401,7 +401,10 @@ describe('metrics of the API and the worker, after real orders', () => {
       assert.ok(used.has(exportedName(definition)), `${exportedName(definition)} is on the dashboard`);
     assert.deepEqual(alerts.groups.flatMap((g) => g.rules.map((r) => r.alert)).sort(), [
       'OrdersDisputed',
+      'OrdersHeld',
+      'ProviderBalanceLow',
       'ProviderErrorRateHigh',
+      'ProviderOperatorDown',
       'ReviewBacklogTooOld',
       'WebhookDeliveriesFailing',
       'WorkflowTaskFailures',

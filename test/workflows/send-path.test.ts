@@ -45,7 +45,10 @@ describe('the send path against a provider that commits late and reads behind', 
       }),
       close: () => pool.close(),
     };
-    env = await startOrderTestWorkers({ short: short.client, slow: slow.client });
+    env = await startOrderTestWorkers(
+      { short: short.client, slow: slow.client },
+      { account: { workers: ['short'], checkMs: 200 } },
+    );
   });
   afterEach(async () => {
     await sandbox.clearFaults();
@@ -64,7 +67,11 @@ describe('the send path against a provider that commits late and reads behind', 
   ) => startOrder(env.client, env.taskQueues[worker], request, { timings: scaledTimings(), ...extra });
 
   const settled = (handle: WorkflowHandle, timeoutMs = 60_000): Promise<OrderView> =>
-    waitForView(handle, (v) => !['ACCEPTED', 'SUBMITTED', 'PROCESSING'].includes(v.status), timeoutMs);
+    waitForView(
+      handle,
+      (v) => !['ACCEPTED', 'HELD', 'SUBMITTED', 'PROCESSING'].includes(v.status),
+      timeoutMs,
+    );
 
   it('when the provider commits a send after the worker gave up on it (no unique refs), the top-up is sent once and FULFILLED', async () => {
     // Hole 1: the worker's send times out after ~1-2 s; the provider commits it at 3 s. A retry that
@@ -218,7 +225,8 @@ describe('the send path against a provider that commits late and reads behind', 
     // Several settle windows: long enough for the old code to have FAILED it long ago.
     await new Promise((r) => setTimeout(r, 3_000));
     const held = await handle.query(statusQuery);
-    assert.notEqual(held.status, 'FAILED', JSON.stringify(held));
+    assert.equal(held.status, 'HELD', JSON.stringify(held));
+    assert.equal(held.hold?.reason, 'balance');
     assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 0, attempts: 0 });
 
     await sandbox.settings({ balance: 10_000 });

@@ -21,7 +21,9 @@ export function onCancelRequested<R extends OrderRequest, C extends ProviderChec
   const { status } = o.view;
   log.warn('cancellation requested', { status });
   const asked = `Cancellation requested in Temporal at ${at}`;
-  if (status === 'ACCEPTED') {
+  if (status === 'HELD') {
+    o.note(`${asked}: held, nothing was sent; it ends CANCELLED`);
+  } else if (status === 'ACCEPTED') {
     o.note(`${asked}: nothing more is sent; a send that may be in flight is followed to its outcome`);
   } else if (o.takesDecisions()) {
     o.note(`${asked}: not cancelled, the order waits for an operator's decision`);

@@ -58,10 +58,12 @@ export async function pollStep<R extends OrderRequest, C extends ProviderCheck>(
     if (seen.check && o.isOpen()) observePolled(o, seen.check, seen.at);
   }
   if (!o.isOpen()) return;
-  if (settled) return o.publishStatus();
+  // Settled and still open is QUEUED: its own pace, up to its own deadline.
   if (Date.now() >= o.deadlineAt) {
-    return o.toReview('stuck: no final status by the deadline', failed ?? last ?? 'no answer');
+    const queued = o.view.status === 'QUEUED' ? ' (QUEUED: not delivered by its own deadline)' : '';
+    return o.toReview(`stuck: no final status by the deadline${queued}`, failed ?? last ?? 'no answer');
   }
+  if (settled) return o.publishStatus();
   // Not settled before the deadline: only a failure of the polling itself (a bug); try again later.
   o.publishStatus();
   await sleep(o.timings.maxIntervalMs);

@@ -24,6 +24,7 @@ import {
   summarize,
   type ProviderFailure,
 } from './failures';
+import { holdsTheOrder, holdUntilResumed } from './hold';
 import { lookUp } from './provider';
 import { cancelledBeforeSending } from './cancellation';
 import type { Order } from './state';
@@ -73,20 +74,32 @@ export async function submit<R extends OrderRequest, C extends ProviderCheck>(o:
  * the deadline.
  */
 async function place<R extends OrderRequest, C extends ProviderCheck>(o: Order<R, C>): Promise<void> {
-  const viaQueue = () => o.adapter.submit(placementActivities(o), o.order, { placeUntil: o.deadlineAt });
-  try {
-    return o.onSubmitted(await submitLocalFirst(o, viaQueue));
-  } catch (err) {
-    const failure = providerFailureOf(err);
-    if (!failure || !isSafeToRepeat(failure.type)) return placementFailed(o, err);
-    const delayMs = failure.details?.retryAfterMs ?? RETRY_INITIAL_INTERVAL_MS;
-    if (Date.now() + delayMs >= o.deadlineAt) return giveUpSubmitting(o, failure.message);
-    await sleep(delayMs, { summary: 'wait, then place again (the provider was not reached)' });
-  }
-  try {
-    return o.onSubmitted(await viaQueue());
-  } catch (err) {
-    return placementFailed(o, err);
+  let released = false;
+  const viaQueue = () =>
+    o.adapter.submit(placementActivities(o), o.order, {
+      placeUntil: o.deadlineAt,
+      ...(released && { released }),
+    });
+  let local = true;
+  for (;;) {
+    try {
+      return o.onSubmitted(local ? await submitLocalFirst(o, viaQueue) : await viaQueue());
+    } catch (err) {
+      const failure = providerFailureOf(err);
+      if (failure && holdsTheOrder(failure)) {
+        // Certainly not placed: held, then placed through the task queue.
+        const held = await holdUntilResumed(o, failure);
+        if (cancelledBeforeSending(o, 'held, nothing was placed') || held.next === 'ended') return;
+        released = held.released;
+        local = false;
+        continue;
+      }
+      if (!local || !failure || !isSafeToRepeat(failure.type)) return placementFailed(o, err);
+      const delayMs = failure.details?.retryAfterMs ?? RETRY_INITIAL_INTERVAL_MS;
+      if (Date.now() + delayMs >= o.deadlineAt) return giveUpSubmitting(o, failure.message);
+      await sleep(delayMs, { summary: 'wait, then place again (the provider was not reached)' });
+      local = false;
+    }
   }
 }
 
@@ -134,6 +147,7 @@ async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
   const evidence: string[] = [];
   let mayHaveReached = false;
   let repeats = 0;
+  let released = false;
   if (start === 'settle-first') {
     mayHaveReached = true;
     evidence.push('the first workflow task did not complete: its send may have reached the provider');
@@ -148,7 +162,7 @@ async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
     if (cancelledBeforeSending(o, unsent)) return;
     let err: unknown;
     try {
-      const viaQueue = () => o.adapter.submit(activities, o.order, {});
+      const viaQueue = () => o.adapter.submit(activities, o.order, released ? { released } : {});
       const submission =
         start === 'local-send' && sends === 1 ? await submitLocalFirst(o, viaQueue) : await viaQueue();
       return o.onSubmitted(submission);
@@ -157,6 +171,14 @@ async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
     }
     const failure = providerFailureOf(err);
     if (failure?.type === ProviderFailureType.rejected) return refused(o, failure);
+    if (failure && holdsTheOrder(failure)) {
+      // Certainly not sent (the provider refused it for the balance, or the worker held it).
+      const held = await holdUntilResumed(o, failure);
+      if (held.next === 'ended' && o.cancelRequestedAt === undefined) return;
+      released = held.next === 'send' && held.released;
+      repeats = 0;
+      continue;
+    }
     if (failure?.type === ProviderFailureType.duplicateRef) {
       if (!mayHaveReached) {
         // No send of ours can be behind it: the ref was used before, by an order we no longer

@@ -45,7 +45,14 @@ import { countDecisionOutcome } from '../decision-metrics';
 import { orderDetails, type ReviewNotice } from '../ui-metadata';
 import { refundOf } from './failures';
 import { RETRY_INITIAL_INTERVAL_MS } from './send';
-import type { AdaptedOrder, Interpretation, OrderAdapter, ProviderCheck, QueuedDecision } from './types';
+import type {
+  AdaptedOrder,
+  Interpretation,
+  OpenStatus,
+  OrderAdapter,
+  ProviderCheck,
+  QueuedDecision,
+} from './types';
 
 /**
  * Temporal warns at 10,240 events; continuing as new well before keeps replays fast and leaves
@@ -96,6 +103,8 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   webhookDurable: DurableEndpoints;
   /** When Temporal was asked to cancel this run (cancellation.ts), if it was. */
   cancelRequestedAt: string | undefined;
+  /** HELD: the account workflow let the order go (hold.ts). */
+  resumeRequested = false;
 
   constructor(
     readonly orderType: OrderType,
@@ -145,7 +154,8 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   isOpen(): boolean {
-    return this.view.status === 'SUBMITTED' || this.view.status === 'PROCESSING';
+    const { status } = this.view;
+    return status === 'SUBMITTED' || status === 'PROCESSING' || status === 'QUEUED';
   }
 
   takesDecisions(): boolean {
@@ -168,7 +178,7 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   finish(
-    status: Extract<OrderStatus, 'FULFILLED' | 'REFUNDED' | 'FAILED' | 'CANCELLED'>,
+    status: Extract<OrderStatus, 'FULFILLED' | 'PARTIALLY_FULFILLED' | 'REFUNDED' | 'FAILED' | 'CANCELLED'>,
     event: string,
     outcome: Pick<OrderView, 'result' | 'failure'> & {
       resolution?: Omit<ReviewResolution, 'at'> | ReviewDecision;
@@ -188,6 +198,11 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
     event: string,
     { at, publish = true }: { at?: string; publish?: boolean } = {},
   ): void {
+    if (status === 'QUEUED' && this.view.status !== 'QUEUED') {
+      // Delivery within 12–48 h (documented): checked at that pace, stuck only after a deadline of its own.
+      this.deadlineAt = Date.now() + this.timings.queuedDeadlineMs;
+      this.nextCheckMs = this.timings.queuedRecheckMs;
+    }
     this.view.status = status;
     this.note(event, at);
     if (publish) this.publishStatus();
@@ -353,13 +368,18 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
         return { kind: 'open', status: 'SUBMITTED' };
       case 'HANDLING':
         return { kind: 'open', status: 'PROCESSING' };
+      case 'QUEUED':
+        return { kind: 'open', status: 'QUEUED' };
       case 'REFUNDED':
         return { kind: 'final', status: 'REFUNDED', result: refundOf(check) };
       case 'UNKNOWN_ERROR':
         return {
           kind: 'review',
           reason: 'the provider reports UNKNOWN_ERROR',
-          evidence: 'provider status UNKNOWN_ERROR',
+          // The provider's own guidance (docs/operators.md "Runbook: UNKNOWN_ERROR").
+          evidence:
+            'provider status UNKNOWN_ERROR: the provider resolves it to FULFILLED or REFUNDED within 1-24 h; ' +
+            'do not refund before it says so',
         };
       case 'FULFILLED': {
         const result = this.adapter.fulfilledResult(check, this.request);
@@ -371,8 +391,20 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
             }
           : { kind: 'final', status: 'FULFILLED', result };
       }
+      case 'PARTIALLY_FILLED': {
+        const result = this.adapter.partialResult?.(check, this.request) ?? {
+          problem: 'this order type is never filled in part',
+        };
+        return 'problem' in result
+          ? {
+              kind: 'review',
+              reason: 'the provider reports PARTIALLY_FILLED with an unusable answer',
+              evidence: result.problem,
+            }
+          : { kind: 'final', status: 'PARTIALLY_FULFILLED', result };
+      }
       default:
-        // QUEUED, PARTIALLY_FILLED (documented, not yet acted on) or a status nobody documented:
+        // A status nobody documented:
         // an answer a person reads, never a loop.
         return {
           kind: 'review',
@@ -386,7 +418,7 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
    * What both ways of polling do with an answer: a final one finishes the order, one that needs
    * review sends it there; an open one is the caller's (`onOpen`, with the status it means).
    */
-  actOnCheck(check: C, onOpen: (status: 'SUBMITTED' | 'PROCESSING') => void): void {
+  actOnCheck(check: C, onOpen: (status: OpenStatus) => void): void {
     this.view.providerStatus = check.status;
     const meaning = this.meaningOf(check);
     switch (meaning.kind) {
@@ -405,7 +437,10 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   observe(check: C): void {
     const previous = this.view.providerStatus;
     this.actOnCheck(check, (status) => {
-      this.nextCheckMs = nextCheckDelayMs(this.timings, this.nextCheckMs, check.status, previous);
+      this.nextCheckMs =
+        status === 'QUEUED'
+          ? this.timings.queuedRecheckMs
+          : nextCheckDelayMs(this.timings, this.nextCheckMs, check.status, previous);
       if (status !== this.view.status) this.transition(status, `The provider reports ${check.status}`);
     });
   }

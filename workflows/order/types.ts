@@ -32,6 +32,8 @@ export interface SubmitHow {
   notAfter?: number;
   /** A placement retried through the task queue: nothing placed after this (SendOptions.placeUntil). */
   placeUntil?: number;
+  /** The account workflow let this held order go: the worker's send gate lets it through (SendOptions.released). */
+  released?: boolean;
 }
 
 export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
@@ -58,15 +60,23 @@ export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
   /** What a FULFILLED order delivered, or why that answer cannot be accepted as is. */
   fulfilledResult(check: C, request: R): OrderResult | { problem: string };
   /**
+   * What a PARTIALLY_FILLED order delivered and what was refunded, or why that answer cannot be
+   * accepted as is; absent for order types the provider never fills in part.
+   */
+  partialResult?(check: C, request: R): OrderResult | { problem: string };
+  /**
    * Why a check answer found under this order's ref cannot be this order's (another number or
    * amount; another topupId than the send returned), or undefined.
    */
   notThisOrder?(check: C, order: AdaptedOrder<R>, providerReference: string | undefined): string | undefined;
 }
 
+/** The statuses of an order the provider has and has not settled. */
+export type OpenStatus = 'SUBMITTED' | 'PROCESSING' | 'QUEUED';
+
 export type Interpretation =
-  | { kind: 'open'; status: 'SUBMITTED' | 'PROCESSING' }
-  | { kind: 'final'; status: 'FULFILLED' | 'REFUNDED'; result: OrderResult }
+  | { kind: 'open'; status: OpenStatus }
+  | { kind: 'final'; status: 'FULFILLED' | 'PARTIALLY_FULFILLED' | 'REFUNDED'; result: OrderResult }
   | { kind: 'review'; reason: string; evidence: string };
 
 /** What the provider said about the order, for a decision or the watch. */

@@ -17,6 +17,7 @@ import {
   type OrderRequest,
   type OrderView,
 } from '../contract';
+import { resumeHeldSignal } from '../account-contract';
 import { handlerDescriptions } from '../ui-metadata';
 import { onCancelRequested } from './cancellation';
 import { continueAsNewIfDue } from './continue-as-new';
@@ -36,6 +37,8 @@ export function defineOrderWorkflow<R extends OrderRequest, C extends ProviderCh
     setHandler(statusQuery, () => order.view, { description: handlerDescriptions.status });
     // The sweep reads a closed run's input with it to resume the order (order-sweep.ts).
     setHandler(orderInputQuery, () => order.input);
+    // The account workflow lets a HELD order go (hold.ts).
+    setHandler(resumeHeldSignal, () => void (order.resumeRequested = true));
     setHandler(resolveReviewSignal, (decision) => onSignal(order, decision), {
       description: handlerDescriptions.resolveReview,
     });

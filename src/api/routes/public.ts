@@ -2,6 +2,7 @@
 import { Router, type Request, type RequestHandler } from 'express';
 import { temporarilyUnavailable } from '../error-handler';
 import type { Readiness } from '../health';
+import type { AccountReport } from '../account';
 import { validateRequest } from '../validation';
 
 /** No public route takes a parameter: an unknown one is a 400 here as on every /v1 route. */
@@ -12,6 +13,7 @@ const noParameters: RequestHandler = (req: Request, _res, next) => {
 
 export function publicRouter(deps: {
   readiness: () => Promise<Readiness>;
+  account: () => Promise<AccountReport>;
   shuttingDown: () => boolean;
   openApiDocument: () => object;
 }): Router {
@@ -25,13 +27,22 @@ export function publicRouter(deps: {
 
   router.get('/readyz', noParameters, async (req, res) => {
     if (deps.shuttingDown()) throw temporarilyUnavailable('Not ready: shutting down.');
-    const { ready, checks, missing, problems } = await deps.readiness();
+    const [{ ready, checks, missing, problems }, account] = await Promise.all([
+      deps.readiness(),
+      // Held orders and operators down do not make the API unready: it still takes orders (they wait).
+      deps.account().catch((): AccountReport => ({})),
+    ]);
     if (!ready) {
       // Error messages go to the log only (/readyz is public); the answer names what is missing.
       req.log.warn({ checks, problems }, 'not ready');
       throw temporarilyUnavailable(`Not ready: ${missing.join('; ')}.`);
     }
-    res.json({ status: 'ready', checks });
+    const { held, operators } = account;
+    res.json({
+      status: 'ready',
+      checks,
+      account: { ...(held && { held }), ...(operators && { operators }) },
+    });
   });
 
   router.get('/openapi.json', noParameters, (_req, res) => {

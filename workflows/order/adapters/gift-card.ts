@@ -14,4 +14,25 @@ export const giftCardAdapter: OrderAdapter<GiftCardRequest, GiftCardOrderCheck> 
     check.cards?.length === request.quantity
       ? { cards: check.cards.map((card) => ({ code: card.value, serial: card.serial })) }
       : { problem: `FULFILLED with ${check.cards?.length ?? 0} cards for a quantity of ${request.quantity}` },
+  partialResult: (check, request) => {
+    const delivered = check.cards ?? [];
+    const fulfilled = check.fulfilled_quantity ?? delivered.length;
+    if (!(fulfilled > 0 && fulfilled < request.quantity) || delivered.length !== fulfilled) {
+      return {
+        problem: `PARTIALLY_FILLED with ${delivered.length} cards, ${fulfilled} fulfilled, for a quantity of ${request.quantity}`,
+      };
+    }
+    const refunded = request.quantity - fulfilled;
+    const price = check.price_per_card;
+    return {
+      cards: delivered.map((card) => ({ code: card.value, serial: card.serial })),
+      partial: {
+        quantity: request.quantity,
+        fulfilledQuantity: fulfilled,
+        refundedQuantity: refunded,
+        ...(check.fulfilled_amount !== undefined && { fulfilledAmount: check.fulfilled_amount }),
+        ...(price !== undefined && { refundedAmount: price * refunded }),
+      },
+    };
+  },
 };
