@@ -179,7 +179,7 @@ export async function streamExport(
         first.value.map(({ summary, position }) =>
           views(async () => {
             const address = { client: summary.client ?? caller.id, ref: summary.ref };
-            const view = await orders.view(caller, address, 'read', log).catch((err: unknown) => {
+            const view = await orders.view(caller, address, 'read', log, reveal).catch((err: unknown) => {
               // Gone since it was listed (deleted, out of retention): not a row any more.
               if (err instanceof ApiError && err.key === 'order-not-found') return undefined;
               throw err;

@@ -334,13 +334,16 @@ export class OrderService {
 
   /**
    * The order's view for this caller: 404 when the caller does not reach it (access.ts), card codes
-   * masked for anyone but the owner (an auditor or an operator reading another client's order). `log` is the request's logger.
+   * masked for anyone but the owner (an auditor or an operator reading another client's order),
+   * except for an auditor holding audit:reveal who asks to `reveal` (the export, which records it).
+   * `log` is the request's logger.
    */
   async view(
     caller: Caller,
     address: OrderAddress,
     purpose: Purpose = 'read',
     log: Logger = this.#o.logger,
+    reveal = false,
   ): Promise<OrderView> {
     // Refused before Temporal is asked: the answer cannot depend on whether the order exists.
     const access = accessTo(caller, address.client, purpose);
@@ -348,7 +351,8 @@ export class OrderService {
     const view = await this.#read(address, log);
     if (access === 'owner') return view;
     if (access === 'operator' && !inOperatorReach(view)) throw orderNotFound(address.ref);
-    // Card codes are money: another client's are revealed only by the audit export, recorded.
+    // Card codes are money: another client's are revealed only by the audit exports, recorded.
+    if (access === 'audit' && reveal && caller.scopes.has(REVEAL_SCOPE)) return view;
     return maskCardCodes(view);
   }
 
