@@ -48,11 +48,11 @@ export default tseslint.config(
               message: 'Workflows import only the types of activities (import type).',
             },
             {
-              // zod in the workflow bundle costs memory per cached workflow (src/orders/review-decision.ts).
+              // zod in the workflow bundle costs memory per cached workflow (contract/review-decision.ts).
               group: [
                 'zod',
                 'zod/*',
-                '**/orders/schemas',
+                '**/contract/schemas',
                 '**/src/provider',
                 '**/src/provider/*',
                 '**/src/config',
@@ -60,7 +60,7 @@ export default tseslint.config(
               ],
               allowTypeImports: true,
               message:
-                'Keep zod out of the workflow bundle: import types only (checks: src/orders/review-decision.ts).',
+                'Keep zod out of the workflow bundle: import types only (checks: contract/review-decision.ts).',
             },
             {
               // Evaluated per cached workflow: only traced orders load it (workflows/interceptors.ts).

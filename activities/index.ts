@@ -13,7 +13,7 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import type { ProviderClient } from '../src/provider/client';
 import { isProviderError } from '../src/provider/errors';
 import type { GiftCardOrderCheck, InternetCheck, MobileCheck } from '../src/provider/wire';
-import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '../src/orders/schemas';
+import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '../contract/schemas';
 import {
   nextCheckDelayMs,
   ProviderFailureType,
@@ -23,14 +23,14 @@ import {
   type PollPlan,
   type PollProgress,
   type Submission,
-} from './outcomes.types';
+} from '../contract/activity-outcomes';
 import { withinAttempt } from './attempt-deadline';
 import { toTemporalFailure } from './provider-failures';
 import type { Client } from '@temporalio/client';
 import { createSweepActivities } from './sweep';
 import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
 
-export type { CheckOutcome, Submission } from './outcomes.types';
+export type { CheckOutcome, Submission } from '../contract/activity-outcomes';
 
 /** The provider client methods the activities use (a fake needs only these). */
 export type OrderProvider = Pick<

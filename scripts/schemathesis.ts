@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { OrderRequest, OrderStatus } from '../src/orders/schemas';
+import type { OrderRequest, OrderStatus } from '../contract/schemas';
 import { sandboxSpecialNumbers } from '../src/provider/wire';
 import { IntakeClient } from './chaos/intake';
 import { buildWorkflowBundle, CHAOS_API_KEY, ChaosStack } from './chaos/stack';

@@ -16,8 +16,8 @@ import type { ProviderPort } from '../src/api/health';
 import type { OrderView } from '../src/api/orders';
 import { canonicalJson, type OrderService } from '../src/api/orders';
 import { apiTestConfig, startTestApi, testClients, type TestApi } from '../src/api/testing';
-import { OrderRequest } from '../src/orders/schemas';
-import { orderWorkflowId } from '../workflows/contract';
+import { OrderRequest } from '../contract/schemas';
+import { orderWorkflowId } from '../contract/order';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
 
 const taskQueue = `api-batch-${randomUUID()}`;

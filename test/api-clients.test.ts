@@ -32,7 +32,7 @@ import {
 } from '../src/api/testing';
 import { keyDigest } from '../src/clients/keys';
 import { providerRefFor } from '../src/orders/provider-ref';
-import type { OrderRequest, OrderType } from '../src/orders/schemas';
+import type { OrderRequest, OrderType } from '../contract/schemas';
 import { sandboxSpecialNumbers } from '../src/provider/wire';
 import { createOrderWorker } from '../src/worker/worker';
 import { createWorkerLogger } from '../src/worker/logger';
@@ -43,7 +43,7 @@ import {
   orderWorkflowId,
   workflowTypeByOrderType,
   type OrderInput,
-} from '../workflows/contract';
+} from '../contract/order';
 import {
   internetRequest,
   mobileRequest,

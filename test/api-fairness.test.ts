@@ -10,7 +10,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { ProviderPort } from '../src/api/health';
 import { apiTestConfig, startTestApi, testClients, testClientsFile, type TestApi } from '../src/api/testing';
 import { ClientRegistry } from '../src/clients/registry';
-import { orderWorkflowId } from '../workflows/contract';
+import { orderWorkflowId } from '../contract/order';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
 
 const taskQueue = `api-fairness-${randomUUID()}`;

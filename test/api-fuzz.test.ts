@@ -27,8 +27,8 @@ import {
   type TestApi,
 } from '../src/api/testing';
 import { canonicalJson } from '../src/api/orders';
-import { OrderRef, OrderRequest } from '../src/orders/schemas';
-import { orderWorkflowId } from '../workflows/contract';
+import { OrderRef, OrderRequest } from '../contract/schemas';
+import { orderWorkflowId } from '../contract/order';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_251_121);

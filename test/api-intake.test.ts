@@ -16,7 +16,7 @@ import type { GiftCardCatalogView } from '../src/api/catalog';
 import { apiTestConfig, startTestApi, type TestApi } from '../src/api/testing';
 import { createOrderWorker } from '../src/worker/worker';
 import { createWorkerLogger } from '../src/worker/logger';
-import { orderWorkflowId, type OrderView } from '../workflows/contract';
+import { orderWorkflowId, type OrderView } from '../contract/order';
 import {
   ADMIN_TOKEN,
   scaledTimings,

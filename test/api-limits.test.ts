@@ -11,7 +11,7 @@ import type { ProviderPort } from '../src/api/health';
 import { apiTestConfig, startTestApi, testClients, testClientsFile, type TestApi } from '../src/api/testing';
 import type { ClientLimits } from '../src/clients/model';
 import { ClientRegistry } from '../src/clients/registry';
-import { orderWorkflowId } from '../workflows/contract';
+import { orderWorkflowId } from '../contract/order';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
 
 const run = randomUUID().slice(0, 8);

@@ -20,7 +20,7 @@ import {
   InternetTopupRequest,
   MobileTopupRequest,
   ReviewRequest,
-} from '../src/orders/schemas';
+} from '../contract/schemas';
 import type { ProviderPort } from '../src/api/health';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
 

@@ -12,7 +12,7 @@ import type { Problem } from '../src/api/errors';
 import type { ProviderPort } from '../src/api/health';
 import { pageTokensFromConfig } from '../src/api/page-token';
 import { apiTestConfig, startTestApi, type TestApi } from '../src/api/testing';
-import { AcceptedAtAttribute, OrderClientAttribute, workflowTypeByOrderType } from '../workflows/contract';
+import { AcceptedAtAttribute, OrderClientAttribute, workflowTypeByOrderType } from '../contract/order';
 import { mobileRequest } from './helpers/orders';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
 

@@ -29,7 +29,7 @@ import {
   type TestClientId,
 } from '../src/api/testing';
 import { providerRefFor } from '../src/orders/provider-ref';
-import type { OrderRequest } from '../src/orders/schemas';
+import type { OrderRequest } from '../contract/schemas';
 import { sandboxSpecialNumbers } from '../src/provider/wire';
 import { createOrderWorker } from '../src/worker/worker';
 import { createWorkerLogger } from '../src/worker/logger';
@@ -41,7 +41,7 @@ import {
   orderWorkflowId,
   workflowTypeByOrderType,
   type OrderInput,
-} from '../workflows/contract';
+} from '../contract/order';
 import {
   giftCardRequest,
   mobileRequest,

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { canonicalJson, requestHash } from '../src/api/orders';
-import { OrderRequest } from '../src/orders/schemas';
+import { OrderRequest } from '../contract/schemas';
 
 /** The function the fingerprints of orders accepted so far were made with (until issue 17). */
 function handWritten(value: unknown): string {

@@ -24,7 +24,7 @@ import {
 import type { ProviderPort } from '../src/api/health';
 import { keyDigest } from '../src/clients/keys';
 import type { Catalog, KeyInfo } from '../src/provider/wire';
-import { orderWorkflowId } from '../workflows/contract';
+import { orderWorkflowId } from '../contract/order';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
 import pino from 'pino';
 

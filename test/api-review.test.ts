@@ -30,7 +30,7 @@ import {
   type OrderTimings,
   type OrderView,
   type ReviewDecision,
-} from '../workflows/contract';
+} from '../contract/order';
 import {
   giftCardRequest,
   internetRequest,

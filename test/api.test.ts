@@ -22,7 +22,7 @@ import {
   orderWorkflowId,
   type OrderStatus,
   type OrderView,
-} from '../workflows/contract';
+} from '../contract/order';
 import {
   giftCardRequest,
   internetRequest,

@@ -31,7 +31,7 @@ import {
   workflowTypeByOrderType,
   type OrderInput,
   type OrderView,
-} from '../workflows/contract';
+} from '../contract/order';
 import type { AuditFixtureActivities } from './fixtures/audit-workflow';
 import { decideUpdate } from './fixtures/audit-workflow';
 import { rawHistory } from './helpers/raw-history';

@@ -12,7 +12,7 @@ import { Client, Connection } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { startTestApi, type TestApi } from '../src/api/testing';
 import type { ProviderPort } from '../src/api/health';
-import { orderWorkflowId } from '../workflows/contract';
+import { orderWorkflowId } from '../contract/order';
 import { giftCardRequest, internetRequest, mobileRequest } from './helpers/orders';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
 

@@ -15,7 +15,7 @@ import type { ProviderPort } from '../src/api/health';
 import { startTestApi, type TestApi } from '../src/api/testing';
 import { ensureTemporalSetup } from '../src/temporal/setup';
 import { createWorkerLogger } from '../src/worker/logger';
-import { searchAttributeDefinitions } from '../workflows/contract';
+import { searchAttributeDefinitions } from '../contract/order';
 import { mobileRequest } from './helpers/orders';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from './helpers/temporal';
 

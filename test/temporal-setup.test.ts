@@ -2,7 +2,7 @@
  * `npm run temporal:setup` / the worker's start-up check (src/temporal/setup.ts) against a real
  * Temporal server: it creates what is missing, changes nothing the second time, converges the
  * retention, and stops with a clear message when a search attribute has the wrong type. The
- * search attributes come from the one list in workflows/contract.ts.
+ * search attributes come from the one list in contract/order.ts.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +15,7 @@ import {
   OrderStatusAttribute,
   OrderTypeAttribute,
   searchAttributeDefinitions,
-} from '../workflows/contract';
+} from '../contract/order';
 import { ensureTemporalSetup, formatRetention, TemporalSetupError } from '../src/temporal/setup';
 import { loadConfig } from '../src/config';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
@@ -42,7 +42,7 @@ describe('Temporal setup (namespace, retention, search attributes)', () => {
     return Number(config?.workflowExecutionRetentionTtl?.seconds ?? 0) * 1000;
   };
 
-  it('the list in workflows/contract.ts names every search attribute key the code sets, with its type', () => {
+  it('the list in contract/order.ts names every search attribute key the code sets, with its type', () => {
     const typeNames: Record<string, string> = {
       [SearchAttributeType.KEYWORD]: 'Keyword',
       [SearchAttributeType.DATETIME]: 'Datetime',

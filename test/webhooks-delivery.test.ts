@@ -16,7 +16,7 @@ import { signedHeaders, webhookEventId, webhookMessage } from '../src/webhooks/m
 import { startReceiver, type RunningReceiver } from '../src/webhooks/receiver';
 import { endpointSecret, endpointSecrets } from '../src/webhooks/secrets';
 import { WebhookSender } from '../src/webhooks/sender';
-import type { DeliveryOutcome, WebhookEvent } from '../workflows/webhook-contract';
+import type { DeliveryOutcome, WebhookEvent } from '../contract/webhooks';
 
 const SECRET = endpointSecret(randomBytes(32), 'acme', 'erp', 1);
 

@@ -13,7 +13,7 @@ import { Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { startSandbox } from '../src/sandbox/server';
 import { ensureTemporalSetup } from '../src/temporal/setup';
-import { searchAttributeDefinitions } from '../workflows/contract';
+import { searchAttributeDefinitions } from '../contract/order';
 import { useTemporal, type TestTemporal } from './helpers/temporal';
 
 const root = resolve(__dirname, '..');

@@ -6,9 +6,9 @@
  * (OrderService.submit) called in-process without HTTP.
  */
 import type { Client } from '@temporalio/client';
-import type { OrderType } from '../../src/orders/schemas';
+import type { OrderType } from '../../contract/schemas';
 import { providerRefFor } from '../../src/orders/provider-ref';
-import { orderWorkflowId, workflowTypeByOrderType } from '../../workflows/contract';
+import { orderWorkflowId, workflowTypeByOrderType } from '../../contract/order';
 import type { BenchOptions } from './args';
 import {
   fetchHistories,

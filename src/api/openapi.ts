@@ -1,6 +1,6 @@
 /**
  * The OpenAPI 3.1 document, generated from the same zod schemas the routes validate with
- * (src/orders/schemas.ts, ./schemas.ts) — never written by hand, so it cannot promise what the
+ * (contract/schemas.ts, ./schemas.ts) — never written by hand, so it cannot promise what the
  * API does not accept. test/api-openapi.test.ts checks it against the routes.
  *
  * Components are named by the schemas' own zod `.meta({ id })` (zod-to-openapi reads it), not by
@@ -14,7 +14,7 @@ import {
 } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import type { Scope } from '../clients/model';
-import { OrderRequest, ReviewRequest } from '../orders/schemas';
+import { OrderRequest, ReviewRequest } from '../../contract/schemas';
 import { GiftCardCatalogView } from './catalog';
 import { problemKinds, type ProblemKey } from './errors';
 import { PROBLEM_CONTENT_TYPE } from './error-handler';

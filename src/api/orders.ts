@@ -2,7 +2,7 @@
  * What the order routes do with Temporal: start an order idempotently, read its view, list orders
  * from visibility (order-list.ts) and put a review decision to the order (a Workflow Update) —
  * each for an authenticated caller, on the orders it reaches (access.ts). Routes stay thin; this
- * module knows the workflow contract (workflows/contract.ts) and turns Temporal's errors and the
+ * module knows the workflow contract (contract/order.ts) and turns Temporal's errors and the
  * workflow's refusals into ApiErrors.
  *
  * An order belongs to the client that submitted it. Its workflow ID derives from (client, ref)
@@ -38,9 +38,9 @@ import {
   type OrderInput,
   type OrderTimings,
   type OrderView as WorkflowOrderView,
-} from '../../workflows/contract';
+} from '../../contract/order';
 import type { Caller, ClientRegistry } from '../clients/registry';
-import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../orders/schemas';
+import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../../contract/schemas';
 import { providerRefFor } from '../orders/provider-ref';
 import { orderPriority, type OrderOrigin } from '../orders/priority';
 import { accessTo, inOperatorReach, maskCardCodes, type Purpose } from './access';
@@ -50,12 +50,12 @@ import { OrderListing, type OrderList } from './order-list';
 import { pageTokensFromConfig, type PageTokens } from './page-token';
 import { acceptedView, OrderReader, type ReadView } from './order-read';
 import { workflowStatuses, type ListOrdersQuery } from './schemas';
-import { metricCatalog } from '../observability/catalog';
+import { metricCatalog } from '../../contract/metrics';
 import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
 import { workflowUiUrl } from '../temporal/ui-links';
 import { auditOrder, type OrderAudit } from '../audit/order-audit';
 import { REVEAL_SCOPE, revealRecorder, type RevealRecorder } from '../audit/reveal';
-import { orderSummary } from '../../workflows/ui-metadata';
+import { orderSummary } from '../../contract/ui-metadata';
 
 export interface OrderServiceOptions {
   /** Refuses (422) what the provider would refuse, before anything starts (intake.ts); none: formats only. */
@@ -178,7 +178,7 @@ export class OrderService {
     return this.#o.client.withDeadline(Date.now() + this.#o.timeoutMs, fn);
   }
 
-  /** The default client keeps `order-<ref>`; every other client's IDs name it (contract.ts). */
+  /** The default client keeps `order-<ref>`; every other client's IDs name it (contract/order.ts). */
   workflowIdOf({ client, ref }: OrderAddress): string {
     return orderWorkflowId(ref, client === this.#o.clients.defaultClientId ? undefined : client);
   }

@@ -2,13 +2,19 @@
  * The intake API's own schemas: path and query parameters, and the response bodies. A `.meta` id
  * names the schema's component in the OpenAPI document.
  *
- * Request bodies come from src/orders/schemas.ts. The response schemas describe the workflow's
- * OrderView (workflows/contract.ts) for the OpenAPI document; the type assertions at the end make
+ * Request bodies come from contract/schemas.ts. The response schemas describe the workflow's
+ * OrderView (contract/order.ts) for the OpenAPI document; the type assertions at the end make
  * the compiler fail if the two drift apart.
  */
 import { z } from 'zod';
 import { allWebhookEventTypes, ClientId, WEBHOOK_ENDPOINT_ID_PATTERN } from '../clients/model';
-import { OrderRef, OrderRequest, OrderStatus, OrderType, ReviewDecisionPayload } from '../orders/schemas';
+import {
+  OrderRef,
+  OrderRequest,
+  OrderStatus,
+  OrderType,
+  ReviewDecisionPayload,
+} from '../../contract/schemas';
 import { ProviderStatus } from '../provider/wire';
 import { auditEntryKinds } from '../audit/story';
 import type { OrderView as ServiceView } from './orders';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities, type OrderProvider } from '../../activities';
-import { ProviderFailureType, type PollOutcome, type PollPlan } from '../../activities/outcomes.types';
+import { ProviderFailureType, type PollOutcome, type PollPlan } from '../../contract/activity-outcomes';
 import { ProviderError, type ProviderFailureKind } from '../../src/provider/errors';
 import type { MobileCheck } from '../../src/provider/wire';
 import { giftCardRequest, mobileRequest } from '../helpers/orders';

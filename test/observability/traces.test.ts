@@ -22,7 +22,7 @@ import { freePort } from '../../src/temporal/dev-server';
 import { startPart, waitForHttp, type ManagedProcess } from '../../scripts/lib/processes';
 import { startTracing, type Tracing } from '../../src/observability/tracing';
 import { createOrderWorker } from '../../src/worker/worker';
-import { defaultOrderTimings, orderWorkflowId, type OrderView } from '../../workflows/contract';
+import { defaultOrderTimings, orderWorkflowId, type OrderView } from '../../contract/order';
 import {
   installTestRuntime,
   mobileRequest,

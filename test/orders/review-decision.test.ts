@@ -11,8 +11,8 @@ import {
   reviewDecisions,
   reviewTextMaxLength,
   unknownFieldsNamed,
-} from '../../src/orders/review-decision';
-import { ReviewDecisionPayload, ReviewRequest } from '../../src/orders/schemas';
+} from '../../contract/review-decision';
+import { ReviewDecisionPayload, ReviewRequest } from '../../contract/schemas';
 
 /** Strings around the interesting edges: blank, padded, exactly at and just over the limit. */
 function textAround(max: number): fc.Arbitrary<unknown> {

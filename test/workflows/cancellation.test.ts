@@ -8,10 +8,10 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { ListOrdersQuery } from '../../src/api/schemas';
-import { orderStatuses } from '../../src/orders/schemas';
+import { orderStatuses } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { webhookEventTypes } from '../../src/webhooks/event-types';
-import { decideReviewUpdate, orderWorkflowId, type OrderView } from '../../workflows/contract';
+import { webhookEventTypes } from '../../contract/event-types';
+import { decideReviewUpdate, orderWorkflowId, type OrderView } from '../../contract/order';
 import {
   mobileRequest,
   newRef,

@@ -4,7 +4,7 @@
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { resolveReviewSignal } from '../../workflows/contract';
+import { resolveReviewSignal } from '../../contract/order';
 import {
   countingProvider,
   giftCardRequest,

@@ -12,7 +12,7 @@ import {
   OrderStatusAttribute,
   resolveReviewSignal,
   type OrderView,
-} from '../../workflows/contract';
+} from '../../contract/order';
 import {
   countingProvider,
   giftCardRequest,

@@ -8,7 +8,7 @@
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
-import { statusQuery, type OrderView } from '../../workflows/contract';
+import { statusQuery, type OrderView } from '../../contract/order';
 import {
   mobileRequest,
   newRef,

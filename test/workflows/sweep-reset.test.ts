@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { temporal as proto } from '@temporalio/proto';
 import { ensureOrderSweepSchedule } from '../../src/temporal/sweep-schedule';
-import { orderWorkflowId, type OrderView } from '../../workflows/contract';
+import { orderWorkflowId, type OrderView } from '../../contract/order';
 import {
   giftCardRequest,
   mobileRequest,

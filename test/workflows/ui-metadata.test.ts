@@ -27,14 +27,14 @@ import {
   type OrderInput,
   type OrderView,
   type ReviewDecision,
-} from '../../workflows/contract';
+} from '../../contract/order';
 import {
   handlerDescriptions,
   pastableDecisions,
   reviewNotice,
   type PastableDecision,
   type ReviewNotice,
-} from '../../workflows/ui-metadata';
+} from '../../contract/ui-metadata';
 import { rawHistory } from '../helpers/raw-history';
 import {
   installTestRuntime,

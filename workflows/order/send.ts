@@ -13,8 +13,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { OrderActivities } from '../../activities';
-import { ProviderFailureType, type Submission } from '../../activities/outcomes.types';
-import type { OrderRequest } from '../contract';
+import { ProviderFailureType, type Submission } from '../../contract/activity-outcomes';
+import type { OrderRequest } from '../../contract/order';
 import {
   describeFailure,
   isSafeToRepeat,

@@ -17,11 +17,11 @@ import {
 } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporalio/common';
 import type { OrderActivities } from '../../activities';
-import { nextCheckDelayMs, type Submission } from '../../activities/outcomes.types';
-import { decidedByWhom } from '../../src/orders/review-decision';
-import type { ReviewDecision } from '../../src/orders/schemas';
-import { statusEventType } from '../../src/webhooks/event-types';
-import type { OrderEvent } from '../webhook-contract';
+import { nextCheckDelayMs, type Submission } from '../../contract/activity-outcomes';
+import { decidedByWhom } from '../../contract/review-decision';
+import type { ReviewDecision } from '../../contract/schemas';
+import { statusEventType } from '../../contract/event-types';
+import type { OrderEvent } from '../../contract/webhooks';
 import {
   AcceptedAtAttribute,
   decisionStatuses,
@@ -39,9 +39,9 @@ import {
   type OrderType,
   type OrderView,
   type ReviewResolution,
-} from '../contract';
+} from '../../contract/order';
 import { countDecisionOutcome } from '../decision-metrics';
-import { orderDetails, type ReviewNotice } from '../ui-metadata';
+import { orderDetails, type ReviewNotice } from '../../contract/ui-metadata';
 import { refundOf } from './failures';
 import { RETRY_INITIAL_INTERVAL_MS } from './send';
 import type { AdaptedOrder, Interpretation, OrderAdapter, ProviderCheck, QueuedDecision } from './types';

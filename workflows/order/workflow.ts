@@ -16,8 +16,8 @@ import {
   statusQuery,
   type OrderRequest,
   type OrderView,
-} from '../contract';
-import { handlerDescriptions } from '../ui-metadata';
+} from '../../contract/order';
+import { handlerDescriptions } from '../../contract/ui-metadata';
 import { onCancelRequested } from './cancellation';
 import { continueAsNewIfDue } from './continue-as-new';
 import { pollStep } from './polling';

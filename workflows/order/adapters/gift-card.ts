@@ -1,5 +1,5 @@
 /** A gift card: placed without a ref of ours, so it is checked only by the provider's orderId. */
-import type { GiftCardRequest } from '../../../src/orders/schemas';
+import type { GiftCardRequest } from '../../../contract/schemas';
 import type { GiftCardOrderCheck } from '../../../src/provider/wire';
 import type { OrderAdapter } from '../types';
 

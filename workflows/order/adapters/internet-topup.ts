@@ -1,5 +1,5 @@
 /** An internet top-up: sent under our ref, checked by it; a fulfilled one carries a card code. */
-import type { InternetTopupRequest } from '../../../src/orders/schemas';
+import type { InternetTopupRequest } from '../../../contract/schemas';
 import type { InternetCheck } from '../../../src/provider/wire';
 import type { OrderAdapter } from '../types';
 import { otherTopup } from './other-topup';

@@ -12,7 +12,7 @@
  *
  * Pure and deterministic: imported by workflow code and by the API.
  */
-import type { OrderRequest, OrderView } from './contract';
+import type { OrderRequest, OrderView } from './order';
 
 const typeNames = {
   mobile_topup: 'Mobile top-up',

@@ -3,7 +3,7 @@
  * status added later gets its event by its name), and `order.review_decision` when the workflow
  * acts on an operator's decision. Zod-free and I/O-free: the order workflow imports it.
  */
-import type { OrderStatus } from '../orders/schemas';
+import type { OrderStatus } from './schemas';
 
 /** ACCEPTED is the API's own answer to the submission (201), not a change the workflow makes. */
 export type StatusEventType = `order.${Lowercase<Exclude<OrderStatus, 'ACCEPTED'>>}`;

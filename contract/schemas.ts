@@ -9,7 +9,7 @@ import {
   limits,
   mobileNumberPattern,
   PlanCode,
-} from '../provider/wire';
+} from '../src/provider/wire';
 import { providerOrderIdPattern, reviewDecisions, reviewTextMaxLength } from './review-decision';
 
 export const orderTypes = ['mobile_topup', 'internet_topup', 'gift_card'] as const;

@@ -9,9 +9,9 @@
  * order never waits for a receiver.
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { ReviewDecision } from '../src/orders/schemas';
-import type { WebhookEventType } from '../src/webhooks/event-types';
-import type { OrderStatus, OrderView } from './contract';
+import type { ReviewDecision } from './schemas';
+import type { WebhookEventType } from './event-types';
+import type { OrderStatus, OrderView } from './order';
 
 export type { WebhookEventType };
 
@@ -23,7 +23,7 @@ export const WEBHOOK_EVENTS_PATCH = 'webhook-events';
 
 export const webhookDeliveryWorkflowType = 'webhookDeliveryWorkflow';
 
-/** One delivery workflow per order; `:` cannot appear in an order's workflow ID's parts (contract.ts). */
+/** One delivery workflow per order; `:` cannot appear in an order's workflow ID's parts (order.ts). */
 export function webhookDeliveryWorkflowId(orderWorkflowId: string): string {
   return `webhooks:${orderWorkflowId}`;
 }

@@ -6,7 +6,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import type { OrderRequest, OrderStatus, OrderType, ReviewDecision } from '../src/orders/schemas';
+import type { OrderRequest, OrderStatus, OrderType, ReviewDecision } from './schemas';
 import type { ProviderStatus } from '../src/provider/wire';
 
 export type { OrderRequest, OrderStatus, OrderType, ReviewDecision, ProviderStatus };
