@@ -1,9 +1,9 @@
+import type { ProviderFailureKind } from './provider';
 /**
  * What the provider activities return and how they fail: the part of the activities' contract the
  * workflows need at run time (the failure `type` strings) or as types. Free of I/O, so workflow
  * code may import it (the lint rule allows `activities/*.types`).
  */
-import type { ProviderFailureKind } from '../src/provider/errors';
 
 /** `ApplicationFailure.type` of every failure the provider activities throw. */
 export const ProviderFailureType = {

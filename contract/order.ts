@@ -7,7 +7,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { OrderRequest, OrderStatus, OrderType, ReviewDecision } from './schemas';
-import type { ProviderStatus } from '../src/provider/wire';
+import type { ProviderStatus } from './provider';
 
 export type { OrderRequest, OrderStatus, OrderType, ReviewDecision, ProviderStatus };
 

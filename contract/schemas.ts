@@ -3,14 +3,8 @@
  * validation, the TypeScript types the workflows use (`import type`) and the OpenAPI document.
  */
 import { z } from 'zod';
-import {
-  InternetLineType,
-  lineNumberPatterns,
-  limits,
-  mobileNumberPattern,
-  PlanCode,
-} from '../src/provider/wire';
 import { providerOrderIdPattern, reviewDecisions, reviewTextMaxLength } from './review-decision';
+import { InternetLineType, lineNumberPatterns, limits, mobileNumberPattern, PlanCode } from './provider';
 
 export const orderTypes = ['mobile_topup', 'internet_topup', 'gift_card'] as const;
 export const OrderType = z.enum(orderTypes);

@@ -10,13 +10,8 @@ import { createServer } from 'node:net';
 import { inspect } from 'node:util';
 import { request, type Pool } from 'undici';
 import { startSandbox } from '../src/sandbox/server';
-import {
-  createProviderPool,
-  ProviderClient,
-  ProviderError,
-  type MobileSendBody,
-  type ProviderFailureKind,
-} from '../src/provider';
+import { createProviderPool, ProviderClient, ProviderError, type MobileSendBody } from '../src/provider';
+import type { ProviderFailureKind } from '../contract/provider';
 
 const ADMIN_TOKEN = 't';
 const SANDBOX_KEY = 'sandbox-key';

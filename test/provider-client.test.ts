@@ -17,8 +17,8 @@ import {
   parseRetryAfter,
   ProviderClient,
   ProviderError,
-  type ProviderFailureKind,
 } from '../src/provider';
+import type { ProviderFailureKind } from '../contract/provider';
 
 const ORIGIN = 'http://provider.test';
 const API_KEY = 'sk_live_THIS-MUST-NEVER-LEAK_5f2a';

@@ -9,7 +9,7 @@ import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MockAgent } from 'undici';
 import type { z } from 'zod';
-import { isProviderError, ProviderClient, type ProviderFailureKind } from '../src/provider';
+import { isProviderError, ProviderClient } from '../src/provider';
 import {
   Balance,
   Catalog,
@@ -30,6 +30,7 @@ import {
   MobileTopupPage,
 } from '../src/provider/wire';
 import { startTestSandbox, testProvider, type TestSandbox } from './helpers/orders';
+import type { ProviderFailureKind } from '../contract/provider';
 
 const ORIGIN = 'http://provider.test';
 const DOCS = 'https://docs.oneclickdz.com';

@@ -13,10 +13,11 @@
  */
 import type { Logger } from 'pino';
 import type { ProviderClient } from '../provider/client';
-import type { InternetLineType, InternetProducts, MobilePlans, ProductDetails } from '../provider/wire';
+import type { InternetProducts, MobilePlans, ProductDetails } from '../provider/wire';
 import type { OrderRequest } from '../../contract/schemas';
 import { cached, type Cache } from './catalog';
 import { ApiError, type FieldError } from './errors';
+import type { InternetLineType } from '../../contract/provider';
 
 export type IntakeProvider = Partial<
   Pick<

@@ -15,9 +15,9 @@ import {
   OrderType,
   ReviewDecisionPayload,
 } from '../../contract/schemas';
-import { ProviderStatus } from '../provider/wire';
 import { auditEntryKinds } from '../audit/story';
 import type { OrderView as ServiceView } from './orders';
+import { ProviderStatus } from '../../contract/provider';
 
 // ---- parameters ----
 
