@@ -30,6 +30,9 @@ import type { Client } from '@temporalio/client';
 import { createSweepActivities } from './sweep';
 import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
 
+/** What the check activities return: the provider's answers, as the workflows' adapters read them. */
+export type { GiftCardOrderCheck, InternetCheck, MobileCheck };
+
 export type { CheckOutcome, Submission } from '../contract/activity-outcomes';
 
 /** The provider client methods the activities use (a fake needs only these). */

@@ -49,7 +49,8 @@ import { temporarilyUnavailable } from './error-handler';
 import { OrderListing, type OrderList } from './order-list';
 import { pageTokensFromConfig, type PageTokens } from './page-token';
 import { acceptedView, OrderReader, type ReadView } from './order-read';
-import { workflowStatuses, type ListOrdersQuery } from './schemas';
+import { workflowStatuses, type ListOrdersQuery, type OrderView as DocumentedView } from './schemas';
+import type { z } from 'zod';
 import { metricCatalog } from '../../contract/metrics';
 import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
 import { workflowUiUrl } from '../temporal/ui-links';
@@ -129,6 +130,15 @@ function workflowStatusOf(description: WorkflowExecutionDescription): WorkflowSt
 }
 
 export type OrderView = WorkflowOrderView & OrderIdentity;
+
+// The compiler keeps the documented view (schemas.ts, the OpenAPI document) and the view the API
+// answers with identical. Here rather than in schemas.ts, so the schemas need nothing of this module.
+type Assignable<A, B> = [A] extends [B] ? true : false;
+const viewMatches: [
+  Assignable<z.infer<typeof DocumentedView>, OrderView>,
+  Assignable<OrderView, z.infer<typeof DocumentedView>>,
+] = [true, true];
+void viewMatches;
 
 /** The memo keys: the hash of the order's canonical request (never the request: personal data) and its provider ref. */
 export const REQUEST_HASH_MEMO = 'requestHash';

@@ -26,7 +26,7 @@ import {
 } from './failures';
 import { lookUp } from './provider';
 import { cancelledBeforeSending } from './cancellation';
-import type { Order } from './state';
+import { RETRY_INITIAL_INTERVAL_MS, type Order } from './state';
 import type { ProviderCheck } from './types';
 
 /**
@@ -34,8 +34,6 @@ import type { ProviderCheck } from './types';
  * (and never past the deadline): with the default back-off that is about a quarter of an hour.
  */
 const MAX_SUBMIT_TRIES = 20;
-/** First retry of a failed provider call; further ones back off to the polling cap. */
-export const RETRY_INITIAL_INTERVAL_MS = 1_000;
 /**
  * The first send (a local activity) must be scheduled by the worker within this share of the
  * task timeout after its workflow task started (SendOptions.notAfter). A local activity can run

@@ -43,8 +43,10 @@ import {
 import { countDecisionOutcome } from '../decision-metrics';
 import { orderDetails, type ReviewNotice } from '../../contract/ui-metadata';
 import { refundOf } from './failures';
-import { RETRY_INITIAL_INTERVAL_MS } from './send';
 import type { AdaptedOrder, Interpretation, OrderAdapter, ProviderCheck, QueuedDecision } from './types';
+
+/** First retry of a failed provider call; further ones back off to the polling cap. */
+export const RETRY_INITIAL_INTERVAL_MS = 1_000;
 
 /**
  * Temporal warns at 10,240 events; continuing as new well before keeps replays fast and leaves
