@@ -4,7 +4,7 @@
  *
  * Why not the API's zod schema (schemas.ts)? Inside the workflow sandbox zod is loaded into the
  * bundle and kept per cached workflow, which costs every worker memory and CPU per order (figures:
- * docs/contributors.md, "What the code's choices cost"). The rule is a handful of fields, so it is written out here; test/orders/review-decision.test.ts checks with fast-check
+ * docs/contributors.md, "What the code's choices cost"). The rule is a handful of fields, so it is written out here; test/contract/review-decision.test.ts checks with fast-check
  * that it accepts and refuses exactly what the zod schema of the payload does, so the two cannot
  * drift apart.
  */

@@ -26,7 +26,7 @@ const schemathesisBin = join(venv, 'bin', 'schemathesis');
 /**
  * The checks that hold. Every one schemathesis offers for responses is on; the ones that judge
  * the *request* side (negative_data_rejection, positive_data_acceptance, …) are left to
- * test/api-fuzz.test.ts, which knows which bodies are valid.
+ * test/api/fuzz.test.ts, which knows which bodies are valid.
  */
 const CHECKS = [
   'not_a_server_error',

@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 document, generated from the same zod schemas the routes validate with
  * (contract/schemas.ts, ./schemas.ts) — never written by hand, so it cannot promise what the
- * API does not accept. test/api-openapi.test.ts checks it against the routes.
+ * API does not accept. test/api/openapi.test.ts checks it against the routes.
  *
  * Components are named by the schemas' own zod `.meta({ id })` (zod-to-openapi reads it), not by
  * `registry.register`, whose `.openapi()` would need zod patched before any schema is created.

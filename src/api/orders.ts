@@ -147,7 +147,7 @@ export const PROVIDER_REF_MEMO = 'providerRef';
 /**
  * RFC 8785 (JCS) canonical JSON, so the same request always hashes the same whatever its key order.
  * Its output for every request the API accepts is that of the hand-written function the stored
- * fingerprints were made with (test/api-request-hash.test.ts).
+ * fingerprints were made with (test/api/request-hash.test.ts).
  */
 export function canonicalJson(value: unknown): string {
   return canonicalize(value) ?? 'null';

@@ -2,7 +2,7 @@
  * The provider's /v3 wire formats, written once: what our spec (../shared/spec/provider-api-v3.md)
  * shows, completed by what the provider documents of itself (../shared/spec/provider-v3-documented.md,
  * "the fact sheet"). The client parses answers with these schemas and the sandbox validates its
- * requests and its own answers with them (test/provider-contract.test.ts), so neither can drift
+ * requests and its own answers with them (test/provider/contract.test.ts), so neither can drift
  * from the documented provider.
  *
  * Answers are read leniently: every documented form is accepted (the ⚠ variants of the fact
