@@ -8,24 +8,20 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import pino from 'pino';
 import { submitBatch, type BatchItemResult } from '../../src/api/batch';
 import type { Problem } from '../../src/api/errors';
-import type { ProviderPort } from '../../src/api/health';
 import type { OrderView } from '../../src/api/orders';
 import { canonicalJson, type OrderService } from '../../src/api/orders';
-import { apiTestConfig, startTestApi, testClients, type TestApi } from '../../src/api/testing';
+import { apiTestConfig, testClients, type TestApi } from '../../src/api/testing';
 import { OrderRequest } from '../../contract/schemas';
 import { orderWorkflowId } from '../../contract/order';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { idleProvider, startOrderStack, type OrderStack } from '../helpers/stack';
 
 const taskQueue = `api-batch-${randomUUID()}`;
 const run = randomUUID().slice(0, 8);
-const provider: ProviderPort = {
-  getGiftCardCatalog: async () => ({ categories: [] }),
-  validateKey: async () => ({ username: 'u', apiKey: { type: 'SANDBOX', scope: 'all', isEnabled: true } }),
-};
+const provider = idleProvider;
 
 type Item = Record<string, unknown>;
 
@@ -66,29 +62,25 @@ function order(i: number, label: string | number = i): Item {
 }
 
 describe('POST /v1/orders/batch', { timeout: 300_000 }, () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
+  let stack: OrderStack<never>;
   let client: Client;
   let api: TestApi;
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
-    api = await startTestApi({
-      client,
-      taskQueue,
-      provider,
-      // No worker answers the status query here: a repeat (200) waits for this deadline, then
-      // answers from what Temporal itself knows — exactly as the single route does.
-      config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '2000', API_BATCH_TIMEOUT_MS: '120000' }),
+    stack = await startOrderStack({
+      name: 'api-batch',
+      sandbox: false,
+      api: {
+        taskQueue,
+        provider,
+        // No worker answers the status query here: a repeat (200) waits for this deadline, then
+        // answers from what Temporal itself knows — exactly as the single route does.
+        config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '2000', API_BATCH_TIMEOUT_MS: '120000' }),
+      },
     });
+    ({ client, api } = stack);
   });
-  after(async () => {
-    await api?.close();
-    await connection?.close();
-    await temporal?.stop();
-  });
+  after(() => stack?.stop());
 
   const batch = (orders: unknown[], apiKey?: string | null) =>
     api.request<{ results: BatchItemResult[] }>('POST', '/v1/orders/batch', { body: { orders }, apiKey });

@@ -12,9 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { MASKED } from '../../src/api/access';
 import type { Problem } from '../../src/api/errors';
 import type { OrderView } from '../../src/api/orders';
@@ -34,8 +32,6 @@ import { keyDigest } from '../../src/clients/keys';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import type { OrderRequest, OrderType } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { createOrderWorker } from '../../src/worker/worker';
-import { createWorkerLogger } from '../../src/worker/logger';
 import {
   OrderClientAttribute,
   OrderStatusAttribute,
@@ -48,13 +44,11 @@ import {
   internetRequest,
   mobileRequest,
   scaledTimings,
-  startTestSandbox,
-  testProvider,
   waitForView,
   type TestSandbox,
 } from '../helpers/orders';
 import { rawHistory } from '../helpers/raw-history';
-import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const newRef = (label: string) => `CL-${label}-${randomUUID().slice(0, 8)}`;
 
@@ -89,19 +83,14 @@ function assertProblem(res: ApiResponse, status: number, type: string): Problem 
 }
 
 describe('clients, scopes and tenant isolation', () => {
-  let temporal: TestTemporal;
+  let stack: OrderStack<'main'>;
   let sandbox: TestSandbox;
-  let provider: ReturnType<typeof testProvider>;
-  let nativeConnection: NativeConnection;
-  let connection: Connection;
   let client: Client;
-  let worker: Worker;
-  let workerRun: Promise<void> | undefined;
   let api: TestApi;
+  let taskQueue: string;
   const logs = capturingLogger();
   /** Every answer of this file: checked for keys and hashes at the end. */
   const answers: ApiResponse[] = [];
-  const taskQueue = `api-clients-${randomUUID()}`;
 
   /** Seeded orders, all shop's (the default client) but acmeOrder. */
   const seed = {
@@ -202,28 +191,14 @@ describe('clients, scopes and tenant isolation', () => {
   }
 
   before(async () => {
-    Runtime.install({ logger: createWorkerLogger(process.env.LOG_LEVEL ?? 'warn') });
-    [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox(SANDBOX_TIME_SCALE)]);
-    provider = testProvider(sandbox.url);
-    nativeConnection = await NativeConnection.connect({ address: temporal.address });
-    worker = await createOrderWorker({
-      connection: nativeConnection,
-      namespace: temporal.namespace,
-      taskQueue,
-      activities: createActivities({ provider: provider.client }),
-      workflowCode: workflowCodeOptions(),
+    stack = await startOrderStack({
+      name: 'api-clients',
+      sandbox: { timeScale: SANDBOX_TIME_SCALE },
+      workers: { main: {} },
+      api: { timingsFor, logger: logs.logger, config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000' }) },
     });
-    workerRun = worker.run();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
-    api = await startTestApi({
-      client,
-      taskQueue,
-      provider: provider.client,
-      timingsFor,
-      logger: logs.logger,
-      config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000' }),
-    });
+    ({ sandbox, client, api } = stack);
+    taskQueue = stack.taskQueues.main;
 
     const unknown = sandboxSpecialNumbers.unknownError;
     await Promise.all([
@@ -248,16 +223,12 @@ describe('clients, scopes and tenant isolation', () => {
   });
 
   after(async () => {
-    await api?.close();
     await Promise.allSettled(
       [seed.inReview, seed.forOwnerDecision, seed.forOperatorDecision].map((ref) =>
         handleOf(ref).terminate('test done'),
       ),
     );
-    if (workerRun && worker.getState() === 'RUNNING') worker.shutdown();
-    await workerRun;
-    await Promise.all([connection?.close(), nativeConnection?.close(), provider?.close(), sandbox?.close()]);
-    await temporal?.stop();
+    await stack?.stop();
   });
 
   it('the seeds are what the matrix needs: orders in review, fulfilled, and reviewed with a card code', async () => {
@@ -724,7 +695,7 @@ describe('clients, scopes and tenant isolation', () => {
       const legacy = await startTestApi({
         client,
         taskQueue,
-        provider: provider.client,
+        provider: stack.provider.client,
         timingsFor,
         config: apiTestConfig({ API_CLIENTS_FILE: '', API_KEYS: 'legacy-key-1,legacy-key-2' }),
       });
@@ -783,7 +754,11 @@ describe('clients, scopes and tenant isolation', () => {
       for (const line of logs.raw) for (const secret of secrets) assert.ok(!line.includes(secret), line);
       for (const ref of [seed.forOwnerDecision, seed.forOperatorDecision, seed.reviewedWithCard]) {
         // Unencrypted here (no codec), so a key in any payload would show in the bytes as is.
-        const { bytes } = await rawHistory(client.workflowService, temporal.namespace, orderWorkflowId(ref));
+        const { bytes } = await rawHistory(
+          client.workflowService,
+          stack.temporal.namespace,
+          orderWorkflowId(ref),
+        );
         assert.ok(bytes.includes('decidedBy') || ref === seed.reviewedWithCard, 'payloads are readable here');
         for (const secret of secrets) assert.ok(!bytes.includes(secret), `${ref}: no key in the history`);
       }

@@ -6,14 +6,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities';
+import { type Client } from '@temporalio/client';
 import type { Problem } from '../../src/api/errors';
 import { canonicalJson } from '../../src/api/orders';
 import { apiTestConfig, startTestApi, type TestApi } from '../../src/api/testing';
-import { createOrderWorker } from '../../src/worker/worker';
-import { createWorkerLogger } from '../../src/worker/logger';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import {
   OrderClientAttribute,
@@ -28,59 +24,39 @@ import {
   internetRequest,
   mobileRequest,
   scaledTimings,
-  startTestSandbox,
-  testProvider,
+  type testProvider,
   type TestSandbox,
 } from '../helpers/orders';
-import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
+import type { TestTemporal } from '../helpers/temporal';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const newRef = (label: string) => `API-${label}-${randomUUID().slice(0, 8)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('intake API end to end', () => {
+  let stack: OrderStack<'main'>;
   let temporal: TestTemporal;
   let sandbox: TestSandbox;
   let provider: ReturnType<typeof testProvider>;
-  let nativeConnection: NativeConnection;
-  let connection: Connection;
   let client: Client;
-  let worker: Worker;
-  let workerRun: Promise<void> | undefined;
   let api: TestApi;
-  const taskQueue = `api-e2e-${randomUUID()}`;
+  let taskQueue: string;
 
   before(async () => {
-    Runtime.install({ logger: createWorkerLogger(process.env.LOG_LEVEL ?? 'warn') });
-    [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox()]);
-    provider = testProvider(sandbox.url);
-    nativeConnection = await NativeConnection.connect({ address: temporal.address });
-    worker = await createOrderWorker({
-      connection: nativeConnection,
-      namespace: temporal.namespace,
-      taskQueue,
-      activities: createActivities({ provider: provider.client }),
-      workflowCode: workflowCodeOptions(),
+    stack = await startOrderStack({
+      name: 'api-e2e',
+      workers: { main: {} },
+      api: {
+        timingsFor: () => scaledTimings(),
+        // 50 concurrent submissions of one ref test idempotency, not the per-client concurrency cap.
+        config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000', API_CONCURRENT_REQUESTS: '64' }),
+      },
     });
-    workerRun = worker.run();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
-    api = await startTestApi({
-      client,
-      taskQueue,
-      provider: provider.client,
-      timingsFor: () => scaledTimings(),
-      // 50 concurrent submissions of one ref test idempotency, not the per-client concurrency cap.
-      config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000', API_CONCURRENT_REQUESTS: '64' }),
-    });
+    ({ temporal, sandbox, provider, client, api } = stack);
+    taskQueue = stack.taskQueues.main;
   });
 
-  after(async () => {
-    await api?.close();
-    if (workerRun && worker.getState() === 'RUNNING') worker.shutdown();
-    await workerRun;
-    await Promise.all([connection?.close(), nativeConnection?.close(), provider?.close(), sandbox?.close()]);
-    await temporal?.stop();
-  });
+  after(() => stack?.stop());
 
   /** Polls GET /v1/orders/{ref} until the order reaches `status`. */
   async function pollUntil(ref: string, status: OrderStatus, timeoutMs = 20_000): Promise<OrderView> {
@@ -342,8 +318,7 @@ describe('intake API end to end', () => {
       assert.equal((await api.request('POST', '/v1/orders', { body: open })).status, 201);
       await pollUntil(open.ref, 'NEEDS_REVIEW');
 
-      worker.shutdown();
-      await workerRun;
+      await stack.stopWorker('main');
       const impatient = await startTestApi({
         client,
         taskQueue,

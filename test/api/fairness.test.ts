@@ -6,55 +6,36 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
-import type { ProviderPort } from '../../src/api/health';
-import {
-  apiTestConfig,
-  startTestApi,
-  testClients,
-  testClientsFile,
-  type TestApi,
-} from '../../src/api/testing';
+import { type Client } from '@temporalio/client';
+import { apiTestConfig, testClients, testClientsFile, type TestApi } from '../../src/api/testing';
 import { ClientRegistry } from '../../src/clients/registry';
 import { orderWorkflowId } from '../../contract/order';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { idleProvider, mobileTopupBody, startOrderStack, type OrderStack } from '../helpers/stack';
 
 const taskQueue = `api-fairness-${randomUUID()}`;
 const run = randomUUID().slice(0, 8);
-const provider: ProviderPort = {
-  getGiftCardCatalog: async () => ({ categories: [] }),
-  validateKey: async () => ({ username: 'u', apiKey: { type: 'SANDBOX', scope: 'all', isEnabled: true } }),
-};
-const topUp = (ref: string) => ({
-  type: 'mobile_topup',
-  ref,
-  planCode: 'PREPAID_DJEZZY',
-  msisdn: '0550000001',
-  amount: 500,
-});
+const provider = idleProvider;
+const topUp = mobileTopupBody;
 
 describe('the fairness key, weight and priority of an order’s workflow', { timeout: 120_000 }, () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
+  let stack: OrderStack<never>;
   let client: Client;
   let api: TestApi;
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
     // acme weighs 3 in this clients file; shop has no weight (1).
     const clients = new ClientRegistry({
       ...testClientsFile,
       clients: testClientsFile.clients.map((c) => (c.id === 'acme' ? { ...c, fairnessWeight: 3 } : c)),
     });
-    api = await startTestApi({ client, taskQueue, provider, clients, config: apiTestConfig() });
+    stack = await startOrderStack({
+      name: 'api-fairness',
+      sandbox: false,
+      api: { taskQueue, provider, clients, config: apiTestConfig() },
+    });
+    ({ client, api } = stack);
   });
-  after(async () => {
-    await api?.close();
-    await connection?.close();
-    await temporal?.stop();
-  });
+  after(() => stack?.stop());
 
   const priorityOf = async (ref: string, owner?: string) =>
     (await client.workflow.getHandle(orderWorkflowId(ref, owner)).describe()).priority;

@@ -8,38 +8,22 @@
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { Problem } from '../../src/api/errors';
 import type { GiftCardCatalogView } from '../../src/api/catalog';
-import { apiTestConfig, startTestApi, type TestApi } from '../../src/api/testing';
-import { createOrderWorker } from '../../src/worker/worker';
-import { createWorkerLogger } from '../../src/worker/logger';
+import { apiTestConfig, type TestApi } from '../../src/api/testing';
 import { orderWorkflowId, type OrderView } from '../../contract/order';
-import {
-  ADMIN_TOKEN,
-  scaledTimings,
-  startTestSandbox,
-  testProvider,
-  type TestSandbox,
-} from '../helpers/orders';
-import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
+import { ADMIN_TOKEN, scaledTimings, type TestSandbox } from '../helpers/orders';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const newRef = (label: string) => `INTAKE-${label}-${randomUUID().slice(0, 8)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('intake refuses what the provider would refuse', () => {
-  let temporal: TestTemporal;
+  let stack: OrderStack<'main'>;
   let sandbox: TestSandbox;
-  let provider: ReturnType<typeof testProvider>;
-  let nativeConnection: NativeConnection;
-  let connection: Connection;
   let client: Client;
-  let worker: Worker;
-  let workerRun: Promise<void> | undefined;
   let api: TestApi;
-  const taskQueue = `api-intake-${randomUUID()}`;
 
   const admin = async (method: string, path: string, body: unknown) => {
     const res = await fetch(`${sandbox.url}${path}`, {
@@ -51,39 +35,21 @@ describe('intake refuses what the provider would refuse', () => {
   };
 
   before(async () => {
-    Runtime.install({ logger: createWorkerLogger(process.env.LOG_LEVEL ?? 'warn') });
-    [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox()]);
-    provider = testProvider(sandbox.url);
-    nativeConnection = await NativeConnection.connect({ address: temporal.address });
-    worker = await createOrderWorker({
-      connection: nativeConnection,
-      namespace: temporal.namespace,
-      taskQueue,
-      activities: createActivities({ provider: provider.client }),
-      workflowCode: workflowCodeOptions(),
+    stack = await startOrderStack({
+      name: 'api-intake',
+      workers: { main: {} },
+      api: {
+        timingsFor: () => scaledTimings(),
+        // Next to no caching: each test sees the sandbox's offer as it sets it.
+        config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000', CATALOG_CACHE_TTL_MS: '1' }),
+      },
     });
-    workerRun = worker.run();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
-    api = await startTestApi({
-      client,
-      taskQueue,
-      provider: provider.client,
-      timingsFor: () => scaledTimings(),
-      // Next to no caching: each test sees the sandbox's offer as it sets it.
-      config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000', CATALOG_CACHE_TTL_MS: '1' }),
-    });
+    ({ sandbox, client, api } = stack);
   });
   afterEach(() =>
     fetch(`${sandbox.url}/admin/reset`, { method: 'POST', headers: { 'x-admin-token': ADMIN_TOKEN } }),
   );
-  after(async () => {
-    await api?.close();
-    if (workerRun && worker.getState() === 'RUNNING') worker.shutdown();
-    await workerRun;
-    await Promise.all([connection?.close(), nativeConnection?.close(), provider?.close(), sandbox?.close()]);
-    await temporal?.stop();
-  });
+  after(() => stack?.stop());
 
   async function pollUntilSettled(ref: string): Promise<OrderView> {
     for (let i = 0; i < 200; i++) {

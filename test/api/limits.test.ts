@@ -6,8 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import type { ProviderPort } from '../../src/api/health';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import {
   apiTestConfig,
   startTestApi,
@@ -18,38 +17,26 @@ import {
 import type { ClientLimits } from '../../src/clients/model';
 import { ClientRegistry } from '../../src/clients/registry';
 import { orderWorkflowId } from '../../contract/order';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { idleProvider, mobileTopupBody, startOrderStack, type OrderStack } from '../helpers/stack';
 
 const run = randomUUID().slice(0, 8);
-const provider: ProviderPort = {
-  getGiftCardCatalog: async () => ({ categories: [] }),
-  validateKey: async () => ({ username: 'u', apiKey: { type: 'SANDBOX', scope: 'all', isEnabled: true } }),
-};
-const topUp = (ref: string) => ({
-  type: 'mobile_topup',
-  ref,
-  planCode: 'PREPAID_DJEZZY',
-  msisdn: '0550000001',
-  amount: 500,
-});
+const provider = idleProvider;
+const topUp = mobileTopupBody;
 let refs = 0;
 const nextRef = () => `L-${run}-${++refs}`;
 
 describe('API limits per client', { timeout: 180_000 }, () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
+  let stack: OrderStack<never>;
   let client: Client;
   const apis: TestApi[] = [];
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
+    stack = await startOrderStack({ name: 'api-limits', sandbox: false });
+    ({ client } = stack);
   });
   after(async () => {
     await Promise.all(apis.map((api) => api.close()));
-    await connection?.close();
-    await temporal?.stop();
+    await stack?.stop();
   });
 
   /** An API whose clients file gives shop `limits`; every other client has the defaults (`env`). */

@@ -11,10 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
-import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities';
 import type { OrderView } from '../../src/api/orders';
 import { requestHash } from '../../src/api/orders';
 import { OrderReader } from '../../src/api/order-read';
@@ -31,8 +29,6 @@ import {
 import { providerRefFor } from '../../src/orders/provider-ref';
 import type { OrderRequest } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { createOrderWorker } from '../../src/worker/worker';
-import { createWorkerLogger } from '../../src/worker/logger';
 import {
   AcceptedAtAttribute,
   OrderClientAttribute,
@@ -42,15 +38,9 @@ import {
   workflowTypeByOrderType,
   type OrderInput,
 } from '../../contract/order';
-import {
-  giftCardRequest,
-  mobileRequest,
-  scaledTimings,
-  startTestSandbox,
-  testProvider,
-  type TestSandbox,
-} from '../helpers/orders';
-import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
+import { giftCardRequest, mobileRequest, scaledTimings, type testProvider } from '../helpers/orders';
+import type { TestTemporal } from '../helpers/temporal';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const newRef = (label: string) => `RD-${label}-${randomUUID().slice(0, 8)}`;
 
@@ -66,16 +56,13 @@ function okView(res: ApiResponse<OrderView>): OrderView {
 }
 
 describe('reading orders with no worker running', () => {
+  let stack: OrderStack<'main'>;
   let temporal: TestTemporal;
-  let sandbox: TestSandbox;
   let provider: ReturnType<typeof testProvider>;
-  let nativeConnection: NativeConnection;
   let connection: Connection;
   let client: Client;
-  let worker: Worker;
-  let workerRun: Promise<void> | undefined;
   let api: TestApi;
-  const taskQueue = `api-read-${randomUUID()}`;
+  let taskQueue: string;
   const dataConverter = dataConverterFromConfig({
     PAYLOAD_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
   });
@@ -87,16 +74,6 @@ describe('reading orders with no worker running', () => {
     terminated: newRef('terminated'),
     continued: newRef('continued'),
   };
-
-  const newWorker = () =>
-    createOrderWorker({
-      connection: nativeConnection,
-      namespace: temporal.namespace,
-      taskQueue,
-      activities: createActivities({ provider: provider.client }),
-      workflowCode: workflowCodeOptions(),
-      dataConverter,
-    });
 
   const read = (caller: Caller, ref: string, through: TestApi = api) =>
     through.request<OrderView>('GET', `/v1/orders/${ref}`, { apiKey: keyOf(caller) });
@@ -151,21 +128,14 @@ describe('reading orders with no worker running', () => {
   }
 
   before(async () => {
-    Runtime.install({ logger: createWorkerLogger(process.env.LOG_LEVEL ?? 'warn') });
-    [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox()]);
-    provider = testProvider(sandbox.url);
-    nativeConnection = await NativeConnection.connect({ address: temporal.address });
-    worker = await newWorker();
-    workerRun = worker.run();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace, dataConverter });
-    api = await startTestApi({
-      client,
-      taskQueue,
-      provider: provider.client,
-      timingsFor: () => scaledTimings(),
-      config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000' }),
+    stack = await startOrderStack({
+      name: 'api-read',
+      workers: { main: {} },
+      dataConverter,
+      api: { timingsFor: () => scaledTimings(), config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000' }) },
     });
+    ({ temporal, provider, connection, client, api } = stack);
+    taskQueue = stack.taskQueues.main;
 
     // Seeded while the worker runs: two final orders (the default client's and acme's, whose
     // workflow IDs take the two forms), one waiting in review, one terminated in review, and one
@@ -199,23 +169,17 @@ describe('reading orders with no worker running', () => {
     assert.equal(decided.status, 200, decided.text);
     assert.equal((await longReview.result()).status, 'FULFILLED');
 
-    worker.shutdown();
-    await workerRun;
-    workerRun = undefined;
+    await stack.stopWorker('main');
   });
 
   after(async () => {
-    await api?.close();
-    if (workerRun && worker.getState() === 'RUNNING') worker.shutdown();
-    await workerRun;
     for (const id of [orderWorkflowId(refs.open), orderWorkflowId(refs.acmeOpen, 'acme')]) {
       await client?.workflow
         .getHandle(id)
         .terminate('test done')
         .catch(() => {});
     }
-    await Promise.all([connection?.close(), nativeConnection?.close(), provider?.close(), sandbox?.close()]);
-    await temporal?.stop();
+    await stack?.stop();
   });
 
   it('a closed order is read from its result: the owner and an auditor get it, others a 404 / 403 / 401', async () => {
@@ -337,8 +301,7 @@ describe('reading orders with no worker running', () => {
       assert.equal((await read('shop', refs.acmeOpen, impatient)).status, 404);
 
       // A worker again: a background query finds it, and the views are the workflow's own again.
-      const back = await newWorker();
-      const backRun = back.run();
+      await stack.startWorker('main');
       try {
         const deadline = Date.now() + 30_000;
         for (;;) {
@@ -352,8 +315,7 @@ describe('reading orders with no worker running', () => {
           await sleep(200);
         }
       } finally {
-        back.shutdown();
-        await backRun;
+        await stack.stopWorker('main');
       }
       assert.equal((await read('writer', refs.open, impatient)).status, 403);
       assert.equal((await read('nobody', refs.open, impatient)).status, 401);

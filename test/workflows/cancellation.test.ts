@@ -17,13 +17,10 @@ import {
   newRef,
   scaledTimings,
   startOrder,
-  startOrderTestWorkers,
-  startTestSandbox,
-  testProvider,
   waitForView,
-  type OrderTestWorkers,
   type TestSandbox,
 } from '../helpers/orders';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 describe('the CANCELLED status', () => {
   it('is a final status the list filters on and clients may subscribe to (order.cancelled)', () => {
@@ -34,20 +31,14 @@ describe('the CANCELLED status', () => {
 
 describe('an order whose workflow Temporal is asked to cancel', () => {
   let sandbox: TestSandbox;
-  let provider: ReturnType<typeof testProvider>;
-  let env: OrderTestWorkers<'main'>;
+  let env: OrderStack<'main'>;
 
   before(async () => {
-    sandbox = await startTestSandbox();
-    provider = testProvider(sandbox.url);
-    env = await startOrderTestWorkers({ main: provider.client });
+    env = await startOrderStack({ name: 'cancellation', workers: { main: {} } });
+    sandbox = env.sandbox;
   });
   afterEach(() => sandbox.clearFaults());
-  after(async () => {
-    await env.stop();
-    await provider.close();
-    await sandbox.close();
-  });
+  after(() => env?.stop());
 
   const start = (ref: string, msisdn?: string) =>
     startOrder(env.client, env.taskQueues.main, mobileRequest(ref, msisdn), { timings: scaledTimings() });

@@ -14,13 +14,10 @@ import {
   newRef,
   scaledTimings,
   startOrder,
-  startOrderTestWorkers,
-  startTestSandbox,
-  testProvider,
   waitForView,
-  type OrderTestWorkers,
   type TestSandbox,
 } from '../helpers/orders';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 import { createProviderPool, ProviderClient } from '../../src/provider';
 
 /** A worker whose HTTP timeouts are far longer than the activity timeout the order gets. */
@@ -28,24 +25,31 @@ const SLOW_HTTP_TIMEOUTS = { headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 };
 
 describe('the send path against a provider that commits late and reads behind', () => {
   let sandbox: TestSandbox;
-  let short: ReturnType<typeof testProvider>;
-  let slow: { client: ProviderClient; close(): Promise<void> };
-  let env: OrderTestWorkers<'short' | 'slow'>;
+  let short: ProviderClient;
+  let slowPool: { close(): Promise<void> } | undefined;
+  let env: OrderStack<'short' | 'slow'>;
 
   before(async () => {
-    sandbox = await startTestSandbox();
-    short = testProvider(sandbox.url);
-    const pool = createProviderPool({ baseUrl: sandbox.url, connectTimeoutMs: 500, connections: 16 });
-    slow = {
-      client: new ProviderClient({
-        baseUrl: sandbox.url,
-        apiKey: 'sandbox-key',
-        dispatcher: pool,
-        ...SLOW_HTTP_TIMEOUTS,
-      }),
-      close: () => pool.close(),
-    };
-    env = await startOrderTestWorkers({ short: short.client, slow: slow.client });
+    env = await startOrderStack({
+      name: 'send-path',
+      workers: {
+        short: {},
+        slow: {
+          provider: ({ url }) => {
+            const pool = createProviderPool({ baseUrl: url, connectTimeoutMs: 500, connections: 16 });
+            slowPool = pool;
+            return new ProviderClient({
+              baseUrl: url,
+              apiKey: 'sandbox-key',
+              dispatcher: pool,
+              ...SLOW_HTTP_TIMEOUTS,
+            });
+          },
+        },
+      },
+    });
+    ({ sandbox } = env);
+    short = env.provider.client;
   });
   afterEach(async () => {
     await sandbox.clearFaults();
@@ -53,8 +57,7 @@ describe('the send path against a provider that commits late and reads behind', 
   });
   after(async () => {
     await env.stop();
-    await Promise.all([short.close(), slow.close()]);
-    await sandbox.close();
+    await slowPool?.close();
   });
 
   const start = (
@@ -99,7 +102,7 @@ describe('the send path against a provider that commits late and reads behind', 
     // Hole 3: same body, same ref, months ago; the old top-up is FULFILLED and looks like ours.
     const request = mobileRequest(newRef('reused'));
     const providerRef = `p-${request.ref}`;
-    await short.client.sendMobileTopup({
+    await short.sendMobileTopup({
       plan_code: request.planCode,
       MSSIDN: request.msisdn,
       amount: request.amount,
@@ -175,7 +178,7 @@ describe('the send path against a provider that commits late and reads behind', 
   it('when check-ref finds a top-up under the ref with another number after an unclear send, it is not adopted: NEEDS_REVIEW', async () => {
     await sandbox.settings({ uniqueRefs: false });
     const request = mobileRequest(newRef('not-ours'));
-    await short.client.sendMobileTopup({
+    await short.sendMobileTopup({
       plan_code: request.planCode,
       MSSIDN: '0559999999',
       amount: 500,
@@ -196,7 +199,7 @@ describe('the send path against a provider that commits late and reads behind', 
   it('when check-ref shows another _id than the topupId the send returned, the order goes to NEEDS_REVIEW (issue 25, failure 3)', async () => {
     await sandbox.settings({ uniqueRefs: false });
     const request = mobileRequest(newRef('other-topup'));
-    await short.client.sendMobileTopup({
+    await short.sendMobileTopup({
       plan_code: request.planCode,
       MSSIDN: request.msisdn,
       amount: request.amount,
