@@ -319,12 +319,7 @@ describe('intake API end to end', () => {
       await pollUntil(open.ref, 'NEEDS_REVIEW');
 
       await stack.stopWorker('main');
-      const impatient = await startTestApi({
-        client,
-        taskQueue,
-        provider: provider.client,
-        config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '1000' }),
-      });
+      const impatient = await stack.startApi({ config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '1000' }) });
       try {
         const closed = await impatient.request<OrderView>('GET', `/v1/orders/${done.ref}`);
         assert.equal(closed.status, 200, closed.text);

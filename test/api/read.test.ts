@@ -273,12 +273,7 @@ describe('reading orders with no worker running', () => {
 
   it('an open order answers 200 with a view rebuilt from Temporal’s records, marked live: false', async () => {
     // A short deadline: the first read waits for it (no worker answers the query), later ones do not.
-    const impatient = await startTestApi({
-      client,
-      taskQueue,
-      provider: provider.client,
-      config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '1000' }),
-    });
+    const impatient = await stack.startApi({ config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '1000' }) });
     try {
       for (let i = 0; i < 3; i++) {
         const view = okView(await read('shop', refs.open, impatient));

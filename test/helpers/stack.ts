@@ -73,6 +73,8 @@ export interface OrderStack<K extends string> {
   worker(name: K): Worker | undefined;
   /** Starts the named worker (again, after stopWorker). */
   startWorker(name: K): Promise<Worker>;
+  /** Another API on the stack's client and provider (e.g. with another config); closed by stop(). */
+  startApi(options?: StackApiOptions): Promise<TestApi>;
   /** Shuts the named worker down and waits for it. */
   stopWorker(name: K): Promise<void>;
   stop(): Promise<void>;
@@ -142,10 +144,18 @@ export async function startOrderStack<K extends string = never>(
   await Promise.all(workerSpecs.filter(([, spec]) => !spec.deferred).map(([name]) => startWorker(name)));
   const firstQueue = workerSpecs[0] && taskQueues[workerSpecs[0][0]];
   const { taskQueue = firstQueue ?? `${options.name}-${randomUUID()}`, ...apiOptions } = options.api ?? {};
-  const apiProvider = apiOptions.provider ?? provider?.client;
-  if (options.api && !apiProvider) throw new Error('the API needs a provider: the sandbox or its own');
-  const api =
-    options.api && (await startTestApi({ ...apiOptions, client, taskQueue, provider: apiProvider! }));
+  const apis: TestApi[] = [];
+  const startApi = async ({
+    taskQueue: queue = taskQueue,
+    ...rest
+  }: StackApiOptions = {}): Promise<TestApi> => {
+    const apiProvider = rest.provider ?? provider?.client;
+    if (!apiProvider) throw new Error('the API needs a provider: the sandbox or its own');
+    const started = await startTestApi({ ...rest, client, taskQueue: queue, provider: apiProvider });
+    apis.push(started);
+    return started;
+  };
+  const api = options.api && (await startApi({ ...apiOptions, taskQueue }));
 
   return {
     temporal,
@@ -158,9 +168,11 @@ export async function startOrderStack<K extends string = never>(
     api: api as TestApi,
     worker: (name) => running.get(name)?.worker,
     startWorker,
+    startApi,
     stopWorker,
     async stop() {
-      await api?.close();
+      // A test may have closed one itself already.
+      await Promise.allSettled(apis.map((started) => started.close()));
       await Promise.all([...running.keys()].map(stopWorker));
       await Promise.all([connection.close(), nativeConnection.close(), provider?.close(), sandbox?.close()]);
       await temporal.stop();
