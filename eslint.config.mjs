@@ -6,6 +6,11 @@ import tseslint from 'typescript-eslint';
 import { builtinModules } from 'node:module';
 
 const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
+/** contract/ is one flat folder: any `../` leaves it. */
+const leavesContract = {
+  regex: '^\\.\\./',
+  message: 'contract/ imports nothing of ours (only libraries): everything else imports it.',
+};
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.data/**', 'bench-results/**'] },
@@ -31,6 +36,15 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  // Import directions (docs/contributors.md "Where code lives"): contract/ imports nothing of
+  // ours; workflows import the contract and the activities' types; activities the contract, the
+  // provider client and the webhook sender; src/ the contract, never workflow or activity code,
+  // except the worker, which assembles them. A folder's rule list is complete in its own entry:
+  // flat config replaces a rule's options per file, it does not merge them.
+  {
+    files: ['contract/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [leavesContract] }] },
+  },
   {
     files: ['workflows/**/*.ts'],
     rules: {
@@ -43,24 +57,21 @@ export default tseslint.config(
           })),
           patterns: [
             {
-              group: ['**/activities/*', '!**/activities/*.types'],
+              regex: '^\\.\\.?/(\\.\\./)*src(/|$)',
+              message:
+                "Workflows import the contract (contract/) and the activities' types, nothing of src/.",
+            },
+            {
+              regex: '(^|/)activities(/|$)',
               allowTypeImports: true,
               message: 'Workflows import only the types of activities (import type).',
             },
             {
-              // zod in the workflow bundle costs memory per cached workflow (src/orders/review-decision.ts).
-              group: [
-                'zod',
-                'zod/*',
-                '**/orders/schemas',
-                '**/src/provider',
-                '**/src/provider/*',
-                '**/src/config',
-                '**/api/*',
-              ],
+              // zod in the workflow bundle costs memory per cached workflow (contract/review-decision.ts).
+              group: ['zod', 'zod/*', '**/contract/schemas', '**/contract/provider'],
               allowTypeImports: true,
               message:
-                'Keep zod out of the workflow bundle: import types only (checks: src/orders/review-decision.ts).',
+                'Keep zod out of the workflow bundle: import types only (checks: contract/review-decision.ts).',
             },
             {
               // Evaluated per cached workflow: only traced orders load it (workflows/interceptors.ts).
@@ -72,6 +83,46 @@ export default tseslint.config(
               allowTypeImports: true,
               message:
                 'OpenTelemetry is required lazily, for traced orders only (workflows/interceptors.ts): import types only.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['activities/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '(^|/)workflows(/|$)',
+              message: 'Activities never import workflow code: what they share is in contract/.',
+            },
+            {
+              regex:
+                '^\\.\\./src/(?!provider(/|$)|webhooks/(message|secrets)$|observability/metrics$|clients/model$)',
+              message:
+                "Activities import the contract, the provider client (src/provider) and the webhook sender's parts only.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/worker/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '(^|/)(workflows|activities)(/|$)',
+              message:
+                'src/ imports the contract (contract/), never workflow or activity code: only the worker assembles them.',
             },
           ],
         },

@@ -13,7 +13,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, type Client } from '@temporalio/client';
 import type { ProviderClient } from '../src/provider/client';
 import { operatorOfPlan, type MobilePlans, type OperatorName } from '../src/provider/wire';
-import type { OrderRequest } from '../src/orders/schemas';
+import type { OrderRequest } from '../contract/schemas';
 import {
   ACCOUNT_WORKFLOW_TYPE,
   accountStateQuery,
@@ -23,8 +23,8 @@ import {
   type AccountReading,
   type AccountState,
   type HeldOrder,
-} from '../workflows/account-contract';
-import { ProviderFailureType, type ProviderFailureDetails } from './outcomes.types';
+} from '../contract/account';
+import { ProviderFailureType, type ProviderFailureDetails } from '../contract/activity-outcomes';
 import { withinAttempt } from './attempt-deadline';
 
 export type AccountProvider = Pick<ProviderClient, 'getBalance' | 'ping' | 'getMobilePlans'>;

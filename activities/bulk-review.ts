@@ -11,8 +11,8 @@ import {
   parseOrderWorkflowId,
   statusQuery,
   type ReviewDecision,
-} from '../workflows/contract';
-import type { BulkReviewItem, BulkReviewTarget } from '../workflows/bulk-review';
+} from '../contract/order';
+import type { BulkReviewItem, BulkReviewTarget } from '../contract/bulk-review';
 
 /** Orders whose view is read at once when a reason filter needs it. */
 const REASON_READS_AT_ONCE = 8;

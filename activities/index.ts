@@ -18,7 +18,7 @@ import type {
   InternetTopupRequest,
   MobileTopupRequest,
   OrderRequest,
-} from '../src/orders/schemas';
+} from '../contract/schemas';
 import {
   nextCheckDelayMs,
   ProviderFailureType,
@@ -28,7 +28,7 @@ import {
   type PollPlan,
   type PollProgress,
   type Submission,
-} from './outcomes.types';
+} from '../contract/activity-outcomes';
 import { attemptDeadline, markAttemptStart, withinAttempt } from './attempt-deadline';
 import { toTemporalFailure } from './provider-failures';
 import type { Client } from '@temporalio/client';
@@ -37,7 +37,10 @@ import { createBulkReviewActivities } from './bulk-review';
 import { createAccountActivities, createAccountGate, type AccountOptions } from './account';
 import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
 
-export type { CheckOutcome, Submission } from './outcomes.types';
+/** What the check activities return: the provider's answers, as the workflows' adapters read them. */
+export type { GiftCardOrderCheck, InternetCheck, MobileCheck };
+
+export type { CheckOutcome, Submission } from '../contract/activity-outcomes';
 
 /** The provider client methods the activities use (a fake needs only these). */
 export type OrderProvider = Pick<

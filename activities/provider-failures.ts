@@ -1,11 +1,11 @@
 /**
  * ProviderError → Temporal failure. The failure's `type` tells Temporal's retry policy and the
- * workflow what is safe to do next (see outcomes.types.ts); its message is the ProviderError's,
+ * workflow what is safe to do next (see contract/activity-outcomes.ts); its message is the ProviderError's,
  * which never carries the API key or a request body, because failures are kept in workflow history.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { isProviderError, type ProviderError } from '../src/provider/errors';
-import { ProviderFailureType, type ProviderFailureDetails } from './outcomes.types';
+import { ProviderFailureType, type ProviderFailureDetails } from '../contract/activity-outcomes';
 
 /**
  * The back-off of a retried call the account's balance could not cover: someone must add funds

@@ -16,7 +16,7 @@ import {
   workflowTypeByOrderType,
   type OrderInput,
   type OrderView,
-} from '../workflows/contract';
+} from '../contract/order';
 
 /** The closed-run statuses a sweep resumes, as visibility queries name them. */
 const strandedStatuses = ['Terminated', 'TimedOut', 'Failed', 'Canceled'];

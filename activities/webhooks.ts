@@ -16,7 +16,7 @@
 import { Context, log } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { WebhookEndpoint } from '../src/clients/model';
-import { metricCatalog } from '../src/observability/catalog';
+import { metricCatalog } from '../contract/metrics';
 import { noMetrics, type Metrics } from '../src/observability/metrics';
 import { webhookEventId, webhookMessage, signedHeaders } from '../src/webhooks/message';
 import { endpointSecrets } from '../src/webhooks/secrets';
@@ -33,7 +33,7 @@ import {
   type WebhookDeliveryInput,
   type WebhookDeliveryPolicy,
   type WebhookEvent,
-} from '../workflows/webhook-contract';
+} from '../contract/webhooks';
 
 /** Where a client's endpoints are looked up: the clients file as this worker last read it. */
 export interface WebhookEndpoints {

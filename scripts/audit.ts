@@ -17,7 +17,7 @@ import { dataConverterFromConfig } from '../src/codec/data-converter';
 import { ConfigError, loadConfig } from '../src/config';
 import { temporalConnectionOptions } from '../src/temporal/connection';
 import { workflowUiUrl } from '../src/temporal/ui-links';
-import { OrderClientAttribute, orderWorkflowId, parseOrderWorkflowId } from '../workflows/contract';
+import { OrderClientAttribute, orderWorkflowId, parseOrderWorkflowId } from '../contract/order';
 
 const USAGE = `Usage: npm run audit -- <ref> [--client <id>] [--reveal] [--json]
        npm run audit -- --workflow-id <workflow id> [--reveal] [--json]

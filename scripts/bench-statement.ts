@@ -24,7 +24,7 @@ import {
   orderWorkflowId,
   workflowTypeByOrderType,
   type OrderRequest,
-} from '../workflows/contract';
+} from '../contract/order';
 
 const ORDERS = Number(process.argv[2] ?? 20_000);
 const DAY = 86_400_000;

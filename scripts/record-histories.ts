@@ -39,7 +39,7 @@ import {
   type OrderTimings,
   type OrderView,
   type ReviewDecision,
-} from '../workflows/contract';
+} from '../contract/order';
 import {
   countingProvider,
   giftCardRequest,
@@ -58,8 +58,8 @@ import { historiesDir, historyToJson } from '../test/helpers/histories';
 import { clientsWith, eventually, startWebhookStack } from '../test/helpers/webhooks';
 import { startReceiver } from '../src/webhooks/receiver';
 import { endpointSecret } from '../src/webhooks/secrets';
-import { orderWorkflowId } from '../workflows/contract';
-import { webhookDeliveryWorkflowId } from '../workflows/webhook-contract';
+import { orderWorkflowId } from '../contract/order';
+import { webhookDeliveryWorkflowId } from '../contract/webhooks';
 
 interface Scenario {
   request: (ref: string) => OrderRequest;

@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { OrderRequest, OrderStatus } from '../src/orders/schemas';
+import type { OrderRequest, OrderStatus } from '../contract/schemas';
 import { sandboxSpecialNumbers } from '../src/provider/wire';
 import { IntakeClient } from './chaos/intake';
 import { buildWorkflowBundle, CHAOS_API_KEY, ChaosStack } from './chaos/stack';
@@ -26,7 +26,7 @@ const schemathesisBin = join(venv, 'bin', 'schemathesis');
 /**
  * The checks that hold. Every one schemathesis offers for responses is on; the ones that judge
  * the *request* side (negative_data_rejection, positive_data_acceptance, …) are left to
- * test/api-fuzz.test.ts, which knows which bodies are valid.
+ * test/api/fuzz.test.ts, which knows which bodies are valid.
  */
 const CHECKS = [
   'not_a_server_error',

@@ -38,10 +38,10 @@ import { ensureTemporalServer } from '../src/temporal/server-install';
 
 /** Files outside test/cluster/ that also run here: what differs between the dev server and SQL visibility on PostgreSQL. */
 export const CLUSTER_TEST_FILES = [
-  'test/order-list.test.ts',
-  'test/readiness.test.ts',
+  'test/api/order-list.test.ts',
+  'test/api/readiness.test.ts',
   // The server as deployed (its dynamic config, four partitions per queue) honours fairness.
-  'test/fairness-probe.test.ts',
+  'test/temporal/fairness-probe.test.ts',
 ];
 const E2E_NAMESPACE = 'e2e';
 const E2E_SEED = Number(process.env.CLUSTER_E2E_SEED ?? 20_251_123);

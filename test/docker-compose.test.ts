@@ -144,7 +144,7 @@ describe('docker-compose.yml', () => {
     for (const name of ['temporal-schema', 'temporal-setup'])
       assert.equal(services[name]!.restart, 'no', name);
     // The setup job runs the service's own setup, which derives the search attributes from
-    // workflows/contract.ts: none is listed in the compose file.
+    // contract/order.ts: none is listed in the compose file.
     assert.deepEqual(services['temporal-setup']!.command, ['node', 'dist/src/temporal/setup-main.js']);
     assert.doesNotMatch(readFileSync(composeFile, 'utf8'), /search-attribute create|OrderStatus/);
   });

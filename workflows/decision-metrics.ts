@@ -6,8 +6,8 @@
  */
 import type { MetricCounter } from '@temporalio/common';
 import { metricMeter } from '@temporalio/workflow';
-import { metricCatalog } from '../src/observability/catalog';
-import type { DecisionOutcome, DecisionRefusal, OrderType } from './contract';
+import { metricCatalog } from '../contract/metrics';
+import type { DecisionOutcome, DecisionRefusal, OrderType } from '../contract/order';
 
 let counters: { outcomes: MetricCounter; disputes: MetricCounter } | undefined;
 

@@ -9,7 +9,7 @@
  * applies it anyway (recorded as forced), except where the decision names a provider order that
  * does not exist.
  */
-import type { OrderType, ProviderStatus } from './contract';
+import type { OrderType, ProviderStatus } from '../contract/order';
 
 /** What the provider answered when asked about the order for the decision. */
 export type DecisionAnswer =

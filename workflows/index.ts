@@ -1,5 +1,5 @@
 /**
- * The order workflows, one per order type (names: contract.ts `workflowTypeByOrderType`). Each is
+ * The order workflows, one per order type (names: contract/order.ts `workflowTypeByOrderType`). Each is
  * the one lifecycle (order/workflow.ts) with its type's adapter (order/adapters/).
  */
 import { giftCardAdapter } from './order/adapters/gift-card';

@@ -21,14 +21,14 @@ import {
   type WorkflowInterceptors,
 } from '@temporalio/workflow';
 import type * as WorkflowTracingModule from '@temporalio/interceptors-opentelemetry/lib/workflow';
-import { metricCatalog } from '../src/observability/catalog';
+import { metricCatalog } from '../contract/metrics';
 import {
   decideReviewUpdate,
   finalStatuses,
   resolveReviewSignal,
   workflowTypeByOrderType,
   type OrderView,
-} from './contract';
+} from '../contract/order';
 
 /**
  * Signals and updates that carry an operator decision (`{decision, operator, …}`), counted as they

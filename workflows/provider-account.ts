@@ -27,7 +27,7 @@ import {
   type AccountReading,
   type AccountState,
   type HeldOrder,
-} from './account-contract';
+} from '../contract/account';
 
 const { readProviderAccount } = proxyActivities<AccountActivities>({
   startToCloseTimeout: 30_000,

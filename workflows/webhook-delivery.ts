@@ -26,7 +26,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { DeliveryActivities } from '../activities/webhooks';
-import { finalStatuses } from './contract';
+import { finalStatuses } from '../contract/order';
 import {
   redeliverSignal,
   webhookDeliveriesQuery,
@@ -38,7 +38,7 @@ import {
   type WebhookDeliveryInput,
   type WebhookDeliveryState,
   type WebhookEvent,
-} from './webhook-contract';
+} from '../contract/webhooks';
 
 /** Continue as new well before Temporal's 10,240-event warning (a dead endpoint retries for days). */
 const DEFAULT_HISTORY_EVENT_LIMIT = 2_000;

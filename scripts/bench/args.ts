@@ -2,7 +2,7 @@
  * `npm run bench -- [flags]`. Every flag also has a BENCH_* environment variable (flags win).
  */
 import { parseArgs } from 'node:util';
-import { orderTypes, type OrderType } from '../../src/orders/schemas';
+import { orderTypes, type OrderType } from '../../contract/schemas';
 
 export interface BenchOptions {
   /** Orders (and workflows of each baseline) in the normal run. */

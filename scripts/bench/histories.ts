@@ -8,7 +8,7 @@ import { tsToMs } from '@temporalio/common/lib/time';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { temporal } from '@temporalio/proto';
 import pLimit from 'p-limit';
-import { OrderStatusAttribute } from '../../workflows/contract';
+import { OrderStatusAttribute } from '../../contract/order';
 import { billableActions, type BillableActions } from './billable-actions';
 import { summarize, type Summary } from './stats';
 

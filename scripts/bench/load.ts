@@ -10,7 +10,7 @@ import pino from 'pino';
 import { OrderService } from '../../src/api/orders';
 import { ClientRegistry, legacyClientsFile } from '../../src/clients/registry';
 import { loadConfig } from '../../src/config';
-import type { OrderRequest } from '../../src/orders/schemas';
+import type { OrderRequest } from '../../contract/schemas';
 import { timingsFromConfig } from '../../src/orders/timings';
 import type { Stack } from './stack';
 import { nowMs, summarize, type Summary } from './stats';

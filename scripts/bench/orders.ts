@@ -2,8 +2,8 @@
  * The orders the bench submits: normal ones of each type (none of the sandbox's scripted numbers),
  * round-robin over the mix, with refs unique to the run and phase so their workflows can be found.
  */
-import { orderWorkflowId } from '../../workflows/contract';
-import type { OrderRequest, OrderType } from '../../src/orders/schemas';
+import { orderWorkflowId } from '../../contract/order';
+import type { OrderRequest, OrderType } from '../../contract/schemas';
 
 /** `bench-<run>-<phase>-`: every ref of a phase starts with it; workflow IDs with `order-` + it. */
 export function refPrefix(runId: string, phase: string): string {

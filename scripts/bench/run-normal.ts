@@ -6,10 +6,10 @@
  * (OrderService.submit) called in-process without HTTP.
  */
 import type { Client } from '@temporalio/client';
-import type { OrderType } from '../../src/orders/schemas';
+import type { OrderType } from '../../contract/schemas';
 import { providerRefFor } from '../../src/orders/provider-ref';
-import { orderWorkflowId, workflowTypeByOrderType } from '../../workflows/contract';
-import { webhookDeliveryWorkflowId } from '../../workflows/webhook-contract';
+import { orderWorkflowId, workflowTypeByOrderType } from '../../contract/order';
+import { webhookDeliveryWorkflowId } from '../../contract/webhooks';
 import type { BenchOptions } from './args';
 import { meanActions, type BillableActions } from './billable-actions';
 import {

@@ -9,7 +9,7 @@
 import { temporal } from '@temporalio/proto';
 import { Pool } from 'undici';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { orderWorkflowId } from '../../workflows/contract';
+import { orderWorkflowId } from '../../contract/order';
 import { waitClosed } from './histories';
 import { apiSubmitter, closedLoop, directReader, type LoadResult } from './load';
 import type { PhaseUsage } from './proc';

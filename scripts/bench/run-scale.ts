@@ -5,10 +5,10 @@
  * worker's RSS, the Temporal server's CPU, how many orders were in flight at once, and how long
  * after the provider had finished the last order every order was final.
  */
-import type { OrderType } from '../../src/orders/schemas';
+import type { OrderType } from '../../contract/schemas';
 import { LEGACY_CLIENT_ID } from '../../src/clients/model';
 import { providerRefFor } from '../../src/orders/provider-ref';
-import { orderWorkflowId } from '../../workflows/contract';
+import { orderWorkflowId } from '../../contract/order';
 import { fetchHistories, listWorkflows, timeBreakdown, waitClosed, type WaitResult } from './histories';
 import { sandboxSends } from './sandbox-admin';
 import { apiSubmitter, closedLoop, directSubmitter, type LoadResult } from './load';

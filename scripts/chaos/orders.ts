@@ -4,7 +4,7 @@
  * different body under the same ref (must answer 409) and two identical submissions at once
  * (one order). Each order carries the outcome the sandbox gives it when nothing goes wrong.
  */
-import type { OrderRequest, OrderStatus } from '../../src/orders/schemas';
+import type { OrderRequest, OrderStatus } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { SandboxOffer } from '../../src/sandbox/catalog';
 import type { Random } from './random';

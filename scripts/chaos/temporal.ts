@@ -2,9 +2,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { ProviderFailureType } from '../../activities/outcomes.types';
+import { ProviderFailureType } from '../../contract/activity-outcomes';
 import { fetchRuns } from '../../src/audit/history';
-import { orderWorkflowId, workflowTypeByOrderType } from '../../workflows/contract';
+import { orderWorkflowId, workflowTypeByOrderType } from '../../contract/order';
 
 const orderTypes = Object.values(workflowTypeByOrderType)
   .map((type) => `'${type}'`)

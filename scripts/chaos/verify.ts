@@ -6,9 +6,9 @@
 import { LEGACY_CLIENT_ID } from '../../src/clients/model';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import type { SendReport } from '../../src/sandbox/state';
-import type { OrderType } from '../../src/orders/schemas';
+import type { OrderType } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import type { OrderView } from '../../workflows/contract';
+import type { OrderView } from '../../contract/order';
 import type { IntakeStats } from './intake';
 import type { Expectation, Special } from './orders';
 import { isSettled, type OrderRecord } from './submit';

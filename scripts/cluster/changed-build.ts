@@ -18,7 +18,7 @@ import {
   type WorkflowInterceptors,
   type WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
-import { workflowTypeByOrderType } from '../../workflows/contract';
+import { workflowTypeByOrderType } from '../../contract/order';
 
 const orderWorkflowTypes: ReadonlySet<string> = new Set(Object.values(workflowTypeByOrderType));
 

@@ -24,7 +24,7 @@ import {
   type OrderRequest,
   type OrderTimings,
   type OrderView,
-} from '../../workflows/contract';
+} from '../../contract/order';
 import {
   giftCardRequest,
   installTestRuntime,

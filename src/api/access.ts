@@ -12,7 +12,7 @@
  * another client's order apart from no order at all.
  */
 import type { Caller } from '../clients/registry';
-import type { OrderResult, OrderView } from '../../workflows/contract';
+import type { OrderResult, OrderView } from '../../contract/order';
 
 export type Purpose = 'read' | 'decide';
 /** How the caller reaches an order of `owner`: as its owner, as an auditor, or as an operator. */

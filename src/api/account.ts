@@ -8,7 +8,7 @@
 import type { Client } from '@temporalio/client';
 import type { ProviderClient } from '../provider/client';
 import { operatorNames, type OperatorName } from '../provider/wire';
-import { accountStateQuery, accountWorkflowId } from '../../workflows/account-contract';
+import { accountStateQuery, accountWorkflowId } from '../../contract/account';
 
 export type AccountProviderPort = Partial<Pick<ProviderClient, 'ping' | 'getBalance'>>;
 

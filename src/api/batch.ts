@@ -14,7 +14,7 @@ import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Caller } from '../clients/registry';
-import { OrderRequest } from '../orders/schemas';
+import { OrderRequest } from '../../contract/schemas';
 import { temporarilyUnavailable, toApiError } from './error-handler';
 import type { Problem } from './errors';
 import { orderLocation, type OrderService, type OrderView } from './orders';

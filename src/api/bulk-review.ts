@@ -17,8 +17,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Caller, ClientRegistry } from '../clients/registry';
 import { ClientId } from '../clients/model';
-import { OrderStatus, OrderType } from '../orders/schemas';
-import { reviewDecisions, reviewTextMaxLength } from '../orders/review-decision';
+import { OrderStatus, OrderType } from '../../contract/schemas';
+import { reviewDecisions, reviewTextMaxLength } from '../../contract/review-decision';
 import {
   decisionStatuses,
   OrderStatusAttribute,
@@ -26,13 +26,13 @@ import {
   ReviewSinceAttribute,
   workflowTypeByOrderType,
   type ReviewDecision,
-} from '../../workflows/contract';
+} from '../../contract/order';
 import {
   BULK_REVIEW_WORKFLOW,
   bulkReviewWorkflowId,
   type BulkReviewInput,
   type BulkReviewResult,
-} from '../../workflows/bulk-review';
+} from '../../contract/bulk-review';
 import { ApiError } from './errors';
 import { ownedByClause } from './order-list';
 import { grpcCode, GrpcStatus } from '../temporal/grpc';

@@ -16,7 +16,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
-import { searchAttributeDefinitions } from '../../workflows/contract';
+import { searchAttributeDefinitions } from '../../contract/order';
 import type { ProviderClient } from '../provider/client';
 import { grpcCode, GrpcStatus } from '../temporal/grpc';
 import {

@@ -9,14 +9,15 @@
  * daily, the catalog ≥ 24 h; here INTAKE_CACHE_TTL_MS, shorter so a disabled plan or an empty stock
  * is seen soon). When the provider cannot be asked, intake lets the order through: the provider's
  * own refusal (a FAILED order, nothing sent) is the worse answer, but an outage of its catalog
- * routes must not stop every order. The formats (number patterns) are the schemas' (orders/schemas.ts).
+ * routes must not stop every order. The formats (number patterns) are the schemas' (contract/schemas.ts).
  */
 import type { Logger } from 'pino';
 import type { ProviderClient } from '../provider/client';
-import type { InternetLineType, InternetProducts, MobilePlans, ProductDetails } from '../provider/wire';
-import type { OrderRequest } from '../orders/schemas';
+import type { InternetProducts, MobilePlans, ProductDetails } from '../provider/wire';
+import type { OrderRequest } from '../../contract/schemas';
 import { cached, type Cache } from './catalog';
 import { ApiError, type FieldError } from './errors';
+import type { InternetLineType } from '../../contract/provider';
 
 export type IntakeProvider = Partial<
   Pick<

@@ -1,14 +1,14 @@
 /**
- * The intake API's metrics (src/observability/catalog.ts): requests by route and status, orders
+ * The intake API's metrics (contract/metrics.ts): requests by route and status, orders
  * accepted, and the review backlog read from Temporal visibility when Prometheus scrapes.
  */
 import type { Client } from '@temporalio/client';
 import type { RequestHandler } from 'express';
-import { metricCatalog } from '../observability/catalog';
+import { metricCatalog } from '../../contract/metrics';
 import type { Metrics } from '../observability/metrics';
 import type { GaugeSample, PrometheusMetrics } from '../observability/prometheus';
-import { AcceptedAtAttribute, ReviewSinceAttribute } from '../../workflows/contract';
-import { orderTypes } from '../orders/schemas';
+import { AcceptedAtAttribute, ReviewSinceAttribute } from '../../contract/order';
+import { orderTypes } from '../../contract/schemas';
 import { matchedRoute } from '../observability/matched-route';
 import type { AccountReport } from './account';
 

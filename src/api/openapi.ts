@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 document, generated from the same zod schemas the routes validate with
- * (src/orders/schemas.ts, ./schemas.ts) — never written by hand, so it cannot promise what the
- * API does not accept. test/api-openapi.test.ts checks it against the routes.
+ * (contract/schemas.ts, ./schemas.ts) — never written by hand, so it cannot promise what the
+ * API does not accept. test/api/openapi.test.ts checks it against the routes.
  *
  * Components are named by the schemas' own zod `.meta({ id })` (zod-to-openapi reads it), not by
  * `registry.register`, whose `.openapi()` would need zod patched before any schema is created.
@@ -14,7 +14,7 @@ import {
 } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import type { Scope } from '../clients/model';
-import { OrderRequest, ReviewRequest } from '../orders/schemas';
+import { OrderRequest, ReviewRequest } from '../../contract/schemas';
 import { GiftCardCatalogView } from './catalog';
 import { BULK_REVIEW_MAX_ORDERS, BulkReviewAnswer, BulkReviewRequest } from './bulk-review';
 import { CSV, ExportOrdersQuery, ExportRowSchema, NDJSON } from './order-export';

@@ -18,7 +18,7 @@ import { z } from 'zod';
 import type { Caller } from '../clients/registry';
 import { ClientId } from '../clients/model';
 import { REVEAL_SCOPE } from '../audit/reveal';
-import { OrderStatus, OrderType } from '../orders/schemas';
+import { OrderStatus, OrderType } from '../../contract/schemas';
 import { ApiError } from './errors';
 import type { OrderService, OrderView } from './orders';
 import { checkRange, MAX_RANGE_DAYS, RangeBound } from './schemas';

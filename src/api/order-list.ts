@@ -32,8 +32,8 @@ import {
   parseOrderWorkflowId,
   workflowTypeByOrderType,
   type OrderStatus,
-} from '../../workflows/contract';
-import type { OrderType } from '../orders/schemas';
+} from '../../contract/order';
+import type { OrderType } from '../../contract/schemas';
 import { ApiError } from './errors';
 import type { PageTokens } from './page-token';
 import type { ListOrdersQuery, workflowStatuses } from './schemas';

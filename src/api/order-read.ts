@@ -32,8 +32,8 @@ import {
   type OrderInput,
   type OrderView,
   type TimelineEntry,
-} from '../../workflows/contract';
-import { orderStatuses } from '../orders/schemas';
+} from '../../contract/order';
+import { orderStatuses } from '../../contract/schemas';
 import { GrpcStatus, grpcCode } from '../temporal/grpc';
 import { closesRun } from '../temporal/history-events';
 

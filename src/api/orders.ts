@@ -2,7 +2,7 @@
  * What the order routes do with Temporal: start an order idempotently, read its view, list orders
  * from visibility (order-list.ts) and put a review decision to the order (a Workflow Update) —
  * each for an authenticated caller, on the orders it reaches (access.ts). Routes stay thin; this
- * module knows the workflow contract (workflows/contract.ts) and turns Temporal's errors and the
+ * module knows the workflow contract (contract/order.ts) and turns Temporal's errors and the
  * workflow's refusals into ApiErrors.
  *
  * An order belongs to the client that submitted it. Its workflow ID derives from (client, ref)
@@ -38,9 +38,9 @@ import {
   type OrderInput,
   type OrderTimings,
   type OrderView as WorkflowOrderView,
-} from '../../workflows/contract';
+} from '../../contract/order';
 import type { Caller, ClientRegistry } from '../clients/registry';
-import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../orders/schemas';
+import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../../contract/schemas';
 import { providerRefFor } from '../orders/provider-ref';
 import { orderPriority, type OrderOrigin } from '../orders/priority';
 import { accessTo, inOperatorReach, maskCardCodes, type Purpose } from './access';
@@ -50,13 +50,14 @@ import { FIGURES_MEMO, orderFigures } from '../orders/figures';
 import { OrderListing, type OrderList, type OrderSummaryView } from './order-list';
 import { pageTokensFromConfig, type PageTokens } from './page-token';
 import { acceptedView, OrderReader, type ReadView } from './order-read';
-import { workflowStatuses, type ListOrdersQuery } from './schemas';
-import { metricCatalog } from '../observability/catalog';
+import { workflowStatuses, type ListOrdersQuery, type OrderView as DocumentedView } from './schemas';
+import type { z } from 'zod';
+import { metricCatalog } from '../../contract/metrics';
 import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
 import { workflowUiUrl } from '../temporal/ui-links';
 import { auditOrder, type OrderAudit } from '../audit/order-audit';
 import { REVEAL_SCOPE, revealRecorder, type RevealRecorder } from '../audit/reveal';
-import { orderSummary } from '../../workflows/ui-metadata';
+import { orderSummary } from '../../contract/ui-metadata';
 
 export interface OrderServiceOptions {
   /** Refuses (422) what the provider would refuse, before anything starts (intake.ts); none: formats only. */
@@ -131,6 +132,15 @@ function workflowStatusOf(description: WorkflowExecutionDescription): WorkflowSt
 
 export type OrderView = WorkflowOrderView & OrderIdentity;
 
+// The compiler keeps the documented view (schemas.ts, the OpenAPI document) and the view the API
+// answers with identical. Here rather than in schemas.ts, so the schemas need nothing of this module.
+type Assignable<A, B> = [A] extends [B] ? true : false;
+const viewMatches: [
+  Assignable<z.infer<typeof DocumentedView>, OrderView>,
+  Assignable<OrderView, z.infer<typeof DocumentedView>>,
+] = [true, true];
+void viewMatches;
+
 /** The memo keys: the hash of the order's canonical request (never the request: personal data) and its provider ref. */
 export const REQUEST_HASH_MEMO = 'requestHash';
 export const PROVIDER_REF_MEMO = 'providerRef';
@@ -138,7 +148,7 @@ export const PROVIDER_REF_MEMO = 'providerRef';
 /**
  * RFC 8785 (JCS) canonical JSON, so the same request always hashes the same whatever its key order.
  * Its output for every request the API accepts is that of the hand-written function the stored
- * fingerprints were made with (test/api-request-hash.test.ts).
+ * fingerprints were made with (test/api/request-hash.test.ts).
  */
 export function canonicalJson(value: unknown): string {
   return canonicalize(value) ?? 'null';
@@ -179,7 +189,7 @@ export class OrderService {
     return this.#o.client.withDeadline(Date.now() + this.#o.timeoutMs, fn);
   }
 
-  /** The default client keeps `order-<ref>`; every other client's IDs name it (contract.ts). */
+  /** The default client keeps `order-<ref>`; every other client's IDs name it (contract/order.ts). */
   workflowIdOf({ client, ref }: OrderAddress): string {
     return orderWorkflowId(ref, client === this.#o.clients.defaultClientId ? undefined : client);
   }

@@ -17,7 +17,7 @@ import { z } from 'zod';
 import type { Caller, ClientRegistry } from '../clients/registry';
 import { ClientId } from '../clients/model';
 import { FIGURES_MEMO, type OrderFigures } from '../orders/figures';
-import { OrderStatus, OrderType } from '../orders/schemas';
+import { OrderStatus, OrderType } from '../../contract/schemas';
 import {
   CompletedAtAttribute,
   finalStatuses,
@@ -25,7 +25,7 @@ import {
   OrderTypeAttribute,
   workflowTypeByOrderType,
   AcceptedAtAttribute,
-} from '../../workflows/contract';
+} from '../../contract/order';
 import { ApiError } from './errors';
 import { ownedByClause, rangeClauses } from './order-list';
 import { checkRange, MAX_RANGE_DAYS, RangeBound } from './schemas';

@@ -1,5 +1,5 @@
 /**
- * For tests of the intake API (test/api*.test.ts): the app on a free loopback port with test
+ * For tests of the intake API (test/api/): the app on a free loopback port with test
  * configuration, and an HTTP client that sends paths exactly as written (`fetch` would normalise
  * `/v1/orders/..` away before the server ever saw it).
  */

@@ -8,12 +8,12 @@
 import type { Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
-import { finalStatuses } from '../../workflows/contract';
+import { finalStatuses } from '../../contract/order';
 import {
   type AnnounceOutcome,
   type EventDeliveries,
   type WebhookDeliveryState,
-} from '../../workflows/webhook-contract';
+} from '../../contract/webhooks';
 
 const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 const ANNOUNCE_ACTIVITY = 'announceOrderEvent';

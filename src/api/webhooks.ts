@@ -19,7 +19,7 @@ import {
   type WebhookDeliveryInput,
   type WebhookDeliveryState,
   type WebhookEventType,
-} from '../../workflows/webhook-contract';
+} from '../../contract/webhooks';
 import { ApiError } from './errors';
 import { announcedOutcomes, mergedState } from './webhook-records';
 import type { OrderService } from './orders';

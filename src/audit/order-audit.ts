@@ -9,7 +9,7 @@ import {
   OrderTypeAttribute,
   type OrderStatus,
   type OrderType,
-} from '../../workflows/contract';
+} from '../../contract/order';
 import { fetchRuns } from './history';
 import { maskSecrets } from './mask';
 import { buildOrderStory, type OrderStory } from './story';

@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { Caller } from '../clients/registry';
-import { metricCatalog } from '../observability/catalog';
+import { metricCatalog } from '../../contract/metrics';
 import type { Metrics } from '../observability/metrics';
 
 export const REVEAL_SCOPE = 'audit:reveal';

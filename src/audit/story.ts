@@ -19,6 +19,9 @@ import {
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { closesRun } from '../temporal/history-events';
+import type { CheckOutcome, PollOutcome, Submission } from '../../contract/activity-outcomes';
+import type { DecisionOutcome, OrderView, ReviewDecision } from '../../contract/order';
+import type { ProviderStatus } from '../../contract/provider';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 type Payloads = temporal.api.common.v1.IPayloads;
@@ -402,7 +405,7 @@ class RunStory {
     const done = event.workflowExecutionCompletedEventAttributes;
     if (done) {
       const result = await this.#decodeOne(done.result);
-      const finalStatus = (result as { status?: unknown } | undefined)?.status;
+      const finalStatus = (result as Partial<OrderView> | undefined)?.status;
       this.#entries.push(
         this.#entry(event, 'closed', {
           outcome: 'completed',
@@ -524,33 +527,37 @@ class RunStory {
   }
 }
 
+/** What every provider check shows, whatever the order type (MobileCheck, InternetCheck, GiftCardOrderCheck). */
+interface AnyCheck {
+  status: ProviderStatus;
+}
+/** What the provider activities return (contract/activity-outcomes.ts): a check, a polling run, a send. */
+type ProviderActivityResult = CheckOutcome<AnyCheck> | PollOutcome<AnyCheck> | Submission<AnyCheck>;
+
 /**
- * What the provider answered, read generically from an activity's result: a check that found
- * the order (`check.status`), one that did not (`found: false`: NOT_FOUND), or a result that is
- * itself a status.
+ * What the provider answered, from a provider activity's result: a check that found the order
+ * (its status) or did not (NOT_FOUND), every answer a polling run saw, a send that had to look
+ * the order up. Any other activity's result (webhooks, the sweep) answers nothing.
  */
 function answerOf(result: unknown): { providerStatus?: string; answers?: ProviderAnswerSeen[] } {
-  const value = result as
-    | { found?: unknown; check?: { status?: unknown }; status?: unknown; observed?: unknown }
-    | null
-    | undefined;
-  if (typeof value !== 'object' || value === null) return {};
-  // The lean lifecycle's polling activity: every answer it saw, with its time, in one result.
-  if (Array.isArray(value.observed)) {
-    const answers = (value.observed as { at?: unknown; answer?: unknown; times?: unknown }[])
-      .filter((seen) => typeof seen.answer === 'string' && typeof seen.at === 'string')
-      .map((seen) => ({
-        at: seen.at as string,
-        status: seen.answer as string,
-        ...(typeof seen.times === 'number' && seen.times > 1 ? { times: seen.times } : {}),
-      }));
+  if (typeof result !== 'object' || result === null) return {};
+  const value = result as ProviderActivityResult;
+  if ('observed' in value && Array.isArray(value.observed)) {
+    const answers = value.observed.map((seen) => ({
+      at: seen.at,
+      status: seen.answer,
+      ...(seen.times > 1 ? { times: seen.times } : {}),
+    }));
     const last = answers.at(-1);
     return { ...(last ? { providerStatus: last.status } : {}), answers };
   }
-  if (value.found === false) return { providerStatus: 'NOT_FOUND' };
-  if (typeof value.check?.status === 'string') return { providerStatus: value.check.status };
-  if (typeof value.status === 'string') return { providerStatus: value.status };
+  if ('found' in value) return value.found ? statusOf(value.check) : { providerStatus: 'NOT_FOUND' };
+  if ('alreadySent' in value) return statusOf(value.check);
   return {};
+}
+
+function statusOf(check: AnyCheck | undefined): { providerStatus?: string } {
+  return typeof check?.status === 'string' ? { providerStatus: check.status } : {};
 }
 
 /** One answer a polling activity saw: the provider's status (or NOT_FOUND, a failed check) and how often in a row. */
@@ -560,8 +567,9 @@ interface ProviderAnswerSeen {
   times?: number;
 }
 
+/** A decision's payload: the `resolveReview` signal's or the `decideReview` update's ReviewDecision. */
 function decisionIn(payload: unknown): { decision?: AuditDecision } {
-  const value = payload as Record<string, unknown> | null | undefined;
+  const value = payload as Partial<ReviewDecision> | null | undefined;
   if (typeof value !== 'object' || value === null || !('decision' in value)) return {};
   const { decision, operator, decidedBy, note, force, orderId } = value;
   return {
@@ -581,10 +589,7 @@ function decisionIn(payload: unknown): { decision?: AuditDecision } {
  * and refusal on the entry and the view left out of `result` (see AuditDecisionAnswer).
  */
 function decisionAnswerIn(result: unknown): { result: unknown } & Partial<AuditDecisionAnswer> {
-  const value = result as
-    | { outcome?: unknown; refusal?: unknown; view?: { watch?: { until?: unknown; ended?: unknown } } }
-    | null
-    | undefined;
+  const value = result as Partial<DecisionOutcome> | null | undefined;
   if (typeof value !== 'object' || value === null || typeof value.outcome !== 'string') return { result };
   const { view, ...answer } = value;
   // A watch already ended is an earlier decision's.

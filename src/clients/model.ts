@@ -11,8 +11,8 @@
 import { parse, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from '../config';
-import { orderStatuses } from '../orders/schemas';
-import { webhookEventTypes, type WebhookEventType } from '../webhooks/event-types';
+import { orderStatuses } from '../../contract/schemas';
+import { webhookEventTypes, type WebhookEventType } from '../../contract/event-types';
 
 export const scopes = [
   'orders:write',

@@ -3,7 +3,7 @@
  * registry (./prometheus.ts) or the worker's Temporal Runtime meter (./temporal-meter.ts). Code
  * that records takes a `Metrics`, so tests and parts without an exporter pass `noMetrics`.
  */
-import type { CounterDefinition, HistogramDefinition } from './catalog';
+import type { CounterDefinition, HistogramDefinition } from '../../contract/metrics';
 
 export type Labels<L extends string> = Readonly<Record<L, string>>;
 

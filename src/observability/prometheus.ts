@@ -9,7 +9,7 @@ import {
   type CounterDefinition,
   type GaugeDefinition,
   type HistogramDefinition,
-} from './catalog';
+} from '../../contract/metrics';
 import type { Counter as CounterPort, Histogram as HistogramPort, Labels, Metrics } from './metrics';
 
 export interface GaugeSample<L extends string> {

@@ -1,6 +1,6 @@
 /** Provider calls as metrics: the ProviderClient's `onCall` hook, in the worker and in the API. */
 import type { ProviderCallRecord } from '../provider/client';
-import { metricCatalog } from './catalog';
+import { metricCatalog } from '../../contract/metrics';
 import type { Metrics } from './metrics';
 
 export function providerCallMetrics(metrics: Metrics): (call: ProviderCallRecord) => void {

@@ -3,7 +3,7 @@
  * endpoint (WORKER_METRICS_ADDRESS) with the SDK's own worker metrics (temporal_*).
  */
 import type { MetricMeter } from '@temporalio/common';
-import { metricCatalog, type CounterDefinition, type HistogramDefinition } from './catalog';
+import { metricCatalog, type CounterDefinition, type HistogramDefinition } from '../../contract/metrics';
 import type { Counter, Histogram, Metrics } from './metrics';
 
 export function temporalMetrics(meter: MetricMeter): Metrics {

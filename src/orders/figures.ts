@@ -4,7 +4,7 @@
  * visibility listing instead of each order's history. No phone or line number: only the money
  * and the product.
  */
-import type { OrderRequest } from './schemas';
+import type { OrderRequest } from '../../contract/schemas';
 
 export const FIGURES_MEMO = 'figures';
 

@@ -10,7 +10,7 @@
  * (a client id and the client's own reference only).
  */
 import { createHash } from 'node:crypto';
-import { limits } from '../provider/wire';
+import { limits } from '../../contract/provider';
 
 /** Hex digits of the hash kept: 24 × 4 = 96 bits (the collision bound for a 2^40-order history is 2^-17). */
 const HASH_HEX_DIGITS = 24;

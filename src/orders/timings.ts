@@ -7,7 +7,7 @@
  * provider call ends within its activity attempt whatever they say (activities/attempt-deadline.ts).
  */
 import type { Config } from '../config';
-import type { OrderTimings, OrderType } from '../../workflows/contract';
+import type { OrderTimings, OrderType } from '../../contract/order';
 
 type TimingConfig = Pick<
   Config,

@@ -7,7 +7,8 @@
  * key, request headers or request body (phone numbers are personal data).
  */
 import { errorCodeAliases, errorCodes, FailureEnvelope } from './wire';
-import { ProviderError, type ProviderFailureKind } from './errors';
+import { ProviderError } from './errors';
+import type { ProviderFailureKind } from '../../contract/provider';
 
 /** When a 429 carries no usable Retry-After we still back off; one second is the usual floor. */
 export const DEFAULT_RETRY_AFTER_MS = 1_000;

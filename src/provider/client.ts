@@ -31,7 +31,6 @@ import {
   ProductDetails,
   SendResult,
   TransactionPage,
-  type InternetLineType,
   type InternetSendBody,
   type MobileSendBody,
   type PlaceOrderBody,
@@ -39,7 +38,8 @@ import {
 } from './wire';
 import { bodyReadFailure, invalidResponse, notStarted, statusFailure, transportFailure } from './classify';
 import { deadline as callDeadline } from './deadline';
-import { isProviderError, type ProviderFailureKind } from './errors';
+import { isProviderError } from './errors';
+import type { InternetLineType, ProviderFailureKind } from '../../contract/provider';
 
 /** One finished provider call, for metrics: never its body, ref or key. */
 export interface ProviderCallRecord {

@@ -9,13 +9,7 @@ export {
 } from './client';
 export { createProviderClientFromConfig, createProviderPool } from './pool';
 export { DEFAULT_RETRY_AFTER_MS, parseRetryAfter } from './classify';
-export {
-  isProviderError,
-  ProviderError,
-  providerFailureKinds,
-  type ProviderErrorDetails,
-  type ProviderFailureKind,
-} from './errors';
+export { isProviderError, ProviderError, type ProviderErrorDetails } from './errors';
 export type {
   Balance,
   Catalog,
@@ -40,6 +34,5 @@ export type {
   MobileSendBody,
   PlaceOrderBody,
   PlaceOrderResult,
-  ProviderStatus,
   SendResult,
 } from './wire';

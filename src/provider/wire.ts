@@ -2,7 +2,7 @@
  * The provider's /v3 wire formats, written once: what our spec (../shared/spec/provider-api-v3.md)
  * shows, completed by what the provider documents of itself (../shared/spec/provider-v3-documented.md,
  * "the fact sheet"). The client parses answers with these schemas and the sandbox validates its
- * requests and its own answers with them (test/provider-contract.test.ts), so neither can drift
+ * requests and its own answers with them (test/provider/contract.test.ts), so neither can drift
  * from the documented provider.
  *
  * Answers are read leniently: every documented form is accepted (the ⚠ variants of the fact
@@ -10,47 +10,17 @@
  * the string it is, so the lifecycle can send it to review instead of failing to parse it.
  */
 import { z } from 'zod';
+import {
+  ProviderStatus,
+  InternetLineType,
+  limits,
+  PlanCode,
+  type OperatorName,
+  operatorNames,
+} from '../../contract/provider';
+export { operatorNames, OperatorName } from '../../contract/provider';
 
 export const API_PREFIX = '/v3';
-
-/**
- * Every status the provider documents: the spec's five, QUEUED (internet cards scheduled for
- * later delivery) and PARTIALLY_FILLED (gift-card orders).
- */
-export const providerStatuses = [
-  'PENDING',
-  'HANDLING',
-  'FULFILLED',
-  'REFUNDED',
-  'UNKNOWN_ERROR',
-  'QUEUED',
-  'PARTIALLY_FILLED',
-] as const;
-export const DocumentedStatus = z.enum(providerStatuses);
-export type DocumentedStatus = z.infer<typeof DocumentedStatus>;
-/**
- * A status as a check answer carries it: one of the documented ones, or any other string (an
- * undocumented status is an answer for review, not a parse error).
- */
-export const ProviderStatus = z.string().min(1);
-export type ProviderStatus = DocumentedStatus | (string & {});
-
-export function isDocumentedStatus(status: string): status is DocumentedStatus {
-  return (providerStatuses as readonly string[]).includes(status);
-}
-
-/** The 4G type id is the string `4G` (fact sheet, internet). */
-export const internetLineTypes = ['ADSL', '4G'] as const;
-export const InternetLineType = z.enum(internetLineTypes);
-export type InternetLineType = z.infer<typeof InternetLineType>;
-
-/** Decision (neither the spec nor the docs show bounds): what the sandbox accepts. */
-export const limits = {
-  refMaxLength: 64,
-  /** DZD; one top-up or card value never exceeds this (GROS_MOBILIS goes to 300,000). */
-  maxAmount: 300_000,
-  maxQuantity: 100,
-} as const;
 
 /** Refs: letters, digits, `-`, `_`, `.`; so they are safe in a URL path and a workflow ID. */
 export const Ref = z
@@ -59,27 +29,14 @@ export const Ref = z
   .max(limits.refMaxLength)
   .regex(/^[A-Za-z0-9._-]+$/, 'ref may contain only letters, digits, ".", "_" and "-"');
 
-/** The documented MSSIDN rule (send-topup): `0`, then 5, 6 or 7, then 8 digits. */
-export const mobileNumberPattern = /^0[567][0-9]{8}$/;
 /** Any local-looking number: the sandbox's scripted numbers (06000000xx) are accepted with a sandbox key. */
 export const LocalNumber = z.string().regex(/^0\d{9}$/, 'expected a local number: 0 followed by 9 digits');
-/** The documented line numbers (internet, validate-number): ADSL 9 digits with the 0, 4G `213` + 9 digits. */
-export const lineNumberPatterns: Readonly<Record<InternetLineType, RegExp>> = {
-  ADSL: /^0[0-9]{8}$/,
-  '4G': /^213[0-9]{9}$/,
-};
 export const LineNumber = z
   .string()
   .regex(
     /^(0[0-9]{8}|213[0-9]{9})$/,
     'expected an ADSL number (0 and 8 digits) or a 4G number (213 and 9 digits)',
   );
-/** A plan code as /v3/mobile/plans lists them (PREPAID_DJEZZY, PIXX_500, GETMENU_Mobilis…). */
-export const PlanCode = z
-  .string()
-  .min(1)
-  .max(64)
-  .regex(/^[A-Za-z0-9_]+$/, 'expected a plan code from the provider’s plans');
 const Amount = z.number().positive().max(limits.maxAmount);
 
 // ---- envelope and errors (response-format, error-handling) ----
@@ -172,9 +129,6 @@ export const KeyInfo = z.looseObject({
 });
 export type KeyInfo = z.infer<typeof KeyInfo>;
 
-export const operatorNames = ['mobilis', 'ooredoo', 'djezzy', 'mobilisFixedPlans'] as const;
-export const OperatorName = z.enum(operatorNames);
-export type OperatorName = z.infer<typeof OperatorName>;
 export const OperatorState = z.enum(['up', 'down']);
 
 /**

@@ -6,13 +6,14 @@
  */
 import { Router } from 'express';
 import { z } from 'zod';
-import { InternetLineType, OperatorName, OperatorState } from '../provider/wire';
+import { OperatorName, OperatorState } from '../provider/wire';
 import { createAdminGuard } from './auth';
 import { notFound, parseOrThrow } from './errors';
 import { FaultSpec, RouteName } from './faults';
 import { jsonBody, type Responder } from './http';
 import { OutcomeChangeSpec } from './outcome-changes';
 import { type SandboxState } from './state';
+import { InternetLineType } from '../../contract/provider';
 
 export function adminRouter(
   state: SandboxState,

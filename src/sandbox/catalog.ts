@@ -12,10 +12,10 @@ import {
   sandboxTestTypes,
   type DynamicPlan,
   type FixedPlan,
-  type InternetLineType,
   type InternetProduct,
   type MobilePlans,
 } from '../provider/wire';
+import type { InternetLineType } from '../../contract/provider';
 
 export const sandboxDynamicPlans: readonly DynamicPlan[] = [
   plan('PREPAID_DJEZZY', 'Djezzy prepaid', 'djezzy', 100, 10_000),

@@ -9,7 +9,7 @@
  * not care how the books store orders.
  */
 import { z } from 'zod';
-import { DocumentedStatus } from '../provider/wire';
+import { DocumentedStatus } from '../../contract/provider';
 
 /** A change later than a day is no longer "later" for a test; the admin surface refuses it. */
 const MAX_DELAY_MS = 24 * 60 * 60_000;

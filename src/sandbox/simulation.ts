@@ -5,7 +5,8 @@
  * holds tens of thousands of orders at the cost of their inputs only.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { sandboxSpecialNumbers, type DocumentedStatus, type SuggestedOffer } from '../provider/wire';
+import { sandboxSpecialNumbers, type SuggestedOffer } from '../provider/wire';
+import type { DocumentedStatus } from '../../contract/provider';
 
 /** Spec section 3: "about 5 seconds" PENDING, then "about 15 seconds" HANDLING. */
 export const PENDING_MS = 5_000;

@@ -33,7 +33,6 @@ import {
   type Pagination,
   type PlaceOrderBody,
   type PlaceOrderResult,
-  type ProviderStatus,
   type SendResult,
   type Transaction,
 } from '../provider/wire';
@@ -56,6 +55,7 @@ import {
   settleAfterMs,
   timelineStatus,
 } from './simulation';
+import type { ProviderStatus } from '../../contract/provider';
 
 export type Family = 'mobile' | 'internet';
 

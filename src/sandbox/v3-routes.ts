@@ -13,16 +13,12 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import {
   API_PREFIX,
-  InternetLineType,
   InternetSendBody,
-  lineNumberPatterns,
   listLimits,
-  mobileNumberPattern,
   MobileSendBody,
   PlaceOrderBody,
   Ref,
   sandboxSpecialNumbers,
-  type InternetLineType as LineType,
   type KeyInfo,
 } from '../provider/wire';
 import { authorize, keyType, type Access, type KeyRole } from './auth';
@@ -31,6 +27,12 @@ import { type RouteName } from './faults';
 import { jsonBody, localsOf, type Responder } from './http';
 import { newId } from './simulation';
 import { SANDBOX_USERNAME, type ListQuery, type ReadView, type SandboxState } from './state';
+import {
+  InternetLineType,
+  lineNumberPatterns,
+  mobileNumberPattern,
+  type InternetLineType as LineType,
+} from '../../contract/provider';
 
 /** What an action answers: the `data`, and fields documented beside it (the catalog's totals). */
 interface Answer {

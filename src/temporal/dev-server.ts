@@ -7,7 +7,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
-import { searchAttributeDefinitions } from '../../workflows/contract';
+import { searchAttributeDefinitions } from '../../contract/order';
 import { loadConfig } from '../config';
 import { ensureTemporalCli } from './cli';
 import { assertPortFree, freePort, startServerProcess, waitUntilServing } from './process';

@@ -17,7 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
-import { searchAttributeDefinitions } from '../../workflows/contract';
+import { searchAttributeDefinitions } from '../../contract/order';
 import { grpcCode, GrpcStatus } from './grpc';
 
 const { IndexedValueType } = temporal.api.enums.v1;

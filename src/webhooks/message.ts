@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import type { WebhookEndpoint } from '../clients/model';
 import { maskCardCodes } from '../api/access';
 import type { OrderView } from '../api/orders';
-import type { OrderEvent, WebhookEvent } from '../../workflows/webhook-contract';
+import type { OrderEvent, WebhookEvent } from '../../contract/webhooks';
 
 export interface WebhookMessage {
   /** Equals the `webhook-id` header: stable across retries and redeliveries. */

@@ -6,7 +6,7 @@
  * order's delivery state: a status, a timeout, a refused address — never a body.
  */
 import { Agent, request } from 'undici';
-import type { DeliveryOutcome } from '../../workflows/webhook-contract';
+import type { DeliveryOutcome } from '../../contract/webhooks';
 import { type AddressPolicy, AddressRefusedError, guardedConnector, type LookupAll } from './address-guard';
 
 /** A receiver only has to say 2xx; whatever else it sends is read up to this much, then dropped. */

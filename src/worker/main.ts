@@ -7,7 +7,7 @@
  * and again on SIGHUP; endpoint secrets are derived from WEBHOOK_SIGNING_KEY.
  *
  * Metrics: with WORKER_METRICS_ADDRESS, Temporal's Runtime serves Prometheus there — the SDK's
- * worker metrics (temporal_*) and ours (topup_*, src/observability/catalog.ts). Traces: with an
+ * worker metrics (temporal_*) and ours (topup_*, contract/metrics.ts). Traces: with an
  * OTLP endpoint configured (src/observability/tracing.ts).
  */
 import { Client } from '@temporalio/client';

@@ -14,7 +14,7 @@ import { Worker, type InjectedSinks, type NativeConnection } from '@temporalio/w
 import type { DataConverter } from '@temporalio/common';
 import type { OrderActivities } from '../../activities';
 import type { DeliveryActivities } from '../../activities/webhooks';
-import type { WebhookDeliveryPolicy } from '../../workflows/webhook-contract';
+import type { WebhookDeliveryPolicy } from '../../contract/webhooks';
 import type { Config } from '../config';
 import type { Tracing } from '../observability/tracing';
 import { defaultWorkflowsPath, workflowInterceptorModules } from './bundle';

@@ -7,11 +7,12 @@ import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities, type OrderProvider } from '../../activities';
-import { ProviderFailureType, type PollOutcome, type PollPlan } from '../../activities/outcomes.types';
-import { ProviderError, type ProviderFailureKind } from '../../src/provider/errors';
+import { ProviderFailureType, type PollOutcome, type PollPlan } from '../../contract/activity-outcomes';
+import { ProviderError } from '../../src/provider/errors';
 import type { MobileCheck } from '../../src/provider/wire';
 import { giftCardRequest, mobileRequest } from '../helpers/orders';
 import { attemptDeadline, marginMs, withinAttempt } from '../../activities/attempt-deadline';
+import type { ProviderFailureKind } from '../../contract/provider';
 
 type Method = keyof OrderProvider;
 type Answer = unknown;

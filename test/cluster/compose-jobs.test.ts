@@ -6,7 +6,7 @@
  * database at the first try. Only addresses change: loopback and free ports for the container
  * network and the fixed ports.
  */
-import { searchAttributeDefinitions } from '../../workflows/contract';
+import { searchAttributeDefinitions } from '../../contract/order';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

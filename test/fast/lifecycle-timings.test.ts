@@ -14,7 +14,7 @@ import {
 } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { decideReviewUpdate, type OrderView } from '../../workflows/contract';
+import { decideReviewUpdate, type OrderView } from '../../contract/order';
 import {
   giftCardRequest,
   mobileRequest,

@@ -33,8 +33,8 @@ import {
   type OrderRequest,
   type OrderTimings,
   type OrderView,
-} from '../../workflows/contract';
-import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '../../src/orders/schemas';
+} from '../../contract/order';
+import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '../../contract/schemas';
 
 export const ADMIN_TOKEN = 'test-admin-token';
 export const SANDBOX_KEY = 'sandbox-key';

@@ -12,7 +12,7 @@ import { createActivities, type OrderProvider } from '../../activities';
 import { indexedValueTypes } from '../../src/temporal/setup';
 import { ensureTestServer } from '../../src/temporal/test-server-install';
 import { createOrderWorker } from '../../src/worker/worker';
-import { searchAttributeDefinitions } from '../../workflows/contract';
+import { searchAttributeDefinitions } from '../../contract/order';
 import { bundledWorkflows, installTestRuntime } from './orders';
 
 export interface TimeSkippingWorkers<K extends string> {

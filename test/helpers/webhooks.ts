@@ -15,7 +15,7 @@ import { apiTestConfig, startTestApi, testClientsFile, type TestApi } from '../.
 import type { ClientsFile, WebhookEndpoint } from '../../src/clients/model';
 import { ClientRegistry } from '../../src/clients/registry';
 import { hashApiKey } from '../../src/clients/keys';
-import type { OrderType } from '../../src/orders/schemas';
+import type { OrderType } from '../../contract/schemas';
 import { AddressPolicy, type LookupAll } from '../../src/webhooks/address-guard';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { WebhookSender } from '../../src/webhooks/sender';
@@ -25,7 +25,7 @@ import {
   webhookDeliveryWorkflowId,
   type WebhookDeliveryPolicy,
   type WebhookDeliveryState,
-} from '../../workflows/webhook-contract';
+} from '../../contract/webhooks';
 import {
   installTestRuntime,
   scaledTimings,

@@ -16,12 +16,12 @@ import { testClients } from '../../src/api/testing';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import type { OrderView } from '../../src/api/orders';
-import { metricCatalog, exportedName } from '../../src/observability/catalog';
+import { metricCatalog, exportedName } from '../../contract/metrics';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { freePort } from '../../src/temporal/dev-server';
 import { projectRoot, startPart, waitForHttp, type ManagedProcess } from '../../scripts/lib/processes';
-import { defaultOrderTimings, workflowTypeByOrderType } from '../../workflows/contract';
+import { defaultOrderTimings, workflowTypeByOrderType } from '../../contract/order';
 import {
   giftCardRequest,
   mobileRequest,

@@ -9,87 +9,65 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
 import { TRACE_HEADER as LIBRARY_TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
 import { TRACE_HEADER } from '../../workflows/interceptors';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { type NativeConnection, Worker } from '@temporalio/worker';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { createActivities } from '../../activities';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { startTestApi, testClients, testClientsFilePath, type TestApi } from '../../src/api/testing';
+import { testClients, testClientsFilePath, type TestApi } from '../../src/api/testing';
 import { freePort } from '../../src/temporal/dev-server';
 import { startPart, waitForHttp, type ManagedProcess } from '../../scripts/lib/processes';
 import { startTracing, type Tracing } from '../../src/observability/tracing';
-import { createOrderWorker } from '../../src/worker/worker';
-import { defaultOrderTimings, orderWorkflowId, type OrderView } from '../../workflows/contract';
+import { defaultOrderTimings, orderWorkflowId, type OrderView } from '../../contract/order';
 import {
-  installTestRuntime,
   mobileRequest,
   newRef,
   scaledTimings,
   startOrder,
   startTestSandbox,
-  testProvider,
+  type testProvider,
   TIME_SCALE,
   waitForView,
   type TestSandbox,
 } from '../helpers/orders';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('traces', () => {
   const exporter = new InMemorySpanExporter();
   let tracing: Tracing;
+  let stack: OrderStack<'main'>;
   let temporal: TestTemporal;
-  let sandbox: TestSandbox;
   let provider: ReturnType<typeof testProvider>;
   let nativeConnection: NativeConnection;
   let connection: Connection;
-  let worker: Worker;
-  let workerRun: Promise<void>;
   let api: TestApi;
   let tracedClient: Client;
-  const taskQueue = `traces-${randomUUID()}`;
+  let taskQueue: string;
 
   before(async () => {
-    installTestRuntime();
     tracing = await startTracing({ serviceName: 'traces-test', exporter, batch: false });
-    [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox()]);
-    provider = testProvider(sandbox.url);
-    nativeConnection = await NativeConnection.connect({ address: temporal.address });
-    worker = await createOrderWorker({
-      connection: nativeConnection,
-      namespace: temporal.namespace,
-      taskQueue,
-      activities: createActivities({ provider: provider.client }),
-      workflowCode: workflowCodeOptions(),
+    stack = await startOrderStack({
+      name: 'traces',
+      workers: { main: {} },
       tracing,
+      // As src/api/main.ts builds the client when tracing is on.
+      clientInterceptors: {
+        workflow: [new OpenTelemetryWorkflowClientInterceptor({ tracer: tracing.tracer })],
+      },
+      api: { timingsFor: () => scaledTimings(), tracer: tracing.tracer },
     });
-    workerRun = worker.run();
-    connection = await Connection.connect({ address: temporal.address });
-    // As src/api/main.ts builds it when tracing is on.
-    tracedClient = new Client({
-      connection,
-      namespace: temporal.namespace,
-      interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor({ tracer: tracing.tracer })] },
-    });
-    api = await startTestApi({
-      client: tracedClient,
-      taskQueue,
-      provider: provider.client,
-      timingsFor: () => scaledTimings(),
-      tracer: tracing.tracer,
-    });
+    ({ temporal, provider, nativeConnection, connection, client: tracedClient, api } = stack);
+    taskQueue = stack.taskQueues.main;
   });
 
   after(async () => {
-    await api?.close();
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await workerRun;
-    await Promise.all([connection?.close(), nativeConnection?.close(), provider?.close(), sandbox?.close()]);
-    await temporal?.stop();
+    await stack?.stop();
     await tracing?.shutdown();
   });
 

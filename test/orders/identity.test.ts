@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { CLIENT_ID_PATTERN, ClientId } from '../../src/clients/model';
-import { OrderRef } from '../../src/orders/schemas';
+import { OrderRef } from '../../contract/schemas';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { Ref } from '../../src/provider/wire';
-import { orderWorkflowId, parseOrderWorkflowId } from '../../workflows/contract';
+import { orderWorkflowId, parseOrderWorkflowId } from '../../contract/order';
 
 const RUNS = { numRuns: 2_000 };
 

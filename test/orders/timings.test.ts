@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config';
 import { timingsFromConfig } from '../../src/orders/timings';
-import { defaultOrderTimings } from '../../workflows/contract';
+import { defaultOrderTimings } from '../../contract/order';
 
 describe('timingsFromConfig', () => {
   it('with the default configuration, gives the spec timings and each type its deadline', () => {

@@ -7,8 +7,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { billableActions, pollHeartbeats } from '../../scripts/bench/billable-actions';
-import { defaultOrderTimings, type OrderRequest } from '../../workflows/contract';
-import type { PollOutcome } from '../../activities/outcomes.types';
+import { defaultOrderTimings, type OrderRequest } from '../../contract/order';
+import type { PollOutcome } from '../../contract/activity-outcomes';
 import {
   giftCardRequest,
   internetRequest,

@@ -8,22 +8,19 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { ListOrdersQuery } from '../../src/api/schemas';
-import { orderStatuses } from '../../src/orders/schemas';
+import { orderStatuses } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { webhookEventTypes } from '../../src/webhooks/event-types';
-import { decideReviewUpdate, orderWorkflowId, type OrderView } from '../../workflows/contract';
+import { webhookEventTypes } from '../../contract/event-types';
+import { decideReviewUpdate, orderWorkflowId, type OrderView } from '../../contract/order';
 import {
   mobileRequest,
   newRef,
   scaledTimings,
   startOrder,
-  startOrderTestWorkers,
-  startTestSandbox,
-  testProvider,
   waitForView,
-  type OrderTestWorkers,
   type TestSandbox,
 } from '../helpers/orders';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 describe('the CANCELLED status', () => {
   it('is a final status the list filters on and clients may subscribe to (order.cancelled)', () => {
@@ -34,20 +31,14 @@ describe('the CANCELLED status', () => {
 
 describe('an order whose workflow Temporal is asked to cancel', () => {
   let sandbox: TestSandbox;
-  let provider: ReturnType<typeof testProvider>;
-  let env: OrderTestWorkers<'main'>;
+  let env: OrderStack<'main'>;
 
   before(async () => {
-    sandbox = await startTestSandbox();
-    provider = testProvider(sandbox.url);
-    env = await startOrderTestWorkers({ main: provider.client });
+    env = await startOrderStack({ name: 'cancellation', workers: { main: {} } });
+    sandbox = env.sandbox;
   });
   afterEach(() => sandbox.clearFaults());
-  after(async () => {
-    await env.stop();
-    await provider.close();
-    await sandbox.close();
-  });
+  after(() => env?.stop());
 
   const start = (ref: string, msisdn?: string) =>
     startOrder(env.client, env.taskQueues.main, mobileRequest(ref, msisdn), { timings: scaledTimings() });

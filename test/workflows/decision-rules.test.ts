@@ -12,7 +12,7 @@ import {
   type DecisionCase,
   type Verdict,
 } from '../../workflows/decision-rules';
-import type { OrderType } from '../../workflows/contract';
+import type { OrderType } from '../../contract/order';
 
 const status = (s: 'PENDING' | 'HANDLING' | 'FULFILLED' | 'REFUNDED' | 'UNKNOWN_ERROR', usable = true) =>
   ({ kind: 'status', status: s, usable, ...(usable ? {} : { problem: 'wrong number' }) }) as DecisionAnswer;

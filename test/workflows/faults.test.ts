@@ -4,7 +4,7 @@
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { resolveReviewSignal } from '../../workflows/contract';
+import { resolveReviewSignal } from '../../contract/order';
 import {
   countingProvider,
   giftCardRequest,
@@ -13,34 +13,43 @@ import {
   PRODUCTION_KEY,
   scaledTimings,
   startOrder,
-  startOrderTestWorkers,
-  startTestSandbox,
   testProvider,
   waitForView,
-  type OrderTestWorkers,
   type TestSandbox,
 } from '../helpers/orders';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 describe('order workflows when the provider misbehaves', () => {
   let sandbox: TestSandbox;
-  let providers: ReturnType<typeof testProvider>[];
+  const providers: ReturnType<typeof testProvider>[] = [];
   let counted: ReturnType<typeof countingProvider<ReturnType<typeof testProvider>['client']>>;
-  let env: OrderTestWorkers<'sandbox' | 'production' | 'unreachable'>;
+  let env: OrderStack<'sandbox' | 'production' | 'unreachable'>;
 
   before(async () => {
-    sandbox = await startTestSandbox();
-    const [sandboxKey, productionKey, unreachable] = (providers = [
-      testProvider(sandbox.url),
-      testProvider(sandbox.url, PRODUCTION_KEY),
-      // Port 1 refuses connections: every call fails before reaching anyone.
-      testProvider('http://127.0.0.1:1'),
-    ]);
-    counted = countingProvider(productionKey!.client);
-    env = await startOrderTestWorkers({
-      sandbox: sandboxKey!.client,
-      production: counted.provider,
-      unreachable: unreachable!.client,
+    // The stack's own provider client (the sandbox key) is the sandbox worker's.
+    env = await startOrderStack({
+      name: 'faults',
+      workers: {
+        sandbox: {},
+        production: {
+          provider: (s) => {
+            const productionKey = testProvider(s.url, PRODUCTION_KEY);
+            providers.push(productionKey);
+            counted = countingProvider(productionKey.client);
+            return counted.provider;
+          },
+        },
+        unreachable: {
+          provider: () => {
+            // Port 1 refuses connections: every call fails before reaching anyone.
+            const unreachable = testProvider('http://127.0.0.1:1');
+            providers.push(unreachable);
+            return unreachable.client;
+          },
+        },
+      },
     });
+    sandbox = env.sandbox;
   });
   afterEach(async () => {
     await sandbox.clearFaults();
@@ -48,7 +57,6 @@ describe('order workflows when the provider misbehaves', () => {
   after(async () => {
     await env.stop();
     await Promise.all(providers.map((p) => p.close()));
-    await sandbox.close();
   });
 
   const start = (

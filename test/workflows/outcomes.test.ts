@@ -13,7 +13,7 @@ import {
   OrderStatusAttribute,
   resolveReviewSignal,
   type OrderView,
-} from '../../workflows/contract';
+} from '../../contract/order';
 import {
   countingProvider,
   giftCardRequest,

@@ -8,19 +8,16 @@
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
-import { statusQuery, type OrderView } from '../../workflows/contract';
+import { statusQuery, type OrderView } from '../../contract/order';
 import {
   mobileRequest,
   newRef,
   scaledTimings,
   startOrder,
-  startOrderTestWorkers,
-  startTestSandbox,
-  testProvider,
   waitForView,
-  type OrderTestWorkers,
   type TestSandbox,
 } from '../helpers/orders';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 import { createProviderPool, ProviderClient } from '../../src/provider';
 
 /** A worker whose HTTP timeouts are far longer than the activity timeout the order gets. */
@@ -28,27 +25,31 @@ const SLOW_HTTP_TIMEOUTS = { headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 };
 
 describe('the send path against a provider that commits late and reads behind', () => {
   let sandbox: TestSandbox;
-  let short: ReturnType<typeof testProvider>;
-  let slow: { client: ProviderClient; close(): Promise<void> };
-  let env: OrderTestWorkers<'short' | 'slow'>;
+  let short: ProviderClient;
+  let slowPool: { close(): Promise<void> } | undefined;
+  let env: OrderStack<'short' | 'slow'>;
 
   before(async () => {
-    sandbox = await startTestSandbox();
-    short = testProvider(sandbox.url);
-    const pool = createProviderPool({ baseUrl: sandbox.url, connectTimeoutMs: 500, connections: 16 });
-    slow = {
-      client: new ProviderClient({
-        baseUrl: sandbox.url,
-        apiKey: 'sandbox-key',
-        dispatcher: pool,
-        ...SLOW_HTTP_TIMEOUTS,
-      }),
-      close: () => pool.close(),
-    };
-    env = await startOrderTestWorkers(
-      { short: short.client, slow: slow.client },
-      { account: { workers: ['short'], checkMs: 200 } },
-    );
+    env = await startOrderStack({
+      name: 'send-path',
+      workers: {
+        short: { account: { checkMs: 200 } },
+        slow: {
+          provider: ({ url }) => {
+            const pool = createProviderPool({ baseUrl: url, connectTimeoutMs: 500, connections: 16 });
+            slowPool = pool;
+            return new ProviderClient({
+              baseUrl: url,
+              apiKey: 'sandbox-key',
+              dispatcher: pool,
+              ...SLOW_HTTP_TIMEOUTS,
+            });
+          },
+        },
+      },
+    });
+    ({ sandbox } = env);
+    short = env.provider.client;
   });
   afterEach(async () => {
     await sandbox.clearFaults();
@@ -56,8 +57,7 @@ describe('the send path against a provider that commits late and reads behind', 
   });
   after(async () => {
     await env.stop();
-    await Promise.all([short.close(), slow.close()]);
-    await sandbox.close();
+    await slowPool?.close();
   });
 
   const start = (
@@ -106,7 +106,7 @@ describe('the send path against a provider that commits late and reads behind', 
     // Hole 3: same body, same ref, months ago; the old top-up is FULFILLED and looks like ours.
     const request = mobileRequest(newRef('reused'));
     const providerRef = `p-${request.ref}`;
-    await short.client.sendMobileTopup({
+    await short.sendMobileTopup({
       plan_code: request.planCode,
       MSSIDN: request.msisdn,
       amount: request.amount,
@@ -182,7 +182,7 @@ describe('the send path against a provider that commits late and reads behind', 
   it('when check-ref finds a top-up under the ref with another number after an unclear send, it is not adopted: NEEDS_REVIEW', async () => {
     await sandbox.settings({ uniqueRefs: false });
     const request = mobileRequest(newRef('not-ours'));
-    await short.client.sendMobileTopup({
+    await short.sendMobileTopup({
       plan_code: request.planCode,
       MSSIDN: '0559999999',
       amount: 500,
@@ -203,7 +203,7 @@ describe('the send path against a provider that commits late and reads behind', 
   it('when check-ref shows another _id than the topupId the send returned, the order goes to NEEDS_REVIEW (issue 25, failure 3)', async () => {
     await sandbox.settings({ uniqueRefs: false });
     const request = mobileRequest(newRef('other-topup'));
-    await short.client.sendMobileTopup({
+    await short.sendMobileTopup({
       plan_code: request.planCode,
       MSSIDN: request.msisdn,
       amount: request.amount,

@@ -9,31 +9,26 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { temporal as proto } from '@temporalio/proto';
 import { ensureOrderSweepSchedule } from '../../src/temporal/sweep-schedule';
-import { orderWorkflowId, type OrderView } from '../../workflows/contract';
+import { orderWorkflowId, type OrderView } from '../../contract/order';
 import {
   giftCardRequest,
   mobileRequest,
   newRef,
   scaledTimings,
   startOrder,
-  startOrderTestWorkers,
-  startTestSandbox,
-  testProvider,
   waitForView,
-  type OrderTestWorkers,
   type TestSandbox,
 } from '../helpers/orders';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 describe('an order whose workflow run is terminated or reset', () => {
   let sandbox: TestSandbox;
-  let provider: ReturnType<typeof testProvider>;
-  let env: OrderTestWorkers<'main'>;
+  let env: OrderStack<'main'>;
   const scheduleId = `order-sweep-test-${randomUUID()}`;
 
   before(async () => {
-    sandbox = await startTestSandbox();
-    provider = testProvider(sandbox.url);
-    env = await startOrderTestWorkers({ main: provider.client });
+    env = await startOrderStack({ name: 'sweep-reset', workers: { main: {} } });
+    sandbox = env.sandbox;
     // An hour apart: the test triggers each sweep itself.
     await ensureOrderSweepSchedule(env.client, {
       taskQueue: env.taskQueues.main,
@@ -47,8 +42,6 @@ describe('an order whose workflow run is terminated or reset', () => {
     await env.client.schedule.getHandle(scheduleId).delete();
     await sandbox.settings({ uniqueRefs: true });
     await env.stop();
-    await provider.close();
-    await sandbox.close();
   });
 
   const events = (view: OrderView) => view.timeline.map((e) => `${e.status}: ${e.event}`).join('\n');

@@ -7,19 +7,16 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
+import { randomBytes } from 'node:crypto';
+import { Client, type Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { decodeArrayFromPayloads, loadDataConverter } from '@temporalio/common/lib/internal-non-workflow';
-import { NativeConnection, type Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities';
-import { apiTestConfig, startTestApi, testClients, type TestApi } from '../../src/api/testing';
+import { apiTestConfig, testClients, type TestApi } from '../../src/api/testing';
 import { auditOrder } from '../../src/audit/order-audit';
 import { dataConverterFromConfig } from '../../src/codec/data-converter';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { ENCRYPTED_ENCODING } from '../../src/codec/encryption-codec';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { createOrderWorker } from '../../src/worker/worker';
 import {
   decideReviewUpdate,
   orderWorkflowId,
@@ -27,26 +24,18 @@ import {
   type OrderInput,
   type OrderView,
   type ReviewDecision,
-} from '../../workflows/contract';
+} from '../../contract/order';
 import {
   handlerDescriptions,
   pastableDecisions,
   reviewNotice,
   type PastableDecision,
   type ReviewNotice,
-} from '../../workflows/ui-metadata';
+} from '../../contract/ui-metadata';
 import { rawHistory } from '../helpers/raw-history';
-import {
-  installTestRuntime,
-  internetRequest,
-  mobileRequest,
-  newRef,
-  scaledTimings,
-  startTestSandbox,
-  testProvider,
-  type TestSandbox,
-} from '../helpers/orders';
-import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
+import { internetRequest, mobileRequest, newRef, scaledTimings, type TestSandbox } from '../helpers/orders';
+import type { TestTemporal } from '../helpers/temporal';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const UNKNOWN = sandboxSpecialNumbers.unknownError;
@@ -66,49 +55,24 @@ describe('Temporal UI metadata', () => {
   const dataConverter = dataConverterFromConfig({
     PAYLOAD_ENCRYPTION_KEYS: `ui-test:${randomBytes(32).toString('base64')}`,
   });
+  let stack: OrderStack<'main'>;
   let temporal: TestTemporal;
   let sandbox: TestSandbox;
-  let provider: ReturnType<typeof testProvider>;
-  let nativeConnection: NativeConnection;
   let connection: Connection;
   let client: Client;
-  let worker: Worker;
-  let running: Promise<void>;
   let api: TestApi;
-  const taskQueue = `ui-metadata-${randomUUID()}`;
 
   before(async () => {
-    installTestRuntime();
-    [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox()]);
-    provider = testProvider(sandbox.url);
-    nativeConnection = await NativeConnection.connect({ address: temporal.address });
-    worker = await createOrderWorker({
-      connection: nativeConnection,
-      namespace: temporal.namespace,
-      taskQueue,
-      activities: createActivities({ provider: provider.client }),
-      workflowCode: workflowCodeOptions(),
+    stack = await startOrderStack({
+      name: 'ui-metadata',
+      workers: { main: {} },
       dataConverter,
+      api: { timingsFor: () => scaledTimings(), config: apiTestConfig() },
     });
-    running = worker.run();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace, dataConverter });
-    api = await startTestApi({
-      client,
-      taskQueue,
-      provider: provider.client,
-      timingsFor: () => scaledTimings(),
-      config: apiTestConfig(),
-    });
+    ({ temporal, sandbox, connection, client, api } = stack);
   });
 
-  after(async () => {
-    await api?.close();
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await running;
-    await Promise.all([connection?.close(), nativeConnection?.close(), provider?.close(), sandbox?.close()]);
-    await temporal?.stop();
-  });
+  after(() => stack?.stop());
 
   async function inReview(ref: string): Promise<OrderView> {
     const deadline = Date.now() + 20_000;

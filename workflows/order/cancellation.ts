@@ -11,7 +11,7 @@
  * - In review or disputed: the order keeps waiting and stays decidable.
  */
 import { log } from '@temporalio/workflow';
-import { finalStatuses, type OrderRequest } from '../contract';
+import { finalStatuses, type OrderRequest } from '../../contract/order';
 import type { Order } from './state';
 import type { ProviderCheck } from './types';
 

@@ -10,8 +10,8 @@ import {
   makeContinueAsNewFunc,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { OrderInput, OrderRequest } from '../contract';
-import { pastableDecisions, reviewNotice } from '../ui-metadata';
+import type { OrderInput, OrderRequest } from '../../contract/order';
+import { pastableDecisions, reviewNotice } from '../../contract/ui-metadata';
 import type { Order } from './state';
 import type { OrderWorkflow, ProviderCheck } from './types';
 

@@ -1,7 +1,7 @@
 /** Failures and answers in the words the timeline, the review evidence and the decisions use. */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
-import { ProviderFailureType, type ProviderFailureDetails } from '../../activities/outcomes.types';
-import type { OrderResult, ProviderAnswer } from '../contract';
+import { ProviderFailureType, type ProviderFailureDetails } from '../../contract/activity-outcomes';
+import type { OrderResult, ProviderAnswer } from '../../contract/order';
 import type { DecisionAnswer } from '../decision-rules';
 import type { Asked, ProviderCheck } from './types';
 

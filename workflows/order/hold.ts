@@ -9,9 +9,9 @@
  */
 import { condition, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { AccountActivities } from '../../activities/account';
-import { ProviderFailureType } from '../../activities/outcomes.types';
-import type { OperatorName } from '../account-contract';
-import type { OrderRequest } from '../contract';
+import { ProviderFailureType } from '../../contract/activity-outcomes';
+import type { OperatorName } from '../../contract/account';
+import type { OrderRequest } from '../../contract/order';
 import type { ProviderFailure } from './failures';
 import type { Order } from './state';
 import type { ProviderCheck } from './types';

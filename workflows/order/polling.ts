@@ -5,8 +5,8 @@
  */
 import { ActivityFailure, log, proxyActivities, sleep, TimeoutFailure } from '@temporalio/workflow';
 import type { OrderActivities } from '../../activities';
-import type { PollPlan, PollProgress } from '../../activities/outcomes.types';
-import type { OrderRequest } from '../contract';
+import type { PollPlan, PollProgress } from '../../contract/activity-outcomes';
+import type { OrderRequest } from '../../contract/order';
 import { describeFailure, PROVIDER_DOES_NOT_KNOW } from './failures';
 import type { Order } from './state';
 import type { ProviderCheck } from './types';

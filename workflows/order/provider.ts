@@ -1,7 +1,7 @@
 /** The provider's answers as the lifecycle asks for them: status checks and the decision's check. */
 import { log, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { OrderActivities } from '../../activities';
-import type { OrderRequest } from '../contract';
+import type { OrderRequest } from '../../contract/order';
 import { describeFailure, PROVIDER_DOES_NOT_KNOW } from './failures';
 import type { Order } from './state';
 import type { Asked, ProviderCheck } from './types';

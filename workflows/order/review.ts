@@ -5,15 +5,15 @@
  * first (decision-rules.ts); one the provider has not confirmed is then watched (watch.ts).
  */
 import { ApplicationFailure, condition, log } from '@temporalio/workflow';
-import { checkReviewDecision, decidedByWhom } from '../../src/orders/review-decision';
-import type { ReviewDecision } from '../../src/orders/schemas';
-import { REVIEW_DECISION_EVENT } from '../../src/webhooks/event-types';
+import { checkReviewDecision, decidedByWhom } from '../../contract/review-decision';
+import type { ReviewDecision } from '../../contract/schemas';
+import { REVIEW_DECISION_EVENT } from '../../contract/event-types';
 import {
   DecisionRejection,
   type DecisionOutcome,
   type DecisionRefusal,
   type OrderRequest,
-} from '../contract';
+} from '../../contract/order';
 import { judgeDecision } from '../decision-rules';
 import { decisionAnswerOf, providerAnswerOf } from './failures';
 import { askProvider, lookUp } from './provider';

@@ -13,8 +13,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { OrderActivities } from '../../activities';
-import { ProviderFailureType, type Submission } from '../../activities/outcomes.types';
-import type { OrderRequest } from '../contract';
+import { ProviderFailureType, type Submission } from '../../contract/activity-outcomes';
+import type { OrderRequest } from '../../contract/order';
 import {
   describeFailure,
   isSafeToRepeat,
@@ -27,7 +27,7 @@ import {
 import { holdsTheOrder, holdUntilResumed } from './hold';
 import { lookUp } from './provider';
 import { cancelledBeforeSending } from './cancellation';
-import type { Order } from './state';
+import { RETRY_INITIAL_INTERVAL_MS, type Order } from './state';
 import type { ProviderCheck } from './types';
 
 /**
@@ -35,8 +35,6 @@ import type { ProviderCheck } from './types';
  * (and never past the deadline): with the default back-off that is about a quarter of an hour.
  */
 const MAX_SUBMIT_TRIES = 20;
-/** First retry of a failed provider call; further ones back off to the polling cap. */
-export const RETRY_INITIAL_INTERVAL_MS = 1_000;
 /**
  * The first send (a local activity) must be scheduled by the worker within this share of the
  * task timeout after its workflow task started (SendOptions.notAfter). A local activity can run

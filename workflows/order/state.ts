@@ -17,11 +17,11 @@ import {
 } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporalio/common';
 import type { OrderActivities } from '../../activities';
-import { nextCheckDelayMs, type Submission } from '../../activities/outcomes.types';
-import { decidedByWhom } from '../../src/orders/review-decision';
-import type { ReviewDecision } from '../../src/orders/schemas';
-import { statusEventType } from '../../src/webhooks/event-types';
-import type { AnnounceOutcome, DurableEndpoints, OrderEvent } from '../webhook-contract';
+import { nextCheckDelayMs, type Submission } from '../../contract/activity-outcomes';
+import { decidedByWhom } from '../../contract/review-decision';
+import type { ReviewDecision } from '../../contract/schemas';
+import { statusEventType } from '../../contract/event-types';
+import type { AnnounceOutcome, DurableEndpoints, OrderEvent } from '../../contract/webhooks';
 import {
   AcceptedAtAttribute,
   CompletedAtAttribute,
@@ -40,11 +40,10 @@ import {
   type OrderType,
   type OrderView,
   type ReviewResolution,
-} from '../contract';
+} from '../../contract/order';
 import { countDecisionOutcome } from '../decision-metrics';
-import { orderDetails, type ReviewNotice } from '../ui-metadata';
+import { orderDetails, type ReviewNotice } from '../../contract/ui-metadata';
 import { refundOf } from './failures';
-import { RETRY_INITIAL_INTERVAL_MS } from './send';
 import type {
   AdaptedOrder,
   Interpretation,
@@ -53,6 +52,9 @@ import type {
   ProviderCheck,
   QueuedDecision,
 } from './types';
+
+/** First retry of a failed provider call; further ones back off to the polling cap. */
+export const RETRY_INITIAL_INTERVAL_MS = 1_000;
 
 /**
  * Temporal warns at 10,240 events; continuing as new well before keeps replays fast and leaves

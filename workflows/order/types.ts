@@ -1,6 +1,6 @@
 /** The shapes the lifecycle's phases share: what an adapter says of its order type, and what the provider said. */
 import type { OrderActivities } from '../../activities';
-import type { CheckOutcome, PollOutcome, PollPlan, Submission } from '../../activities/outcomes.types';
+import type { CheckOutcome, PollOutcome, PollPlan, Submission } from '../../contract/activity-outcomes';
 import type {
   DecisionOutcome,
   OrderInput,
@@ -9,8 +9,8 @@ import type {
   OrderView,
   ProviderStatus,
   ReviewDecision,
-} from '../contract';
-import type { PastableDecision, ReviewNotice } from '../ui-metadata';
+} from '../../contract/order';
+import type { PastableDecision, ReviewNotice } from '../../contract/ui-metadata';
 
 /** The part of every provider check answer the lifecycle reads; the adapter reads the rest. */
 export interface ProviderCheck {

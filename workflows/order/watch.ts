@@ -3,7 +3,7 @@
  * watch ends; an answer against the decision reopens the order as DISPUTED.
  */
 import { condition, log } from '@temporalio/workflow';
-import type { DecisionWatch, OrderRequest, OrderResult } from '../contract';
+import type { DecisionWatch, OrderRequest, OrderResult } from '../../contract/order';
 import { contradictsLater } from '../decision-rules';
 import { countDispute } from '../decision-metrics';
 import { providerAnswerOf } from './failures';

@@ -16,9 +16,9 @@ import {
   statusQuery,
   type OrderRequest,
   type OrderView,
-} from '../contract';
-import { resumeHeldSignal } from '../account-contract';
-import { handlerDescriptions } from '../ui-metadata';
+} from '../../contract/order';
+import { resumeHeldSignal } from '../../contract/account';
+import { handlerDescriptions } from '../../contract/ui-metadata';
 import { onCancelRequested } from './cancellation';
 import { continueAsNewIfDue } from './continue-as-new';
 import { pollStep } from './polling';

@@ -5,7 +5,7 @@
  */
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { Caller } from '../../clients/registry';
-import { OrderRequest, ReviewRequest } from '../../orders/schemas';
+import { OrderRequest, ReviewRequest } from '../../../contract/schemas';
 import { REVEAL_SCOPE } from '../../audit/reveal';
 import { assertScope, callerOf, requireScope } from '../auth';
 import { batchEnvelope, submitBatch } from '../batch';

@@ -1,6 +1,6 @@
 /** A gift card: placed without a ref of ours, so it is checked only by the provider's orderId. */
-import type { GiftCardRequest } from '../../../src/orders/schemas';
-import type { GiftCardOrderCheck } from '../../../src/provider/wire';
+import type { GiftCardRequest } from '../../../contract/schemas';
+import type { GiftCardOrderCheck } from '../../../activities';
 import type { OrderAdapter } from '../types';
 
 export const giftCardAdapter: OrderAdapter<GiftCardRequest, GiftCardOrderCheck> = {

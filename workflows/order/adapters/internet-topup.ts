@@ -1,6 +1,6 @@
 /** An internet top-up: sent under our ref, checked by it; a fulfilled one carries a card code. */
-import type { InternetTopupRequest } from '../../../src/orders/schemas';
-import type { InternetCheck } from '../../../src/provider/wire';
+import type { InternetTopupRequest } from '../../../contract/schemas';
+import type { InternetCheck } from '../../../activities';
 import type { OrderAdapter } from '../types';
 import { otherTopup } from './other-topup';
 

@@ -1,6 +1,6 @@
 /** A mobile top-up: sent under our ref, checked by it; the check shows the number and amount. */
-import type { MobileTopupRequest } from '../../../src/orders/schemas';
-import type { MobileCheck } from '../../../src/provider/wire';
+import type { MobileTopupRequest } from '../../../contract/schemas';
+import type { MobileCheck } from '../../../activities';
 import type { OrderAdapter } from '../types';
 import { otherTopup, sameAmount } from './other-topup';
 

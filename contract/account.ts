@@ -1,0 +1,68 @@
+/**
+ * The provider account's contract (docs/operators.md "Orders on hold"): what a held order tells
+ * the account workflow, what the account workflow tells it back, and what it answers about the
+ * account. One account workflow per order task queue (one task queue = one provider key = one
+ * account). Safe to import from workflow code (no I/O).
+ */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { OperatorName } from './provider';
+
+export type { OperatorName };
+
+/** Why an order is held: the account's balance cannot cover it, or its operator is reported down. */
+export type HoldReason = 'balance' | 'operator';
+
+export const ACCOUNT_WORKFLOW_TYPE = 'providerAccountWorkflow';
+
+/** The account workflow of an order task queue. */
+export function accountWorkflowId(taskQueue: string): string {
+  return `provider-account:${taskQueue}`;
+}
+
+/** What a held order registers with the account workflow. */
+export interface HeldOrder {
+  workflowId: string;
+  /** ISO time the order was accepted: held orders resume in this order. */
+  acceptedAt: string;
+  reason: HoldReason;
+  /** `operator`: the operator reported down. */
+  operator?: OperatorName;
+  /** `balance`: what the order needs (the provider's `required`, or the order's own amount), DZD. */
+  required?: number;
+  /** Epoch ms: the order gives up then by itself; the account forgets it. */
+  until: number;
+}
+
+export interface AccountInput {
+  /** How often the account's balance and operators are read while orders are held. */
+  checkMs: number;
+  /** Orders registered before a continue-as-new. */
+  held?: HeldOrder[];
+}
+
+/** What the account workflow knows, for /readyz, metrics and the worker's send gate. */
+export interface AccountState {
+  /** The last balance read, DZD, and when. */
+  balance?: number;
+  balanceAt?: string;
+  /** Each operator's state per /v3/ping, at the last read. */
+  operators?: Partial<Record<OperatorName, 'up' | 'down'>>;
+  /** Orders held, by reason; `byOperator` for `operator` holds. */
+  held: { balance: number; operator: number; byOperator: Partial<Record<OperatorName, number>> };
+  /** The last read failed: why (codes only). */
+  lastReadFailure?: string;
+}
+
+/** What the account activity reads. */
+export interface AccountReading {
+  balance?: number;
+  operators?: Partial<Record<OperatorName, 'up' | 'down'>>;
+  failure?: string;
+}
+
+export const holdOrderSignal = defineSignal<[HeldOrder]>('holdOrder');
+/** The order no longer waits (it gave up, or it was cancelled). */
+export const releaseOrderSignal = defineSignal<[string]>('releaseOrder');
+export const accountStateQuery = defineQuery<AccountState>('accountState');
+/** To a held order, from the account workflow: send now. */
+export const resumeHeldSignal = defineSignal('resumeHeld');

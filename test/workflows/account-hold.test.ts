@@ -1,0 +1,178 @@
+/**
+ * Orders on hold (issue 25, docs/operators.md "Orders on hold"), end to end: orders submitted
+ * through the API, run by the real workflows and the account workflow on a real Temporal server,
+ * against the sandbox over HTTP whose balance and operators are set through its admin surface;
+ * events delivered to a real receiver. Tests share the sandbox's account, so they run in order.
+ */
+import { after, afterEach, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { OrderView } from '../../src/api/orders';
+import { SandboxAdmin } from '../../src/sandbox/admin-client';
+import { endpointSecret } from '../../src/webhooks/secrets';
+import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
+import type { OrderTimings } from '../../contract/order';
+import { ADMIN_TOKEN, mobileRequest, scaledTimings, testProvider } from '../helpers/orders';
+import { accountReport } from '../../src/api/account';
+import { registerAccountGauges } from '../../src/api/metrics';
+import { PrometheusMetrics } from '../../src/observability/prometheus';
+import { clientsWith, eventually, startWebhookStack, type WebhookStack } from '../helpers/webhooks';
+
+const KEY = 'test-key-held';
+const newRef = (label: string) => `HOLD-${label}-${randomUUID().slice(0, 8)}`;
+/** The account workflow reads the balance and /v3/ping this often. */
+const ACCOUNT_CHECK_MS = 500;
+
+interface Ready {
+  account?: { held?: { balance: number; operator: number }; operators?: Record<string, string> };
+}
+
+describe('orders on hold while the provider account cannot take them', { timeout: 300_000 }, () => {
+  const signingKey = randomBytes(32);
+  let stack: WebhookStack;
+  let receiver: RunningReceiver;
+  let admin: SandboxAdmin;
+  let timings: Partial<OrderTimings> = {};
+  let provider: ReturnType<typeof testProvider>;
+
+  before(async () => {
+    receiver = await startReceiver({ secrets: [endpointSecret(signingKey, 'held', 'main', 1)] });
+    stack = await startWebhookStack({
+      clients: clientsWith({ held: { key: KEY, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] } }),
+      signingKey,
+      account: { checkMs: ACCOUNT_CHECK_MS },
+      timingsFor: () => scaledTimings(timings),
+    });
+    admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
+    provider = testProvider(stack.sandbox.url);
+  });
+  afterEach(async () => {
+    timings = {};
+    await admin.settings({ balance: 1_000_000 });
+    await admin.operators({ mobilis: 'up', djezzy: 'up', ooredoo: 'up', mobilisFixedPlans: 'up' });
+  });
+  after(async () => {
+    await provider?.close();
+    await stack?.stop();
+    await receiver?.close();
+  });
+
+  const call = <T>(method: string, path: string, body?: unknown) =>
+    stack.api.request<T>(method, path, { body, apiKey: KEY });
+  const viewOf = async (ref: string) => (await call<OrderView>('GET', `/v1/orders/${ref}`)).body;
+  const until = (ref: string, done: (v: OrderView) => boolean, what: string, timeoutMs = 60_000) =>
+    eventually(() => viewOf(ref), done, `${ref}: ${what}`, timeoutMs);
+  const eventsOf = (ref: string) =>
+    receiver.deliveries.filter((d) => d.message?.data.ref === ref).map((d) => d.message!.type);
+  async function scrape(): Promise<string> {
+    const metrics = new PrometheusMetrics({ processMetrics: false });
+    registerAccountGauges(
+      metrics,
+      accountReport({
+        client: stack.client,
+        taskQueue: stack.taskQueue,
+        provider: provider.client,
+        timeoutMs: 1_500,
+        ttlMs: 0,
+      }),
+    );
+    return (await metrics.exposition()).body;
+  }
+  async function submit(ref: string, request = mobileRequest(ref)): Promise<void> {
+    const res = await call('POST', '/v1/orders', request);
+    assert.equal(res.status, 201, res.text);
+  }
+
+  it('with the balance at 0 orders are HELD (view, list filter, order.held), not FAILED; topped up, they are sent once each, in acceptance order', async () => {
+    await admin.settings({ balance: 0 });
+    const [first, second] = [newRef('first'), newRef('second')];
+    await submit(first);
+    await submit(second);
+
+    const held = await until(first, (v) => v.status === 'HELD', 'HELD');
+    assert.equal(held.hold?.reason, 'balance');
+    assert.ok(held.hold.until > held.hold.since);
+    await until(second, (v) => v.status === 'HELD', 'HELD');
+    const listed = await call<{ orders: { ref: string }[] }>('GET', '/v1/orders?status=HELD');
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual(listed.body.orders.map((o) => o.ref).sort(), [first, second].sort());
+    await eventually(
+      () => eventsOf(first),
+      (e) => e.includes('order.held'),
+      'order.held delivered',
+    );
+    // /readyz and the metrics say so; the API stays ready (it keeps taking orders).
+    const ready = await eventually(
+      () => stack.api.request<Ready>('GET', '/readyz', { apiKey: null }),
+      (r) => r.body?.account?.held?.balance === 2,
+      '/readyz shows two orders held for the balance',
+    );
+    assert.equal(ready.status, 200);
+    await eventually(
+      scrape,
+      (text) => /topup_orders_held\{reason="balance"\} 2/.test(text),
+      'topup_orders_held{reason="balance"} 2',
+    );
+
+    // Enough for the first order only (500 DZD at the sandbox's price): the second waits its turn.
+    await admin.settings({ balance: 600 });
+    const done = await until(first, (v) => v.status === 'FULFILLED', 'FULFILLED');
+    assert.ok(done.hold?.resumedAt, 'the view keeps the hold it came out of');
+    await sleep(3 * ACCOUNT_CHECK_MS);
+    assert.equal((await viewOf(second)).status, 'HELD', 'the second still waits');
+
+    await admin.settings({ balance: 10_000 });
+    await until(second, (v) => v.status === 'FULFILLED', 'FULFILLED');
+    for (const ref of [first, second]) {
+      const { providerRef } = await viewOf(ref);
+      assert.equal((await stack.sandbox.sendsOf(providerRef!)).accepted, 1, `${ref} sent once`);
+    }
+    assert.deepEqual(
+      (
+        await eventually(
+          () => eventsOf(first),
+          (e) => e.includes('order.fulfilled'),
+          'events',
+        )
+      ).slice(0, 2),
+      ['order.held', 'order.submitted'],
+    );
+  });
+
+  it('an order for an operator /v3/ping reports down is HELD (reason operator), never sent while down; /readyz and the metrics show the operator; up again, it is sent once', async () => {
+    await admin.operators({ djezzy: 'down' });
+    const ref = newRef('djezzy-down');
+    await submit(ref);
+    const held = await until(ref, (v) => v.status === 'HELD', 'HELD');
+    assert.deepEqual([held.hold?.reason, held.hold?.operator], ['operator', 'djezzy']);
+    await eventually(
+      () => stack.api.request<Ready>('GET', '/readyz', { apiKey: null }),
+      (r) => r.body?.account?.operators?.djezzy === 'down' && r.body.account.held?.operator === 1,
+      '/readyz shows djezzy down and one order held for it',
+    );
+    await eventually(scrape, (t) => t.includes('topup_provider_operator_up{operator="djezzy"} 0'), 'gauge');
+    await sleep(3 * ACCOUNT_CHECK_MS);
+    assert.equal((await stack.sandbox.sendsOf(held.providerRef!)).attempts, 0, 'nothing sent while down');
+
+    await admin.operators({ djezzy: 'up' });
+    await until(ref, (v) => v.status === 'FULFILLED', 'FULFILLED');
+    assert.equal((await stack.sandbox.sendsOf(held.providerRef!)).accepted, 1);
+  });
+
+  it('an order still HELD at its maximum hold ends FAILED as NOT_SENT, nothing sent', async () => {
+    timings = { maxHoldMs: 3_000 };
+    await admin.settings({ balance: 0 });
+    const ref = newRef('expired');
+    await submit(ref);
+    await until(ref, (v) => v.status === 'HELD', 'HELD');
+    const view = await until(ref, (v) => v.status === 'FAILED', 'FAILED');
+    assert.equal(view.failure?.code, 'NOT_SENT');
+    assert.equal((await stack.sandbox.sendsOf(view.providerRef!)).accepted, 0);
+    await eventually(
+      () => eventsOf(ref),
+      (e) => e.includes('order.failed'),
+      'order.failed delivered',
+    );
+  });
+});

@@ -1,0 +1,152 @@
+/**
+ * The documented outcomes the lifecycle acts on (issue 25, item 3): QUEUED and PARTIALLY_FILLED,
+ * end to end — orders submitted through the API, run by the real workflows on a real Temporal
+ * server against the sandbox over HTTP (its documented TEST_PARTIAL type, its outcome changes for
+ * QUEUED), their events delivered to a real receiver.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { OrderView } from '../../src/api/orders';
+import { providerRefFor } from '../../src/orders/provider-ref';
+import { sandboxSpecialNumbers, sandboxTestTypes } from '../../src/provider/wire';
+import { sandboxRefundMessages } from '../../src/sandbox/simulation';
+import { endpointSecret } from '../../src/webhooks/secrets';
+import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
+import { internetRequest, mobileRequest, scaledTimings } from '../helpers/orders';
+import { clientsWith, eventually, startWebhookStack, type WebhookStack } from '../helpers/webhooks';
+
+const KEY = 'test-key-upstream';
+const CLIENT = 'upstream';
+const newRef = (label: string) => `UP-${label}-${randomUUID().slice(0, 8)}`;
+/** Short for the test; hours in production (ORDER_QUEUED_RECHECK_MS). */
+const QUEUED_RECHECK_MS = 2_000;
+
+describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout: 300_000 }, () => {
+  const signingKey = randomBytes(32);
+  let stack: WebhookStack;
+  let receiver: RunningReceiver;
+
+  before(async () => {
+    receiver = await startReceiver({ secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)] });
+    stack = await startWebhookStack({
+      clients: clientsWith({
+        [CLIENT]: {
+          key: KEY,
+          scopes: ['orders:write', 'orders:read', 'audit:read', 'webhooks:read', 'webhooks:write'],
+          webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }],
+        },
+      }),
+      signingKey,
+      timingsFor: () =>
+        scaledTimings({ queuedRecheckMs: QUEUED_RECHECK_MS, queuedDeadlineMs: 8_000, deadlineMs: 4_000 }),
+    });
+  });
+  after(async () => {
+    await stack?.stop();
+    await receiver?.close();
+  });
+
+  const call = <T>(method: string, path: string, body?: unknown) =>
+    stack.api.request<T>(method, path, { body, apiKey: KEY });
+  const viewOf = async (ref: string) => (await call<OrderView>('GET', `/v1/orders/${ref}`)).body;
+  const until = (ref: string, done: (v: OrderView) => boolean, what: string, timeoutMs = 60_000) =>
+    eventually(() => viewOf(ref), done, `${ref}: ${what}`, timeoutMs);
+  const eventsOf = (ref: string) =>
+    receiver.deliveries.filter((d) => d.message?.data.ref === ref).map((d) => d.message!.type);
+  async function submit(body: object): Promise<void> {
+    const res = await call('POST', '/v1/orders', body);
+    assert.equal(res.status, 201, res.text);
+  }
+  async function listed(status: string): Promise<string[]> {
+    const res = await call<{ orders: { ref: string }[] }>('GET', `/v1/orders?status=${status}`);
+    assert.equal(res.status, 200, res.text);
+    return res.body.orders.map((o) => o.ref);
+  }
+
+  it('a gift card the provider PARTIALLY_FILLED ends PARTIALLY_FULFILLED: the delivered cards, quantities and refund, its event, the list filter', async () => {
+    const ref = newRef('partial');
+    await submit({
+      type: 'gift_card',
+      ref,
+      productId: 'GOOGLE_PLAY',
+      typeId: sandboxTestTypes.partial,
+      quantity: 4,
+    });
+    const view = await until(ref, (v) => v.status === 'PARTIALLY_FULFILLED', 'PARTIALLY_FULFILLED');
+
+    assert.equal(view.providerStatus, 'PARTIALLY_FILLED');
+    assert.equal(view.result?.cards?.length, 2);
+    assert.deepEqual(
+      [
+        view.result?.partial?.quantity,
+        view.result?.partial?.fulfilledQuantity,
+        view.result?.partial?.refundedQuantity,
+      ],
+      [4, 2, 2],
+    );
+    assert.ok((await listed('PARTIALLY_FULFILLED')).includes(ref));
+    await eventually(
+      () => eventsOf(ref),
+      (e) => e.includes('order.partially_fulfilled'),
+      'order.partially_fulfilled delivered',
+    );
+  });
+
+  it('an internet top-up the provider QUEUED is QUEUED (view, event, list), re-checked at its own pace past the normal deadline, and FULFILLED when the card comes', async () => {
+    const ref = newRef('queued');
+    const providerRef = providerRefFor(CLIENT, ref);
+    // QUEUED at once; the card is delivered 9 s later — past the order's normal 4 s deadline.
+    await stack.sandbox.changeTopup(providerRef, { status: 'QUEUED' });
+    await stack.sandbox.changeTopup(providerRef, { status: 'FULFILLED', afterMs: 6_000 });
+    await submit(internetRequest(ref));
+
+    const queued = await until(ref, (v) => v.status === 'QUEUED', 'QUEUED');
+    assert.equal(queued.providerStatus, 'QUEUED');
+    assert.ok((await listed('QUEUED')).includes(ref));
+    await eventually(
+      () => eventsOf(ref),
+      (e) => e.includes('order.queued'),
+      'order.queued delivered',
+    );
+    const checksWhileQueued = (await stack.sandbox.requests('internet.check')).length;
+
+    const done = await until(ref, (v) => v.status === 'FULFILLED', 'FULFILLED', 30_000);
+    assert.ok(done.result?.cardCode, 'the card code');
+    // At the QUEUED pace (every 2 s here), not the polling back-off (a check per 600 ms here).
+    const checks = (await stack.sandbox.requests('internet.check')).length - checksWhileQueued;
+    assert.ok(checks <= 5, `${checks} checks while QUEUED`);
+  });
+
+  it('a top-up REFUNDED on a plan mismatch: its refund_message and suggested_offers reach the order view, the order.refunded webhook and the audit export', async () => {
+    const ref = newRef('mismatch');
+    await submit(mobileRequest(ref, sandboxSpecialNumbers.planMismatch));
+    const view = await until(ref, (v) => v.status === 'REFUNDED', 'REFUNDED');
+    const offers = [{ planCode: 'FACTURE_DJEZZY', amount: 500, typename: 'Facture' }];
+    assert.equal(view.result?.refundMessage, sandboxRefundMessages.planMismatch);
+    assert.deepEqual(view.result?.suggestedOffers, offers);
+
+    const [event] = await eventually(
+      () =>
+        receiver.deliveries.filter((d) => d.message?.data.ref === ref && d.message.type === 'order.refunded'),
+      (list) => list.length === 1,
+      'order.refunded delivered',
+    );
+    assert.equal(event!.message!.data.result?.refundMessage, sandboxRefundMessages.planMismatch);
+    assert.deepEqual(event!.message!.data.result?.suggestedOffers, offers);
+
+    const audit = await call('GET', `/v1/orders/${ref}/audit`);
+    assert.equal(audit.status, 200, audit.text);
+    assert.ok(audit.text.includes(sandboxRefundMessages.planMismatch), 'the audit shows the refund_message');
+    assert.ok(audit.text.includes('FACTURE_DJEZZY'), 'the audit shows the suggested offer');
+  });
+
+  it('a QUEUED top-up still QUEUED at its own deadline goes to review as stuck, saying QUEUED', async () => {
+    const ref = newRef('queued-stuck');
+    await stack.sandbox.changeTopup(providerRefFor(CLIENT, ref), { status: 'QUEUED' });
+    await submit(internetRequest(ref));
+    await until(ref, (v) => v.status === 'QUEUED', 'QUEUED');
+    const view = await until(ref, (v) => v.status === 'NEEDS_REVIEW', 'NEEDS_REVIEW', 30_000);
+    assert.match(view.review?.reason ?? '', /QUEUED/);
+  });
+});
