@@ -11,11 +11,10 @@ import {
   log,
   proxyLocalActivities,
   setCurrentDetails,
-  upsertSearchAttributes,
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporalio/common';
+import type { TypedSearchAttributes } from '@temporalio/common';
 import type { OrderActivities } from '../../activities';
 import { nextCheckDelayMs, type Submission } from '../../contract/activity-outcomes';
 import { decidedByWhom } from '../../contract/review-decision';
@@ -23,13 +22,8 @@ import type { ReviewDecision } from '../../contract/schemas';
 import { statusEventType } from '../../contract/event-types';
 import type { AnnounceOutcome, DurableEndpoints, OrderEvent } from '../../contract/webhooks';
 import {
-  AcceptedAtAttribute,
-  CompletedAtAttribute,
   decisionStatuses,
   defaultOrderTimings,
-  OrderStatusAttribute,
-  OrderTypeAttribute,
-  ReviewSinceAttribute,
   type DecisionOutcome,
   type DecisionRefusal,
   type DecisionWatch,
@@ -43,7 +37,8 @@ import {
 } from '../../contract/order';
 import { countDecisionOutcome } from '../decision-metrics';
 import { orderDetails, type ReviewNotice } from '../../contract/ui-metadata';
-import { refundOf } from './failures';
+import { interpretCheck } from './interpret';
+import { publishSearchAttributes, reviewRunAttributes } from './search-attributes';
 import type {
   AdaptedOrder,
   Interpretation,
@@ -261,48 +256,9 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
     setCurrentDetails(orderDetails(this.view));
   }
 
-  /** Keeps the OrderType/OrderStatus search attributes current; no event when the starter already set them. */
+  /** Keeps the order's search attributes current; no event when the starter already set them. */
   publishStatus(): void {
-    const current = workflowInfo().typedSearchAttributes;
-    const updates: SearchAttributeUpdatePair[] = [];
-    if (current.get(OrderTypeAttribute) !== this.orderType) {
-      updates.push({ key: OrderTypeAttribute, value: this.orderType });
-    }
-    if (current.get(OrderStatusAttribute) !== this.view.status) {
-      updates.push({ key: OrderStatusAttribute, value: this.view.status });
-    }
-    // A starter that did not set AcceptedAt would leave the order out of the list.
-    if (current.get(AcceptedAtAttribute) === undefined) {
-      updates.push({ key: AcceptedAtAttribute, value: new Date(this.view.acceptedAt) });
-    }
-    const reviewSince = this.reviewSinceUpdate(current.get(ReviewSinceAttribute));
-    if (reviewSince) updates.push(reviewSince);
-    const completedAt = this.completedAtUpdate(current.get(CompletedAtAttribute));
-    if (completedAt) updates.push(completedAt);
-    if (updates.length > 0) upsertSearchAttributes(updates);
-  }
-
-  /**
-   * CompletedAt follows the view's completedAt: set with the final status (so it joins the status's
-   * own upsert, no extra command), removed when a dispute reopens the order.
-   */
-  completedAtUpdate(current: Date | undefined): SearchAttributeUpdatePair | undefined {
-    const completedAt = this.view.completedAt;
-    if (completedAt === undefined) {
-      return current === undefined ? undefined : { key: CompletedAtAttribute, value: null };
-    }
-    if (current?.getTime() === Date.parse(completedAt)) return undefined;
-    return { key: CompletedAtAttribute, value: new Date(completedAt) };
-  }
-
-  /**
-   * Entering review (or a dispute): ReviewSince, so the queue sorts and alerts by how long an order
-   * has waited. Kept when the order leaves review (queries filter on OrderStatus).
-   */
-  reviewSinceUpdate(current: Date | undefined): SearchAttributeUpdatePair | undefined {
-    const since = this.takesDecisions() ? this.view.review?.since : undefined;
-    if (since === undefined || current?.getTime() === Date.parse(since)) return undefined;
-    return { key: ReviewSinceAttribute, value: new Date(since) };
+    publishSearchAttributes(this.view, this.orderType, this.takesDecisions());
   }
 
   /** Polling and review can last long; a fresh run with the state carried over keeps history bounded. */
@@ -326,14 +282,7 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
 
   /** This run's search attributes with the review's status and since when. */
   reviewAttributes(notice: ReviewNotice): TypedSearchAttributes {
-    const completedAt = this.completedAtUpdate(
-      workflowInfo().typedSearchAttributes.get(CompletedAtAttribute),
-    );
-    return workflowInfo().typedSearchAttributes.updateCopy([
-      { key: OrderStatusAttribute, value: notice.status },
-      { key: ReviewSinceAttribute, value: new Date(notice.inReviewSince) },
-      ...(completedAt ? [completedAt] : []),
-    ]);
+    return reviewRunAttributes(this.view, notice);
   }
 
   onSubmitted(submission: Submission<C>): void {
@@ -365,55 +314,7 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   }
 
   interpret(check: C): Interpretation {
-    switch (check.status) {
-      case 'PENDING':
-        return { kind: 'open', status: 'SUBMITTED' };
-      case 'HANDLING':
-        return { kind: 'open', status: 'PROCESSING' };
-      case 'QUEUED':
-        return { kind: 'open', status: 'QUEUED' };
-      case 'REFUNDED':
-        return { kind: 'final', status: 'REFUNDED', result: refundOf(check) };
-      case 'UNKNOWN_ERROR':
-        return {
-          kind: 'review',
-          reason: 'the provider reports UNKNOWN_ERROR',
-          // The provider's own guidance (docs/operators.md "Runbook: UNKNOWN_ERROR").
-          evidence:
-            'provider status UNKNOWN_ERROR: the provider resolves it to FULFILLED or REFUNDED within 1-24 h; ' +
-            'do not refund before it says so',
-        };
-      case 'FULFILLED': {
-        const result = this.adapter.fulfilledResult(check, this.request);
-        return 'problem' in result
-          ? {
-              kind: 'review',
-              reason: 'the provider reports FULFILLED with an unusable answer',
-              evidence: result.problem,
-            }
-          : { kind: 'final', status: 'FULFILLED', result };
-      }
-      case 'PARTIALLY_FILLED': {
-        const result = this.adapter.partialResult?.(check, this.request) ?? {
-          problem: 'this order type is never filled in part',
-        };
-        return 'problem' in result
-          ? {
-              kind: 'review',
-              reason: 'the provider reports PARTIALLY_FILLED with an unusable answer',
-              evidence: result.problem,
-            }
-          : { kind: 'final', status: 'PARTIALLY_FULFILLED', result };
-      }
-      default:
-        // A status nobody documented:
-        // an answer a person reads, never a loop.
-        return {
-          kind: 'review',
-          reason: `the provider reports ${check.status}, which this service does not act on`,
-          evidence: `provider status ${check.status}`,
-        };
-    }
+    return interpretCheck(this.adapter, this.request, check);
   }
 
   /**

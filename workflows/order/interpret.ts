@@ -1,0 +1,63 @@
+/**
+ * What a provider check answer means for an order, by the provider's documented statuses: open,
+ * final (with the order's result) or one a person must review. Deterministic workflow code.
+ */
+import type { OrderRequest } from '../../contract/order';
+import { refundOf } from './failures';
+import type { Interpretation, OrderAdapter, ProviderCheck } from './types';
+
+export function interpretCheck<R extends OrderRequest, C extends ProviderCheck>(
+  adapter: OrderAdapter<R, C>,
+  request: R,
+  check: C,
+): Interpretation {
+  switch (check.status) {
+    case 'PENDING':
+      return { kind: 'open', status: 'SUBMITTED' };
+    case 'HANDLING':
+      return { kind: 'open', status: 'PROCESSING' };
+    case 'QUEUED':
+      return { kind: 'open', status: 'QUEUED' };
+    case 'REFUNDED':
+      return { kind: 'final', status: 'REFUNDED', result: refundOf(check) };
+    case 'UNKNOWN_ERROR':
+      return {
+        kind: 'review',
+        reason: 'the provider reports UNKNOWN_ERROR',
+        // The provider's own guidance (docs/operators.md "Runbook: UNKNOWN_ERROR").
+        evidence:
+          'provider status UNKNOWN_ERROR: the provider resolves it to FULFILLED or REFUNDED within 1-24 h; ' +
+          'do not refund before it says so',
+      };
+    case 'FULFILLED': {
+      const result = adapter.fulfilledResult(check, request);
+      return 'problem' in result
+        ? {
+            kind: 'review',
+            reason: 'the provider reports FULFILLED with an unusable answer',
+            evidence: result.problem,
+          }
+        : { kind: 'final', status: 'FULFILLED', result };
+    }
+    case 'PARTIALLY_FILLED': {
+      const result = adapter.partialResult?.(check, request) ?? {
+        problem: 'this order type is never filled in part',
+      };
+      return 'problem' in result
+        ? {
+            kind: 'review',
+            reason: 'the provider reports PARTIALLY_FILLED with an unusable answer',
+            evidence: result.problem,
+          }
+        : { kind: 'final', status: 'PARTIALLY_FULFILLED', result };
+    }
+    default:
+      // A status nobody documented:
+      // an answer a person reads, never a loop.
+      return {
+        kind: 'review',
+        reason: `the provider reports ${check.status}, which this service does not act on`,
+        evidence: `provider status ${check.status}`,
+      };
+  }
+}
