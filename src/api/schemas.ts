@@ -97,14 +97,14 @@ export function checkRange(
   toField: string,
   { required = false }: { required?: boolean } = {},
 ): void {
-  const from = value[fromField] as Date | undefined;
-  const to = value[toField] as Date | undefined;
+  // A bound that failed its own check stays the caller's text (zod runs this check all the same):
+  // that field's issue is the answer, not a comparison.
+  const boundAt = (field: string) => (value[field] instanceof Date ? value[field] : undefined);
+  const from = boundAt(fromField);
+  const to = boundAt(toField);
   if (required) {
-    for (const [field, bound] of [
-      [fromField, from],
-      [toField, to],
-    ] as const) {
-      if (!bound) ctx.addIssue({ code: 'custom', path: [field], message: 'is required' });
+    for (const field of [fromField, toField]) {
+      if (value[field] === undefined) ctx.addIssue({ code: 'custom', path: [field], message: 'is required' });
     }
   }
   if (!from || !to) return;

@@ -9,7 +9,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import type { Problem } from '../../src/api/errors';
-import type { ProviderPort } from '../../src/api/health';
 import { startTestApi, testClients, type TestApi } from '../../src/api/testing';
 import {
   AcceptedAtAttribute,
@@ -22,6 +21,7 @@ import {
 } from '../../contract/order';
 import { mobileRequest } from '../helpers/orders';
 import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { idleProvider } from '../helpers/stack';
 
 const HOUR = 3_600_000;
 const ORDERS = 12;
@@ -37,11 +37,6 @@ interface Page {
   orders: Summary[];
   nextPageToken?: string;
 }
-
-const unusedProvider: ProviderPort = {
-  getGiftCardCatalog: () => Promise.reject(new Error('not used')),
-  validateKey: () => Promise.reject(new Error('not used')),
-};
 
 describe('GET /v1/orders: date ranges', () => {
   let temporal: TestTemporal;
@@ -64,7 +59,7 @@ describe('GET /v1/orders: date ranges', () => {
     temporal = await useTemporal();
     connection = await Connection.connect({ address: temporal.address });
     client = new Client({ connection, namespace: temporal.namespace });
-    api = await startTestApi({ client, taskQueue: `order-ranges-${run}`, provider: unusedProvider });
+    api = await startTestApi({ client, taskQueue: `order-ranges-${run}`, provider: idleProvider });
     await Promise.all(
       orders.map((o) =>
         client.workflow.start(workflowTypeByOrderType.mobile_topup, {
@@ -185,6 +180,18 @@ describe('GET /v1/orders: date ranges', () => {
       notATime.body.errors?.map((e) => e.field),
       ['completedFrom'],
     );
+    // One bound a time, the other not (schemathesis found this a 500): the malformed one is named.
+    for (const query of [
+      `acceptedFrom=2003-01-01T00:00:00Z&acceptedTo=null`,
+      `completedFrom=null&completedTo=2003-01-01T00:00:00Z`,
+    ]) {
+      const half = await api.request<Problem>('GET', `/v1/orders?${query}`, acme);
+      assert.equal(half.status, 400, `${query}: ${half.text}`);
+      assert.deepEqual(
+        half.body.errors?.map((e) => e.field),
+        [query.includes('To=null') ? 'acceptedTo' : 'completedFrom'],
+      );
+    }
   });
 
   it('a page token of one range is refused with another range (400 pageToken)', async () => {
