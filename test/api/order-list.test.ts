@@ -11,10 +11,10 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { startTestApi, type TestApi } from '../../src/api/testing';
-import type { ProviderPort } from '../../src/api/health';
 import { orderWorkflowId } from '../../contract/order';
 import { giftCardRequest, internetRequest, mobileRequest } from '../helpers/orders';
 import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { idleProvider } from '../helpers/stack';
 
 const ORDERS = 300;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -30,11 +30,6 @@ interface Page {
   nextPageToken?: string;
 }
 
-const unusedProvider: ProviderPort = {
-  getGiftCardCatalog: () => Promise.reject(new Error('not used')),
-  validateKey: () => Promise.reject(new Error('not used')),
-};
-
 describe('GET /v1/orders: newest accepted first', () => {
   let temporal: TestTemporal;
   let connection: Connection;
@@ -49,7 +44,7 @@ describe('GET /v1/orders: newest accepted first', () => {
     connection = await Connection.connect({ address: temporal.address });
     client = new Client({ connection, namespace: temporal.namespace });
     // No worker polls this queue: the orders stay as submitted, and only the test closes them.
-    api = await startTestApi({ client, taskQueue: `order-list-${run}`, provider: unusedProvider });
+    api = await startTestApi({ client, taskQueue: `order-list-${run}`, provider: idleProvider });
 
     const requests = Array.from({ length: ORDERS }, (_, i) => {
       const ref = `LIST-${run}-${String(i).padStart(3, '0')}`;

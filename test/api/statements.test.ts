@@ -9,7 +9,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import type { Problem } from '../../src/api/errors';
-import type { ProviderPort } from '../../src/api/health';
 import type { Statement } from '../../src/api/statements';
 import { startTestApi, testClients, type TestApi } from '../../src/api/testing';
 import { orderFigures } from '../../src/orders/figures';
@@ -26,16 +25,12 @@ import {
 } from '../../contract/order';
 import { giftCardRequest, internetRequest, mobileRequest } from '../helpers/orders';
 import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { idleProvider } from '../helpers/stack';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
-
-const unusedProvider: ProviderPort = {
-  getGiftCardCatalog: () => Promise.reject(new Error('not used')),
-  validateKey: () => Promise.reject(new Error('not used')),
-};
 
 describe('GET /v1/statements', () => {
   let temporal: TestTemporal;
@@ -81,7 +76,7 @@ describe('GET /v1/statements', () => {
     temporal = await useTemporal();
     connection = await Connection.connect({ address: temporal.address });
     client = new Client({ connection, namespace: temporal.namespace });
-    api = await startTestApi({ client, taskQueue: `statements-${run}`, provider: unusedProvider });
+    api = await startTestApi({ client, taskQueue: `statements-${run}`, provider: idleProvider });
     await Promise.all(
       seeds.map((seed) =>
         client.workflow.start(workflowTypeByOrderType[seed.request.type], {

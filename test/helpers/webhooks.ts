@@ -17,6 +17,8 @@ import { ClientRegistry } from '../../src/clients/registry';
 import { hashApiKey } from '../../src/clients/keys';
 import type { OrderType } from '../../contract/schemas';
 import { AddressPolicy, type LookupAll } from '../../src/webhooks/address-guard';
+import type { OrderView } from '../../src/api/orders';
+import type { RunningReceiver } from '../../src/webhooks/receiver';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { WebhookSender } from '../../src/webhooks/sender';
 import { createOrderWorker, createWebhookWorker } from '../../src/worker/worker';
@@ -236,4 +238,21 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${what}: not within ${timeoutMs} ms; last: ${JSON.stringify(last)?.slice(0, 2_000)}`);
+}
+
+/**
+ * How a test reads one client's orders through the stack's API and the events its receiver got.
+ * Getters, since the stack and the receiver start in the test file's `before`.
+ */
+export function clientOrders(stack: () => WebhookStack, apiKey: string, receiver: () => RunningReceiver) {
+  const call = <T>(method: string, path: string, body?: unknown) =>
+    stack().api.request<T>(method, path, { body, apiKey });
+  const viewOf = async (ref: string) => (await call<OrderView>('GET', `/v1/orders/${ref}`)).body;
+  const until = (ref: string, done: (v: OrderView) => boolean, what: string, timeoutMs = 60_000) =>
+    eventually(() => viewOf(ref), done, `${ref}: ${what}`, timeoutMs);
+  const eventsOf = (ref: string) =>
+    receiver()
+      .deliveries.filter((d) => d.message?.data.ref === ref)
+      .map((d) => d.message!.type);
+  return { call, viewOf, until, eventsOf };
 }

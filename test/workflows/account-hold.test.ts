@@ -8,7 +8,6 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { OrderView } from '../../src/api/orders';
 import { SandboxAdmin } from '../../src/sandbox/admin-client';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
@@ -17,7 +16,13 @@ import { ADMIN_TOKEN, mobileRequest, scaledTimings, testProvider } from '../help
 import { accountReport } from '../../src/api/account';
 import { registerAccountGauges } from '../../src/api/metrics';
 import { PrometheusMetrics } from '../../src/observability/prometheus';
-import { clientsWith, eventually, startWebhookStack, type WebhookStack } from '../helpers/webhooks';
+import {
+  clientOrders,
+  clientsWith,
+  eventually,
+  startWebhookStack,
+  type WebhookStack,
+} from '../helpers/webhooks';
 
 const KEY = 'test-key-held';
 const newRef = (label: string) => `HOLD-${label}-${randomUUID().slice(0, 8)}`;
@@ -58,13 +63,11 @@ describe('orders on hold while the provider account cannot take them', { timeout
     await receiver?.close();
   });
 
-  const call = <T>(method: string, path: string, body?: unknown) =>
-    stack.api.request<T>(method, path, { body, apiKey: KEY });
-  const viewOf = async (ref: string) => (await call<OrderView>('GET', `/v1/orders/${ref}`)).body;
-  const until = (ref: string, done: (v: OrderView) => boolean, what: string, timeoutMs = 60_000) =>
-    eventually(() => viewOf(ref), done, `${ref}: ${what}`, timeoutMs);
-  const eventsOf = (ref: string) =>
-    receiver.deliveries.filter((d) => d.message?.data.ref === ref).map((d) => d.message!.type);
+  const { call, viewOf, until, eventsOf } = clientOrders(
+    () => stack,
+    KEY,
+    () => receiver,
+  );
   async function scrape(): Promise<string> {
     const metrics = new PrometheusMetrics({ processMetrics: false });
     registerAccountGauges(

@@ -7,14 +7,19 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { OrderView } from '../../src/api/orders';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { sandboxSpecialNumbers, sandboxTestTypes } from '../../src/provider/wire';
 import { sandboxRefundMessages } from '../../src/sandbox/simulation';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import { internetRequest, mobileRequest, scaledTimings } from '../helpers/orders';
-import { clientsWith, eventually, startWebhookStack, type WebhookStack } from '../helpers/webhooks';
+import {
+  clientOrders,
+  clientsWith,
+  eventually,
+  startWebhookStack,
+  type WebhookStack,
+} from '../helpers/webhooks';
 
 const KEY = 'test-key-upstream';
 const CLIENT = 'upstream';
@@ -47,13 +52,11 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
     await receiver?.close();
   });
 
-  const call = <T>(method: string, path: string, body?: unknown) =>
-    stack.api.request<T>(method, path, { body, apiKey: KEY });
-  const viewOf = async (ref: string) => (await call<OrderView>('GET', `/v1/orders/${ref}`)).body;
-  const until = (ref: string, done: (v: OrderView) => boolean, what: string, timeoutMs = 60_000) =>
-    eventually(() => viewOf(ref), done, `${ref}: ${what}`, timeoutMs);
-  const eventsOf = (ref: string) =>
-    receiver.deliveries.filter((d) => d.message?.data.ref === ref).map((d) => d.message!.type);
+  const { call, until, eventsOf } = clientOrders(
+    () => stack,
+    KEY,
+    () => receiver,
+  );
   async function submit(body: object): Promise<void> {
     const res = await call('POST', '/v1/orders', body);
     assert.equal(res.status, 201, res.text);
