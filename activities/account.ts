@@ -46,20 +46,25 @@ const DEFAULT_PING_MAX_AGE_MS = 30_000;
 const GATE_READ_TIMEOUT_MS = 1_000;
 const DEFAULT_PLANS_MAX_AGE_MS = 60 * 60_000;
 
-/** A value read at most once per `maxAgeMs`, concurrent callers sharing one read; undefined when it fails. */
-function cachedReading<T>(read: () => Promise<T>, maxAgeMs: number) {
-  let last: { at: number; value: T | undefined } | undefined;
+/**
+ * A value read at most once per `maxAgeMs`, concurrent callers sharing one read; undefined when it
+ * fails. A failed read is not kept: the next caller reads again, so one slow answer does not open
+ * the gate for a whole `maxAgeMs` (an hour for the plans).
+ */
+export function cachedReading<T>(read: () => Promise<T>, maxAgeMs: number) {
+  let last: { at: number; value: T } | undefined;
   let inFlight: Promise<T | undefined> | undefined;
   const refresh = () =>
     (inFlight ??= read()
       .then(
-        (value) => value,
+        (value) => {
+          last = { at: Date.now(), value };
+          return value as T | undefined;
+        },
         () => undefined,
       )
-      .then((value) => {
-        last = { at: Date.now(), value };
+      .finally(() => {
         inFlight = undefined;
-        return value;
       }));
   return {
     async get(): Promise<T | undefined> {
