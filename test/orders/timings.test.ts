@@ -23,6 +23,9 @@ describe('timingsFromConfig', () => {
       PROVIDER_SETTLE_MS: '7000',
       REVIEW_WATCH_MS: '0',
       REVIEW_WATCH_FIRST_CHECK_MS: '8000',
+      ORDER_MAX_HOLD_MS: '9000',
+      ORDER_QUEUED_RECHECK_MS: '10000',
+      ORDER_QUEUED_DEADLINE_MS: '11000',
     });
     assert.deepEqual(timingsFromConfig(config, 'gift_card'), {
       firstCheckMs: 1_000,
@@ -34,6 +37,9 @@ describe('timingsFromConfig', () => {
       reviewWatchFirstCheckMs: 8_000,
       activityTimeoutMs: 6_000,
       settleMs: 7_000,
+      maxHoldMs: 9_000,
+      queuedRecheckMs: 10_000,
+      queuedDeadlineMs: 11_000,
     });
   });
 
