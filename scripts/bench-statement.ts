@@ -7,24 +7,15 @@
  *
  *   npx tsx scripts/bench-statement.ts [orders=20000]
  */
+import { seedListedOrder } from '../test/helpers/orders';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { ClientRegistry } from '../src/clients/registry';
-import { orderFigures } from '../src/orders/figures';
 import { StatementService } from '../src/api/statements';
 import { startDevServer } from '../src/temporal/dev-server';
 import { testClientsFile } from '../src/api/testing';
-import {
-  AcceptedAtAttribute,
-  CompletedAtAttribute,
-  OrderClientAttribute,
-  OrderStatusAttribute,
-  OrderTypeAttribute,
-  orderWorkflowId,
-  workflowTypeByOrderType,
-  type OrderRequest,
-} from '../contract/order';
+import { OrderClientAttribute, type OrderRequest } from '../contract/order';
 
 const ORDERS = Number(process.argv[2] ?? 20_000);
 const DAY = 86_400_000;
@@ -63,20 +54,14 @@ async function main(): Promise<void> {
                   };
           const status = statuses[i % statuses.length]!;
           const acceptedAt = start + Math.floor((i / ORDERS) * 30 * DAY);
-          await client.workflow.start(workflowTypeByOrderType[request.type], {
+          await seedListedOrder(client, {
             taskQueue: 'bench-statement-no-worker',
-            workflowId: orderWorkflowId(ref, 'acme'),
-            args: [],
-            memo: { figures: orderFigures(request) },
-            typedSearchAttributes: [
-              { key: OrderTypeAttribute, value: request.type },
-              { key: OrderStatusAttribute, value: status },
-              { key: OrderClientAttribute, value: 'acme' },
-              { key: AcceptedAtAttribute, value: new Date(acceptedAt) },
-              ...(status === 'NEEDS_REVIEW'
-                ? []
-                : [{ key: CompletedAtAttribute, value: new Date(acceptedAt + 60_000) }]),
-            ],
+            owner: 'acme',
+            request,
+            status,
+            acceptedAt: new Date(acceptedAt),
+            ...(status === 'NEEDS_REVIEW' ? {} : { completedAt: new Date(acceptedAt + 60_000) }),
+            figures: true,
           });
         }),
       ),

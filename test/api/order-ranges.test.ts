@@ -10,16 +10,8 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import type { Problem } from '../../src/api/errors';
 import { startTestApi, testClients, type TestApi } from '../../src/api/testing';
-import {
-  AcceptedAtAttribute,
-  CompletedAtAttribute,
-  OrderClientAttribute,
-  OrderStatusAttribute,
-  OrderTypeAttribute,
-  orderWorkflowId,
-  workflowTypeByOrderType,
-} from '../../contract/order';
-import { mobileRequest } from '../helpers/orders';
+import { orderWorkflowId } from '../../contract/order';
+import { mobileRequest, seedListedOrder } from '../helpers/orders';
 import { useTemporal, type TestTemporal } from '../helpers/temporal';
 import { idleProvider } from '../helpers/stack';
 
@@ -62,17 +54,14 @@ describe('GET /v1/orders: date ranges', () => {
     api = await startTestApi({ client, taskQueue: `order-ranges-${run}`, provider: idleProvider });
     await Promise.all(
       orders.map((o) =>
-        client.workflow.start(workflowTypeByOrderType.mobile_topup, {
+        seedListedOrder(client, {
           taskQueue: `order-ranges-${run}`,
-          workflowId: orderWorkflowId(o.ref, 'acme'),
-          args: [{ request: mobileRequest(o.ref), acceptedAt: o.acceptedAt.toISOString(), clientId: 'acme' }],
-          typedSearchAttributes: [
-            { key: OrderTypeAttribute, value: 'mobile_topup' },
-            { key: OrderStatusAttribute, value: o.completedAt ? 'FULFILLED' : 'SUBMITTED' },
-            { key: OrderClientAttribute, value: 'acme' },
-            { key: AcceptedAtAttribute, value: o.acceptedAt },
-            ...(o.completedAt ? [{ key: CompletedAtAttribute, value: o.completedAt }] : []),
-          ],
+          owner: 'acme',
+          request: mobileRequest(o.ref),
+          status: o.completedAt ? 'FULFILLED' : 'SUBMITTED',
+          acceptedAt: o.acceptedAt,
+          ...(o.completedAt ? { completedAt: o.completedAt } : {}),
+          input: { request: mobileRequest(o.ref), acceptedAt: o.acceptedAt.toISOString(), clientId: 'acme' },
         }),
       ),
     );

@@ -11,19 +11,9 @@ import { Client, Connection } from '@temporalio/client';
 import type { Problem } from '../../src/api/errors';
 import type { Statement } from '../../src/api/statements';
 import { startTestApi, testClients, type TestApi } from '../../src/api/testing';
-import { orderFigures } from '../../src/orders/figures';
 import type { OrderStatus } from '../../contract/schemas';
-import {
-  AcceptedAtAttribute,
-  CompletedAtAttribute,
-  OrderClientAttribute,
-  OrderStatusAttribute,
-  OrderTypeAttribute,
-  orderWorkflowId,
-  workflowTypeByOrderType,
-  type OrderRequest,
-} from '../../contract/order';
-import { giftCardRequest, internetRequest, mobileRequest } from '../helpers/orders';
+import { OrderClientAttribute, orderWorkflowId, type OrderRequest } from '../../contract/order';
+import { giftCardRequest, internetRequest, mobileRequest, seedListedOrder } from '../helpers/orders';
 import { useTemporal, type TestTemporal } from '../helpers/temporal';
 import { idleProvider } from '../helpers/stack';
 
@@ -79,18 +69,14 @@ describe('GET /v1/statements', () => {
     api = await startTestApi({ client, taskQueue: `statements-${run}`, provider: idleProvider });
     await Promise.all(
       seeds.map((seed) =>
-        client.workflow.start(workflowTypeByOrderType[seed.request.type], {
+        seedListedOrder(client, {
           taskQueue: `statements-${run}`,
-          workflowId: orderWorkflowId(seed.request.ref, 'ledger'),
-          args: [],
-          memo: seed.figures === false ? {} : { figures: orderFigures(seed.request) },
-          typedSearchAttributes: [
-            { key: OrderTypeAttribute, value: seed.request.type },
-            { key: OrderStatusAttribute, value: seed.status },
-            { key: OrderClientAttribute, value: 'ledger' },
-            { key: AcceptedAtAttribute, value: new Date(day1 - HOUR) },
-            ...(seed.completedAt ? [{ key: CompletedAtAttribute, value: new Date(seed.completedAt) }] : []),
-          ],
+          owner: 'ledger',
+          request: seed.request,
+          status: seed.status,
+          acceptedAt: new Date(day1 - HOUR),
+          ...(seed.completedAt ? { completedAt: new Date(seed.completedAt) } : {}),
+          figures: seed.figures !== false,
         }),
       ),
     );

@@ -10,6 +10,7 @@ import {
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Runtime } from '@temporalio/worker';
+import { orderFigures } from '../../src/orders/figures';
 import { createWorkerLogger } from '../../src/worker/logger';
 import { createActivities, type OrderProvider } from '../../activities';
 import type { AccountProvider } from '../../activities/account';
@@ -23,6 +24,7 @@ import type { RequestRecord, SandboxSettings } from '../../src/sandbox/state';
 import type { OutcomeChangeSpecInput } from '../../src/sandbox/outcome-changes';
 import {
   AcceptedAtAttribute,
+  CompletedAtAttribute,
   defaultOrderTimings,
   OrderClientAttribute,
   OrderStatusAttribute,
@@ -31,6 +33,7 @@ import {
   workflowTypeByOrderType,
   type OrderInput,
   type OrderRequest,
+  type OrderStatus,
   type OrderTimings,
   type OrderView,
 } from '../../contract/order';
@@ -345,4 +348,39 @@ export function installTestRuntime(): void {
   if (runtimeInstalled) return;
   Runtime.install({ logger: createWorkerLogger(process.env.LOG_LEVEL ?? 'warn') });
   runtimeInstalled = true;
+}
+
+/**
+ * An order as the list, the statements and the export see it, without a worker: started on a
+ * queue nobody polls, with the search attributes the API and the workflow set (and, with
+ * `figures`, the memo's figures the API stores), so a read route can be tested at any size.
+ */
+export function seedListedOrder(
+  client: Client,
+  order: {
+    taskQueue: string;
+    owner: string;
+    request: OrderRequest;
+    status: OrderStatus;
+    acceptedAt: Date;
+    completedAt?: Date;
+    figures?: boolean;
+    /** The workflow's input, when a test reads the order's view; none otherwise. */
+    input?: OrderInput;
+  },
+): Promise<WorkflowHandle> {
+  const { request, completedAt } = order;
+  return client.workflow.start(workflowTypeByOrderType[request.type], {
+    taskQueue: order.taskQueue,
+    workflowId: orderWorkflowId(request.ref, order.owner),
+    args: order.input ? [order.input] : [],
+    ...(order.figures ? { memo: { figures: orderFigures(request) } } : {}),
+    typedSearchAttributes: [
+      { key: OrderTypeAttribute, value: request.type },
+      { key: OrderStatusAttribute, value: order.status },
+      { key: OrderClientAttribute, value: order.owner },
+      { key: AcceptedAtAttribute, value: order.acceptedAt },
+      ...(completedAt ? [{ key: CompletedAtAttribute, value: completedAt }] : []),
+    ],
+  }) as Promise<WorkflowHandle>;
 }
