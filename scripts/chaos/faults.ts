@@ -131,6 +131,18 @@ export class FaultSchedule {
     });
   }
 
+  /**
+   * How many requests a kind of fault has hit so far, the current phase's rules included. Serial
+   * with restarts, so it never asks a sandbox that is down.
+   */
+  hits(kind: FaultRule['kind']): Promise<number> {
+    return this.#serial(async () => {
+      let total = this.injected[kind] ?? 0;
+      for (const rule of await this.admin.rules()) if (faultLabel(rule) === kind) total += rule.applied;
+      return total;
+    });
+  }
+
   /** Removes every rule, first counting what each one did (`applied` is per rule). */
   clear(): Promise<void> {
     return this.#serial(async () => {

@@ -223,6 +223,11 @@ export async function runChaos(
         const rules = phase.rules.map((rule) => faultLabel(rule)).join(', ');
         log(`provider: ${phase.name}${rules ? ` (${rules})` : ''}`);
         await sleep(options.faultPhaseMs * chaosRng.between(0.5, 1.5), undefined, { signal });
+        // The late-commit phase every run promises lasts until it has delayed a send: a slow
+        // start of the submissions must not leave the run without one.
+        while (phase.name === 'late-commit' && !chaosOver && (await faults.hits('late_commit')) === 0) {
+          await sleep(500, undefined, { signal });
+        }
       }
     })();
     // A worker that died on its own is replaced, as an orchestrator would.
