@@ -159,7 +159,7 @@ export function createActivities({
      */
     async placeGiftCardOrder(
       request: GiftCardRequest,
-      options: Pick<SendOptions, 'notAfter' | 'placeUntil' | 'released'> = {},
+      options: Pick<SendOptions, 'notAfter' | 'placeUntil' | 'released' | 'earlierTaskMayHaveSent'> = {},
     ): Promise<Submission<GiftCardOrderCheck>> {
       mayRunThisSend(options, localSends);
       await gate?.beforeSend(request, 'placeGiftCardOrder', options.released);
@@ -245,13 +245,32 @@ export interface SendOptions {
    * hold it for the orders still waiting for the balance.
    */
   released?: boolean;
+  /**
+   * The order's first workflow task ran before and did not complete (its worker died), or this is
+   * a run the sweep resumed: a send made then may have reached the provider. The send refuses,
+   * outcome unknown, without calling the provider, and the workflow looks the ref up. The workflow
+   * passes this as an input rather than branching on it, because what it knows of that (the
+   * history's length) reads differently on replay when the first task was completed by a heartbeat;
+   * the send's recorded answer replays the same either way.
+   */
+  earlierTaskMayHaveSent?: boolean;
 }
 
 /**
- * Refuses a send that must not run here: a local send on a worker that sends only through the
- * task queue (nothing sent), or one started past its `notAfter` (it may repeat an earlier run).
+ * Refuses a send that must not run here: one whose first workflow task may have sent already,
+ * a local send on a worker that sends only through the task queue (nothing sent), or one started
+ * past its `notAfter` (it may repeat an earlier run).
  */
-function mayRunThisSend({ notAfter }: Pick<SendOptions, 'notAfter'>, localSends: boolean): void {
+function mayRunThisSend(
+  { notAfter, earlierTaskMayHaveSent }: Pick<SendOptions, 'notAfter' | 'earlierTaskMayHaveSent'>,
+  localSends: boolean,
+): void {
+  if (earlierTaskMayHaveSent) {
+    throw ApplicationFailure.nonRetryable(
+      "the order's first workflow task did not complete: a send made in it may have reached the provider; nothing sent now",
+      ProviderFailureType.outcomeUnknown,
+    );
+  }
   const { isLocal, scheduledTimestampMs } = Context.current().info;
   if (isLocal && !localSends) {
     throw ApplicationFailure.nonRetryable(

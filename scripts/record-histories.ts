@@ -112,12 +112,23 @@ const holdInHandling = (sandbox: TestSandbox, ref: string) =>
   sandbox.changeTopup(ref, { status: 'HANDLING' });
 
 /**
- * A normal order: at most 15 events, the send's local-activity marker and no patch marker.
+ * A normal order: at most 15 events, the send's local-activity marker, and a marker per patch in use.
  */
+/** Patches whose marker every new order records (docs/contributors.md "Patches in use"). */
+const PATCHES_ON_EVERY_ORDER = 1;
+
 function verifyNormal(history: History): void {
   const events = history.events ?? [];
   const markers = events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
-  if (events.length > 15 || markers.some((name) => name !== 'core_local_activity') || markers.length !== 1) {
+  const sends = markers.filter((name) => name === 'core_local_activity');
+  // The patches in use (docs/contributors.md) each add one marker.
+  const patches = markers.filter((name) => name === 'core_patch');
+  if (
+    events.length > 15 + patches.length ||
+    patches.length > PATCHES_ON_EVERY_ORDER ||
+    sends.length !== 1 ||
+    sends.length + patches.length !== markers.length
+  ) {
     throw new Error(
       `expected a normal order's history: ${events.length} events, markers ${markers.join(', ')}`,
     );
@@ -139,6 +150,17 @@ const forceRefundThenFulfilAfterDispute: NonNullable<Scenario['operator']> = asy
 
 const scenarios: Record<string, Scenario> = {
   'mobile-fulfilled': { request: (ref) => mobileRequest(ref), expected: 'FULFILLED', verify: verifyNormal },
+  // Recorded with FIRST_SEND_DECIDES_PATCH; replayed also with a heartbeat in the first task (replay.test.ts).
+  'mobile-fulfilled-first-send-decides': {
+    request: (ref) => mobileRequest(ref),
+    expected: 'FULFILLED',
+    verify: verifyNormal,
+  },
+  'gift-card-fulfilled-first-send-decides': {
+    request: (ref) => giftCardRequest(ref),
+    expected: 'FULFILLED',
+    verify: verifyNormal,
+  },
   'internet-fulfilled': { request: internetRequest, expected: 'FULFILLED', verify: verifyNormal },
   'gift-card-fulfilled': {
     request: (ref) => giftCardRequest(ref),

@@ -250,6 +250,28 @@ describe('the first send, a local activity', () => {
     assert.deepEqual(calls, []);
   });
 
+  it("when the order's first workflow task may have sent before, refuses as outcome unknown and sends nothing, locally or through the queue, on any worker", async () => {
+    for (const localSends of [true, false]) {
+      const { activities, calls } = scriptedProvider(
+        { sendMobileTopup: [{ topupId: 't-1' }], placeGiftCardOrder: [{ orderId: 'o-1' }] },
+        { localSends },
+      );
+      const earlier = { earlierTaskMayHaveSent: true };
+      for (const env of [local, firstAttempt]) {
+        const send = await failureOf(
+          env.run(activities.sendMobileTopup, request, { ...withRef, ...earlier }),
+        );
+        const place = await failureOf(
+          env.run(activities.placeGiftCardOrder, giftCardRequest('g-1'), earlier),
+        );
+        assert.equal(send.type, ProviderFailureType.outcomeUnknown);
+        assert.equal(place.type, ProviderFailureType.outcomeUnknown);
+        assert.match(send.message, /first workflow task did not complete/);
+      }
+      assert.deepEqual(calls, []);
+    }
+  });
+
   it('within its window, sends once', async () => {
     const { activities, calls } = scriptedProvider({ sendMobileTopup: [{ topupId: 't-1' }] });
     const submission = await local.run(activities.sendMobileTopup, request, {

@@ -51,3 +51,55 @@ export function recordedHistories(): { name: string; history: History }[] {
       history: historyFromJson(JSON.parse(readFileSync(join(historiesDir, file), 'utf8'))),
     }));
 }
+
+interface JsonEvent {
+  eventId: string;
+  eventTime: string;
+  eventType: string;
+  [attributes: string]: unknown;
+}
+
+/**
+ * The same history as if its first workflow task had been completed by a heartbeat (the SDK does
+ * so at 80 % of the task timeout while a local activity runs, e.g. on a loaded worker): a
+ * completed task with no commands and a new one scheduled and started right after it, before the
+ * task that records the send. On replay the SDK reads both as one task, whose history length is
+ * that of the second.
+ */
+export function withFirstTaskHeartbeat(json: { events: JsonEvent[] }): History {
+  const [started, scheduled, taskStarted, ...rest] = json.events as [JsonEvent, JsonEvent, JsonEvent];
+  const inserted = 3;
+  const shift = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(shift);
+    if (value === null || typeof value !== 'object') return value;
+    return Object.fromEntries(
+      Object.entries(value).map(([key, field]) =>
+        (key === 'eventId' || key.endsWith('EventId')) && typeof field === 'string' && Number(field) >= 4
+          ? [key, String(Number(field) + inserted)]
+          : [key, shift(field)],
+      ),
+    );
+  };
+  const later = shift(rest) as JsonEvent[];
+  const firstCompleted = later[0]?.workflowTaskCompletedEventAttributes as Record<string, string>;
+  Object.assign(firstCompleted, { scheduledEventId: '5', startedEventId: '6' });
+  const at = taskStarted.eventTime;
+  const heartbeat: JsonEvent[] = [
+    {
+      eventId: '4',
+      eventTime: at,
+      eventType: 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
+      workflowTaskCompletedEventAttributes: { scheduledEventId: '2', startedEventId: '3' },
+    },
+    { ...scheduled, eventId: '5', eventTime: at },
+    {
+      ...taskStarted,
+      eventId: '6',
+      workflowTaskStartedEventAttributes: {
+        ...(taskStarted.workflowTaskStartedEventAttributes as object),
+        scheduledEventId: '5',
+      },
+    },
+  ];
+  return historyFromJson({ events: [started, scheduled, taskStarted, ...heartbeat, ...later] });
+}

@@ -14,6 +14,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
+import { ProviderFailureType } from '../../contract/activity-outcomes';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { useTemporal, type TestTemporal } from '../helpers/temporal';
 import { workflowBundleOptions } from '../../src/worker/bundle';
@@ -195,7 +196,7 @@ describe('a worker process killed while an order is in flight', () => {
   it('when SIGKILLed during the local-activity send of the first workflow task, the task that runs again looks the ref up and never sends twice', async () => {
     // The provider commits 2 s after receiving the send. The dead worker's first task left no
     // marker of its send in the history; the task that runs again on the new worker sees that it
-    // is not the first try.
+    // is not the first try and tells the send so.
     const { handle, view } = await killedDuringLateCommittedSend('killed-local', 2_000);
     assert.match(
       view.timeline.map((e) => e.event).join('\n'),
@@ -203,8 +204,18 @@ describe('a worker process killed while an order is in flight', () => {
     );
     const { events, activities } = await historyOf(handle);
     assert.ok(events.includes('EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT'), 'the first task timed out');
-    // No send was made again, as a local activity or otherwise: the ref was looked up first.
-    assert.ok(!events.includes('EVENT_TYPE_MARKER_RECORDED'), events.join(' '));
+    // No send was made again, as a local activity or otherwise: the local send, told that the
+    // first task ran before, refused unsent (sendsOf above: one attempt) and the ref was looked up.
+    const markers = ((await handle.fetchHistory()).events ?? []).flatMap(
+      (e) => e.markerRecordedEventAttributes ?? [],
+    );
+    assert.deepEqual(
+      markers.map((m) => [m.markerName, m.failure?.applicationFailureInfo?.type ?? null]),
+      [
+        ['core_patch', null],
+        ['core_local_activity', ProviderFailureType.outcomeUnknown],
+      ],
+    );
     assert.equal(activities[0], 'checkMobileTopup');
     assert.ok(!activities.some((name) => name.startsWith('send')), activities.join(' '));
   });

@@ -7,6 +7,7 @@
 import {
   condition,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   sleep,
@@ -28,7 +29,7 @@ import { holdsTheOrder, holdUntilResumed } from './hold';
 import { lookUp } from './provider';
 import { cancelledBeforeSending } from './cancellation';
 import { RETRY_INITIAL_INTERVAL_MS, type Order } from './state';
-import type { ProviderCheck } from './types';
+import type { ProviderCheck, SubmitHow } from './types';
 
 /**
  * A send or placement that certainly never reached the provider is tried again at most this often
@@ -50,7 +51,20 @@ const LOCAL_SEND_TIMEOUT_MS = 5_000;
 /** How long a local send may wait for a slot; one that never started is sent through the queue. */
 const LOCAL_SEND_QUEUE_MS = 1_000;
 
+/**
+ * Patch (added 2026-11-27, Lifecycle 1.0 + 1): the first send always runs, told whether the first
+ * workflow task may have sent before (SendOptions.earlierTaskMayHaveSent), instead of the workflow
+ * choosing between sending and looking up by the history's length. That length reads 6 on replay
+ * where the first task was completed by a heartbeat (3 when it ran), and the old choice then
+ * replayed a look-up where the history holds the send: a non-determinism error that stuck the order.
+ */
+export const FIRST_SEND_DECIDES_PATCH = 'first-send-decides';
+
 export async function submit<R extends OrderRequest, C extends ProviderCheck>(o: Order<R, C>): Promise<void> {
+  if (patched(FIRST_SEND_DECIDES_PATCH)) {
+    const first = { earlierTaskMayHaveSent: !o.freshFirstTask };
+    return o.adapter.submitRetry === 'lookup' ? sendSettled(o, 'local-send', first) : place(o, first);
+  }
   if (o.adapter.submitRetry === 'lookup') {
     return sendSettled(o, o.freshFirstTask ? 'local-send' : 'settle-first');
   }
@@ -71,17 +85,22 @@ export async function submit<R extends OrderRequest, C extends ProviderCheck>(o:
  * never reached it (activities placeGiftCardOrder), until MAX_SUBMIT_TRIES placements in all or
  * the deadline.
  */
-async function place<R extends OrderRequest, C extends ProviderCheck>(o: Order<R, C>): Promise<void> {
+async function place<R extends OrderRequest, C extends ProviderCheck>(
+  o: Order<R, C>,
+  first: FirstSend = {},
+): Promise<void> {
   let released = false;
-  const viaQueue = () =>
-    o.adapter.submit(placementActivities(o), o.order, {
-      placeUntil: o.deadlineAt,
-      ...(released && { released }),
-    });
   let local = true;
   for (;;) {
+    const earlier = local && first.earlierTaskMayHaveSent ? first : {};
+    const viaQueue = () =>
+      o.adapter.submit(placementActivities(o), o.order, {
+        placeUntil: o.deadlineAt,
+        ...(released && { released }),
+        ...earlier,
+      });
     try {
-      return o.onSubmitted(local ? await submitLocalFirst(o, viaQueue) : await viaQueue());
+      return o.onSubmitted(local ? await submitLocalFirst(o, viaQueue, earlier) : await viaQueue());
     } catch (err) {
       const failure = providerFailureOf(err);
       if (failure && holdsTheOrder(failure)) {
@@ -100,6 +119,9 @@ async function place<R extends OrderRequest, C extends ProviderCheck>(o: Order<R
     }
   }
 }
+
+/** What the first send is told of the first workflow task (FIRST_SEND_DECIDES_PATCH). */
+type FirstSend = Pick<SubmitHow, 'earlierTaskMayHaveSent'>;
 
 /** A placement that failed for good: refused, never reached until the end, or unclear. */
 function placementFailed<R extends OrderRequest, C extends ProviderCheck>(
@@ -136,6 +158,7 @@ function refused<R extends OrderRequest, C extends ProviderCheck>(
 async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
   start: 'local-send' | 'settle-first',
+  first: FirstSend = {},
 ): Promise<void> {
   const activities = proxyActivities<OrderActivities>({
     startToCloseTimeout: o.timings.activityTimeoutMs,
@@ -160,9 +183,11 @@ async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
     if (cancelledBeforeSending(o, unsent)) return;
     let err: unknown;
     try {
-      const viaQueue = () => o.adapter.submit(activities, o.order, released ? { released } : {});
-      const submission =
-        start === 'local-send' && sends === 1 ? await submitLocalFirst(o, viaQueue) : await viaQueue();
+      const firstSend = start === 'local-send' && sends === 1;
+      const earlier = firstSend && first.earlierTaskMayHaveSent ? first : {};
+      const viaQueue = () =>
+        o.adapter.submit(activities, o.order, { ...(released && { released }), ...earlier });
+      const submission = firstSend ? await submitLocalFirst(o, viaQueue, earlier) : await viaQueue();
       return o.onSubmitted(submission);
     } catch (caught) {
       err = caught;
@@ -320,10 +345,12 @@ function localSendActivities<R extends OrderRequest, C extends ProviderCheck>(
 async function submitLocalFirst<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
   viaQueue: () => Promise<Submission<C>>,
+  first: FirstSend,
 ): Promise<Submission<C>> {
   try {
     return await o.adapter.submit(localSendActivities(o), o.order, {
       notAfter: sendWindowEnd(),
+      ...first,
     });
   } catch (err) {
     const type = providerFailureOf(err)?.type;

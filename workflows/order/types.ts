@@ -34,6 +34,8 @@ export interface SubmitHow {
   placeUntil?: number;
   /** The account workflow let this held order go: the worker's send gate lets it through (SendOptions.released). */
   released?: boolean;
+  /** The first workflow task may have sent before: the send refuses unsent (SendOptions.earlierTaskMayHaveSent). */
+  earlierTaskMayHaveSent?: boolean;
 }
 
 export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
