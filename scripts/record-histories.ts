@@ -166,14 +166,15 @@ const scenarios: Record<string, Scenario> = {
     expected: 'FULFILLED',
   },
   // The review in a run of its own: the run that entered review and continued as new (the
-  // continue-as-new), and the review's run, resolved by an operator.
+  // continue-as-new), and the review's run, resolved by an operator. Its fixture was recorded by
+  // lifecycle 1.0 without `force`, before patch refund-waits-for-provider: it replays the old rule.
   'mobile-review-own-run-refunded': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
     timings: noWatch,
     operator: (handle) =>
       update(
         handle,
-        { decision: 'REFUNDED', operator: 'recorder', note: 'no credit, ticket 4412' },
+        { decision: 'REFUNDED', operator: 'recorder', note: 'no credit, ticket 4412', force: true },
         'applied',
       ),
     expected: 'REFUNDED',
@@ -265,7 +266,38 @@ const scenarios: Record<string, Scenario> = {
           if (!(err instanceof Error) || err.name !== 'WorkflowUpdateFailedError') throw err;
         });
       await waitForView(handle, (v) => v.timeline.some((e) => e.event.startsWith('Invalid review decision')));
-      await decide('REFUNDED', 'refunded by hand')(handle);
+      // Forced since patch refund-waits-for-provider (the fixture predates it, without force).
+      await handle.signal(resolveReviewSignal, {
+        decision: 'REFUNDED',
+        operator: 'recorder',
+        note: 'refunded by hand',
+        force: true,
+      });
+    },
+    expected: 'REFUNDED',
+  },
+  // Patch refund-waits-for-provider: REFUNDED on UNKNOWN_ERROR is refused until forced.
+  'mobile-review-unknown-error-refund-refused-then-forced': {
+    request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
+    timings: noWatch,
+    operator: async (handle) => {
+      const refunded = {
+        decision: 'REFUNDED',
+        operator: 'recorder',
+        note: 'customer says no credit',
+      } as const;
+      await update(handle, refunded, 'refused');
+      await update(
+        handle,
+        { ...refunded, note: 'support confirmed no credit, ticket 4413', force: true },
+        'applied',
+      );
+    },
+    verify: (history) => {
+      const patched = (history.events ?? []).some(
+        (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
+      );
+      if (!patched) throw new Error('expected the patch marker (refund-waits-for-provider)');
     },
     expected: 'REFUNDED',
   },
@@ -509,7 +541,8 @@ async function recordWebhookScenarios(
       120_000,
     );
     const decided = await stack.api.request('POST', `/v1/orders/${reviewRef}/review`, {
-      body: { decision: 'REFUNDED', note: 'no credit seen; refunded' },
+      // Forced since patch refund-waits-for-provider (the fixture predates it, without force).
+      body: { decision: 'REFUNDED', note: 'no credit seen; refunded', force: true },
       apiKey: 'recorder-key',
     });
     if (decided.status !== 200 && decided.status !== 202)

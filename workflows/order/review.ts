@@ -4,7 +4,7 @@
  * recheck or another decision. Each FULFILLED / REFUNDED decision is checked against the provider
  * first (decision-rules.ts); one the provider has not confirmed is then watched (watch.ts).
  */
-import { ApplicationFailure, condition, log } from '@temporalio/workflow';
+import { ApplicationFailure, condition, log, patched } from '@temporalio/workflow';
 import { checkReviewDecision, decidedByWhom } from '../../contract/review-decision';
 import type { ReviewDecision } from '../../contract/schemas';
 import { REVIEW_DECISION_EVENT } from '../../contract/event-types';
@@ -14,7 +14,7 @@ import {
   type DecisionRefusal,
   type OrderRequest,
 } from '../../contract/order';
-import { judgeDecision } from '../decision-rules';
+import { judgeDecision, type Verdict } from '../decision-rules';
 import { decisionAnswerOf, providerAnswerOf } from './failures';
 import { askProvider, lookUp } from './provider';
 import type { Order } from './state';
@@ -184,12 +184,14 @@ async function decide<R extends OrderRequest, C extends ProviderCheck>(
     retry: { maximumAttempts: 1 },
   });
   if (decision.decision === 'RECHECK') return recheckOrderId(o, queued, asked);
-  const verdict = judgeDecision({
-    decision: decision.decision,
-    orderType: o.orderType,
-    bringsOrderId: newOrderId !== undefined,
-    answer: decisionAnswerOf(asked),
-  });
+  const verdict = judgedByTheOrdersRules(
+    judgeDecision({
+      decision: decision.decision,
+      orderType: o.orderType,
+      bringsOrderId: newOrderId !== undefined,
+      answer: decisionAnswerOf(asked),
+    }),
+  );
   switch (verdict.verdict) {
     case 'confirmed':
     case 'unconfirmed':
@@ -208,6 +210,18 @@ async function decide<R extends OrderRequest, C extends ProviderCheck>(
         forceable: verdict.forceable,
       });
   }
+}
+
+/**
+ * Patch `refund-waits-for-provider` (added 2026-11-27; docs/contributors.md "Patches in use"): a
+ * REFUNDED decision on UNKNOWN_ERROR or an undocumented status needs `force`. Orders decided
+ * before it replay lifecycle 1.0's rule, which applied it unconfirmed. Asked only when the rule
+ * matters, so other decisions' histories carry no marker.
+ */
+function judgedByTheOrdersRules(verdict: Verdict): Verdict {
+  if (verdict.verdict === 'refused' && verdict.refundBeforeProvider && !patched('refund-waits-for-provider'))
+    return { verdict: 'unconfirmed' };
+  return verdict;
 }
 
 function apply<R extends OrderRequest, C extends ProviderCheck>(
