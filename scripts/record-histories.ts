@@ -83,6 +83,8 @@ interface Scenario {
   continueAsNewAfter?: number;
   /** Also record the first run, under this name, when the fixture is a later run. */
   firstRunAs?: string;
+  /** Also record the run before the latest, under this name. */
+  previousRunAs?: string;
   /** Checks the recorded history shows what the scenario is for. */
   verify?: (history: History) => void;
 }
@@ -344,6 +346,37 @@ const scenarios: Record<string, Scenario> = {
       );
     },
     expected: 'FULFILLED',
+  },
+  // Patch watch-reopens-on-partial-fill: REFUNDED forced while the gift-card order is HANDLING;
+  // the provider then fills it in part: the watch reopens it DISPUTED (the previous run, recorded
+  // too) and an operator's RECHECK settles it PARTIALLY_FULFILLED (the dispute's own run).
+  'gift-card-dispute-partial-fill-rechecked': {
+    request: (ref) => giftCardRequest(ref, 4),
+    faults: [{ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 }],
+    timings: shortWatch,
+    operator: async (handle, sandbox) => {
+      const [placed] = await sandbox.giftCardOrders();
+      if (!placed) throw new Error('the sandbox placed no order');
+      await sandbox.changeGiftCardOrder(placed.orderId, { status: 'HANDLING' });
+      const note = 'the provider portal shows it cancelled';
+      const refunded = { decision: 'REFUNDED', operator: 'recorder', note, orderId: placed.orderId } as const;
+      await update(handle, { ...refunded, force: true }, 'applied');
+      await sandbox.changeGiftCardOrder(placed.orderId, { status: 'PARTIALLY_FILLED' });
+      await waitForView(handle, (v) => v.status === 'DISPUTED', 60_000);
+      await update(
+        handle,
+        { decision: 'RECHECK', operator: 'recorder', note: 'part was delivered' },
+        'rechecked',
+      );
+    },
+    previousRunAs: 'gift-card-watch-reopened-on-partial-fill',
+    verify: (history) => {
+      const patched = (history.events ?? []).some(
+        (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
+      );
+      if (!patched) throw new Error('expected the patch marker (watch-reopens-on-partial-fill)');
+    },
+    expected: 'PARTIALLY_FULFILLED',
   },
   'mobile-review-continued-as-new-with-queued-decision': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
@@ -624,6 +657,11 @@ async function main(): Promise<void> {
         if (scenario.firstRunAs) {
           const first = await env.client.workflow.getHandle(handle.workflowId, firstRunId).fetchHistory();
           writeFileSync(join(historiesDir, `${scenario.firstRunAs}.json`), historyToJson(first));
+        }
+        if (scenario.previousRunAs) {
+          const previous = env.client.workflow.getHandle(handle.workflowId, await previousRunId(handle));
+          const history = await previous.fetchHistory();
+          writeFileSync(join(historiesDir, `${scenario.previousRunAs}.json`), historyToJson(history));
         }
         return { name, status: view.status, events: history.events?.length ?? 0, calls: counted.total() };
       }),

@@ -149,12 +149,22 @@ export const UNKNOWN_ERROR_GUIDANCE =
 /**
  * While a decision is watched: does the provider's answer reopen the order? Only a final status
  * that contradicts the decision and is news (not what the provider said when the decision was
- * applied, which the operator saw and overrode).
+ * applied, which the operator saw and overrode). PARTIALLY_FILLED contradicts either decision:
+ * part of a gift-card order was delivered and the rest refunded.
+ *
+ * `partialFills`: lifecycle 1.0 let PARTIALLY_FILLED pass unnoticed; since patch
+ * `watch-reopens-on-partial-fill` it reopens the order (workflows/order/watch.ts).
  */
 export function contradictsLater(
   decision: 'FULFILLED' | 'REFUNDED',
   baseline: ProviderStatus | undefined,
   status: ProviderStatus,
-): status is 'FULFILLED' | 'REFUNDED' {
-  return (status === 'FULFILLED' || status === 'REFUNDED') && status !== decision && status !== baseline;
+  partialFills = true,
+): status is LaterContradiction {
+  const final =
+    status === 'FULFILLED' || status === 'REFUNDED' || (partialFills && status === 'PARTIALLY_FILLED');
+  return final && status !== decision && status !== baseline;
 }
+
+/** A provider's final answer that reopens a watched decision. */
+export type LaterContradiction = 'FULFILLED' | 'REFUNDED' | 'PARTIALLY_FILLED';

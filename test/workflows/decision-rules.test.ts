@@ -143,6 +143,13 @@ describe('contradictsLater (the watch)', () => {
     );
   });
 
+  it('PARTIALLY_FILLED reopens either decision, unless the operator forced past it; not before the patch', () => {
+    assert.equal(contradictsLater('REFUNDED', 'HANDLING', 'PARTIALLY_FILLED'), true);
+    assert.equal(contradictsLater('FULFILLED', undefined, 'PARTIALLY_FILLED'), true);
+    assert.equal(contradictsLater('FULFILLED', 'PARTIALLY_FILLED', 'PARTIALLY_FILLED'), false);
+    assert.equal(contradictsLater('REFUNDED', 'HANDLING', 'PARTIALLY_FILLED', false), false, 'lifecycle 1.0');
+  });
+
   it('the same final status, or one still open, is no contradiction', () => {
     assert.equal(contradictsLater('REFUNDED', 'HANDLING', 'REFUNDED'), false);
     for (const open of ['PENDING', 'HANDLING', 'UNKNOWN_ERROR'] as const) {

@@ -19,7 +19,7 @@ import { decisionAnswerOf, providerAnswerOf } from './failures';
 import { askProvider, lookUp } from './provider';
 import type { Order } from './state';
 import type { Asked, ProviderCheck, QueuedDecision } from './types';
-import { startWatch } from './watch';
+import { PARTIAL_FILL_PATCH, startWatch } from './watch';
 
 export async function reviewStep<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
@@ -54,7 +54,14 @@ async function recheck<R extends OrderRequest, C extends ProviderCheck>(
   if (typeof answer !== 'string') o.view.providerStatus = answer.status;
   const meaning = typeof answer === 'string' ? undefined : o.meaningOf(answer);
   // A dispute is the provider against an operator: a recheck informs, it does not settle it.
-  if (meaning?.kind === 'final' && o.view.status === 'NEEDS_REVIEW') {
+  // Except a partial fill, which no decision can settle: an operator's RECHECK does (patched,
+  // like the watch that reopens the order for it).
+  const settlesPartialFill = () =>
+    requestedBy !== undefined &&
+    meaning?.kind === 'final' &&
+    meaning.status === 'PARTIALLY_FULFILLED' &&
+    patched(PARTIAL_FILL_PATCH);
+  if (meaning?.kind === 'final' && (o.view.status === 'NEEDS_REVIEW' || settlesPartialFill())) {
     return o.finish(meaning.status, `Recheck: the provider reports ${meaning.status}`, {
       result: meaning.result,
       resolution: requestedBy,
