@@ -23,9 +23,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import {
   WorkflowUpdateStage,
+  type Client,
   type WorkflowHandle,
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
+import { ensureOrderSweepSchedule } from '../src/temporal/sweep-schedule';
 import type { OrderProvider } from '../activities';
 import type { ProviderClient } from '../src/provider';
 import type { FaultSpecInput } from '../src/sandbox/faults';
@@ -87,6 +89,16 @@ interface Scenario {
   previousRunAs?: string;
   /** Checks the recorded history shows what the scenario is for. */
   verify?: (history: History) => void;
+  /**
+   * Drives the order instead of `operator` (e.g. terminates it and has the sweep resume it) and
+   * returns the handle of the run to record.
+   */
+  drive?: (order: {
+    handle: WorkflowHandleWithFirstExecutionRunId;
+    sandbox: TestSandbox;
+    client: Client;
+    taskQueue: string;
+  }) => Promise<WorkflowHandle>;
 }
 
 type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
@@ -378,6 +390,40 @@ const scenarios: Record<string, Scenario> = {
     },
     expected: 'PARTIALLY_FULFILLED',
   },
+  // Patch resumed-held-order-sends: terminated while HELD for the balance, resumed by the sweep
+  // (its Schedule, triggered here), held again until the balance is topped up, then sent once.
+  'mobile-held-terminated-resumed-fulfilled': {
+    request: (ref) => mobileRequest(ref),
+    arrange: async (sandbox) => void (await sandbox.settings({ balance: 0 })),
+    // No account workflow here: the held order tries again on its backstop, this often.
+    timings: { reviewRecheckMs: 3_000 },
+    drive: async ({ handle, sandbox, client, taskQueue }) => {
+      await waitForView(handle, (v) => v.status === 'HELD', 60_000);
+      await handle.terminate('recorder: pressed Terminate while held');
+      const scheduleId = `record-sweep-${randomBytes(4).toString('hex')}`;
+      await ensureOrderSweepSchedule(client, { taskQueue, intervalMs: 3_600_000, scheduleId });
+      try {
+        const latest = client.workflow.getHandle(handle.workflowId);
+        for (let tries = 0; (await latest.describe()).runId === handle.firstExecutionRunId; tries++) {
+          if (tries >= 30) throw new Error('the sweep did not resume the order');
+          await client.schedule.getHandle(scheduleId).trigger();
+          await sleep(1_000);
+        }
+        await waitForView(latest, (v) => v.status === 'HELD' && v.timeline.length > 2, 60_000);
+        await sandbox.settings({ balance: 1_000_000 });
+        return latest;
+      } finally {
+        await client.schedule.getHandle(scheduleId).delete();
+      }
+    },
+    verify: (history) => {
+      const patched = (history.events ?? []).some(
+        (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
+      );
+      if (!patched) throw new Error('expected the patch marker (resumed-held-order-sends)');
+    },
+    expected: 'FULFILLED',
+  },
   'mobile-review-continued-as-new-with-queued-decision': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
     timings: noWatch,
@@ -643,13 +689,19 @@ async function main(): Promise<void> {
           await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 120_000);
           await scenario.operator(handle, sandbox, ref);
         }
-        const view = await handle.result();
+        const driven = await scenario.drive?.({
+          handle,
+          sandbox,
+          client: env.client,
+          taskQueue: env.taskQueues[name]!,
+        });
+        const view = await (driven ?? handle).result();
         if (view.status !== scenario.expected)
           throw new Error(`${name}: ${view.status}, expected ${scenario.expected}`);
         // A scenario that continues as new is recorded by the review's run: the one that did.
         const recorded =
           scenario.continueAsNewAfter === undefined
-            ? handle
+            ? (driven ?? handle)
             : env.client.workflow.getHandle(handle.workflowId, await previousRunId(handle));
         const history = await recorded.fetchHistory();
         scenario.verify?.(history);

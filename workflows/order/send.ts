@@ -54,7 +54,10 @@ export async function submit<R extends OrderRequest, C extends ProviderCheck>(o:
   if (o.adapter.submitRetry === 'lookup') {
     return sendSettled(o, o.freshFirstTask ? 'local-send' : 'settle-first');
   }
-  if (!o.freshFirstTask) {
+  // Held and never let go (a run resumed by the sweep, patch resumed-held-order-sends): the
+  // account refused or the gate held every placement, so none can be behind it.
+  const heldUnplaced = o.view.status === 'HELD' && o.view.hold?.resumedAt === undefined;
+  if (!o.freshFirstTask && !heldUnplaced) {
     // Its placement may have run in the task before, and a placement cannot be looked up.
     return o.toReview(
       'the placement may or may not have reached the provider',
