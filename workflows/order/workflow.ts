@@ -62,8 +62,8 @@ export function defineOrderWorkflow<R extends OrderRequest, C extends ProviderCh
  * An order the sweep resumed while it was HELD (its run was terminated during the hold): it goes
  * back to the send, whose settle rules look the ref up before anything is sent and hold it again
  * while the account cannot take it. Patch `resumed-held-order-sends` (added 2026-11-27;
- * docs/contributors.md "Patches in use"): lifecycle 1.0 polled such an order, which the provider
- * never had, until its deadline sent it to review.
+ * docs/contributors.md "Patches in use"): lifecycle 1.0 polled the provider for a top-up it never
+ * had, and the order stayed HELD after the balance was topped up.
  */
 function heldWhenResumed<R extends OrderRequest, C extends ProviderCheck>(order: Order<R, C>): boolean {
   return order.view.status === 'HELD' && patched('resumed-held-order-sends');
