@@ -320,7 +320,8 @@ export interface OrderView {
   /** DISPUTED: the provider's later answer that contradicts the operator's decision. */
   dispute?: {
     decision: 'FULFILLED' | 'REFUNDED';
-    providerStatus: 'FULFILLED' | 'REFUNDED';
+    /** PARTIALLY_FILLED: a gift-card order part delivered, part refunded (against either decision). */
+    providerStatus: 'FULFILLED' | 'REFUNDED' | 'PARTIALLY_FILLED';
     reportedAt: string;
   };
   acceptedAt: string;

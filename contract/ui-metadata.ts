@@ -46,7 +46,8 @@ const howToDecide =
 
 const whatDecisionsMean =
   'FULFILLED: the customer got it. REFUNDED: they did not. RECHECK: ask the provider again now. ' +
-  'A decision the provider contradicts is refused; force: true applies it anyway (say why in note).';
+  'A decision the provider contradicts is refused, and so is REFUNDED while it answers UNKNOWN_ERROR ' +
+  '(it resolves those itself within 1-24 h); force: true applies it anyway (say why in note).';
 
 /**
  * What an order in review (or disputed) shows as the input of its own run: Temporal UI prints a

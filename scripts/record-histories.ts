@@ -23,9 +23,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import {
   WorkflowUpdateStage,
+  type Client,
   type WorkflowHandle,
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
+import { ensureOrderSweepSchedule } from '../src/temporal/sweep-schedule';
 import type { OrderProvider } from '../activities';
 import type { ProviderClient } from '../src/provider';
 import type { FaultSpecInput } from '../src/sandbox/faults';
@@ -83,8 +85,20 @@ interface Scenario {
   continueAsNewAfter?: number;
   /** Also record the first run, under this name, when the fixture is a later run. */
   firstRunAs?: string;
+  /** Also record the run before the latest, under this name. */
+  previousRunAs?: string;
   /** Checks the recorded history shows what the scenario is for. */
   verify?: (history: History) => void;
+  /**
+   * Drives the order instead of `operator` (e.g. terminates it and has the sweep resume it) and
+   * returns the handle of the run to record.
+   */
+  drive?: (order: {
+    handle: WorkflowHandleWithFirstExecutionRunId;
+    sandbox: TestSandbox;
+    client: Client;
+    taskQueue: string;
+  }) => Promise<WorkflowHandle>;
 }
 
 type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
@@ -188,14 +202,15 @@ const scenarios: Record<string, Scenario> = {
     expected: 'FULFILLED',
   },
   // The review in a run of its own: the run that entered review and continued as new (the
-  // continue-as-new), and the review's run, resolved by an operator.
+  // continue-as-new), and the review's run, resolved by an operator. Its fixture was recorded by
+  // lifecycle 1.0 without `force`, before patch refund-waits-for-provider: it replays the old rule.
   'mobile-review-own-run-refunded': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
     timings: noWatch,
     operator: (handle) =>
       update(
         handle,
-        { decision: 'REFUNDED', operator: 'recorder', note: 'no credit, ticket 4412' },
+        { decision: 'REFUNDED', operator: 'recorder', note: 'no credit, ticket 4412', force: true },
         'applied',
       ),
     expected: 'REFUNDED',
@@ -287,7 +302,38 @@ const scenarios: Record<string, Scenario> = {
           if (!(err instanceof Error) || err.name !== 'WorkflowUpdateFailedError') throw err;
         });
       await waitForView(handle, (v) => v.timeline.some((e) => e.event.startsWith('Invalid review decision')));
-      await decide('REFUNDED', 'refunded by hand')(handle);
+      // Forced since patch refund-waits-for-provider (the fixture predates it, without force).
+      await handle.signal(resolveReviewSignal, {
+        decision: 'REFUNDED',
+        operator: 'recorder',
+        note: 'refunded by hand',
+        force: true,
+      });
+    },
+    expected: 'REFUNDED',
+  },
+  // Patch refund-waits-for-provider: REFUNDED on UNKNOWN_ERROR is refused until forced.
+  'mobile-review-unknown-error-refund-refused-then-forced': {
+    request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
+    timings: noWatch,
+    operator: async (handle) => {
+      const refunded = {
+        decision: 'REFUNDED',
+        operator: 'recorder',
+        note: 'customer says no credit',
+      } as const;
+      await update(handle, refunded, 'refused');
+      await update(
+        handle,
+        { ...refunded, note: 'support confirmed no credit, ticket 4413', force: true },
+        'applied',
+      );
+    },
+    verify: (history) => {
+      const patched = (history.events ?? []).some(
+        (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
+      );
+      if (!patched) throw new Error('expected the patch marker (refund-waits-for-provider)');
     },
     expected: 'REFUNDED',
   },
@@ -332,6 +378,71 @@ const scenarios: Record<string, Scenario> = {
         { decision: 'FULFILLED', operator: 'recorder', note, orderId: placed.orderId },
         'applied',
       );
+    },
+    expected: 'FULFILLED',
+  },
+  // Patch watch-reopens-on-partial-fill: REFUNDED forced while the gift-card order is HANDLING;
+  // the provider then fills it in part: the watch reopens it DISPUTED (the previous run, recorded
+  // too) and an operator's RECHECK settles it PARTIALLY_FULFILLED (the dispute's own run).
+  'gift-card-dispute-partial-fill-rechecked': {
+    request: (ref) => giftCardRequest(ref, 4),
+    faults: [{ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 }],
+    timings: shortWatch,
+    operator: async (handle, sandbox) => {
+      const [placed] = await sandbox.giftCardOrders();
+      if (!placed) throw new Error('the sandbox placed no order');
+      await sandbox.changeGiftCardOrder(placed.orderId, { status: 'HANDLING' });
+      const note = 'the provider portal shows it cancelled';
+      const refunded = { decision: 'REFUNDED', operator: 'recorder', note, orderId: placed.orderId } as const;
+      await update(handle, { ...refunded, force: true }, 'applied');
+      await sandbox.changeGiftCardOrder(placed.orderId, { status: 'PARTIALLY_FILLED' });
+      await waitForView(handle, (v) => v.status === 'DISPUTED', 60_000);
+      await update(
+        handle,
+        { decision: 'RECHECK', operator: 'recorder', note: 'part was delivered' },
+        'rechecked',
+      );
+    },
+    previousRunAs: 'gift-card-watch-reopened-on-partial-fill',
+    verify: (history) => {
+      const patched = (history.events ?? []).some(
+        (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
+      );
+      if (!patched) throw new Error('expected the patch marker (watch-reopens-on-partial-fill)');
+    },
+    expected: 'PARTIALLY_FULFILLED',
+  },
+  // Patch resumed-held-order-sends: terminated while HELD for the balance, resumed by the sweep
+  // (its Schedule, triggered here), held again until the balance is topped up, then sent once.
+  'mobile-held-terminated-resumed-fulfilled': {
+    request: (ref) => mobileRequest(ref),
+    arrange: async (sandbox) => void (await sandbox.settings({ balance: 0 })),
+    // No account workflow here: the held order tries again on its backstop, this often.
+    timings: { reviewRecheckMs: 3_000 },
+    drive: async ({ handle, sandbox, client, taskQueue }) => {
+      await waitForView(handle, (v) => v.status === 'HELD', 60_000);
+      await handle.terminate('recorder: pressed Terminate while held');
+      const scheduleId = `record-sweep-${randomBytes(4).toString('hex')}`;
+      await ensureOrderSweepSchedule(client, { taskQueue, intervalMs: 3_600_000, scheduleId });
+      try {
+        const latest = client.workflow.getHandle(handle.workflowId);
+        for (let tries = 0; (await latest.describe()).runId === handle.firstExecutionRunId; tries++) {
+          if (tries >= 30) throw new Error('the sweep did not resume the order');
+          await client.schedule.getHandle(scheduleId).trigger();
+          await sleep(1_000);
+        }
+        await waitForView(latest, (v) => v.status === 'HELD' && v.timeline.length > 2, 60_000);
+        await sandbox.settings({ balance: 1_000_000 });
+        return latest;
+      } finally {
+        await client.schedule.getHandle(scheduleId).delete();
+      }
+    },
+    verify: (history) => {
+      const patched = (history.events ?? []).some(
+        (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
+      );
+      if (!patched) throw new Error('expected the patch marker (resumed-held-order-sends)');
     },
     expected: 'FULFILLED',
   },
@@ -531,7 +642,8 @@ async function recordWebhookScenarios(
       120_000,
     );
     const decided = await stack.api.request('POST', `/v1/orders/${reviewRef}/review`, {
-      body: { decision: 'REFUNDED', note: 'no credit seen; refunded' },
+      // Forced since patch refund-waits-for-provider (the fixture predates it, without force).
+      body: { decision: 'REFUNDED', note: 'no credit seen; refunded', force: true },
       apiKey: 'recorder-key',
     });
     if (decided.status !== 200 && decided.status !== 202)
@@ -599,13 +711,19 @@ async function main(): Promise<void> {
           await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 120_000);
           await scenario.operator(handle, sandbox, ref);
         }
-        const view = await handle.result();
+        const driven = await scenario.drive?.({
+          handle,
+          sandbox,
+          client: env.client,
+          taskQueue: env.taskQueues[name]!,
+        });
+        const view = await (driven ?? handle).result();
         if (view.status !== scenario.expected)
           throw new Error(`${name}: ${view.status}, expected ${scenario.expected}`);
         // A scenario that continues as new is recorded by the review's run: the one that did.
         const recorded =
           scenario.continueAsNewAfter === undefined
-            ? handle
+            ? (driven ?? handle)
             : env.client.workflow.getHandle(handle.workflowId, await previousRunId(handle));
         const history = await recorded.fetchHistory();
         scenario.verify?.(history);
@@ -613,6 +731,11 @@ async function main(): Promise<void> {
         if (scenario.firstRunAs) {
           const first = await env.client.workflow.getHandle(handle.workflowId, firstRunId).fetchHistory();
           writeFileSync(join(historiesDir, `${scenario.firstRunAs}.json`), historyToJson(first));
+        }
+        if (scenario.previousRunAs) {
+          const previous = env.client.workflow.getHandle(handle.workflowId, await previousRunId(handle));
+          const history = await previous.fetchHistory();
+          writeFileSync(join(historiesDir, `${scenario.previousRunAs}.json`), historyToJson(history));
         }
         return { name, status: view.status, events: history.events?.length ?? 0, calls: counted.total() };
       }),

@@ -3,8 +3,9 @@
  * says about the order right now. Pure: the lifecycle asks the provider, this judges, the
  * operator's guide (docs/operators.md) has the same table in words.
  *
- * The principle: an operator may add knowledge the provider does not have (it answers
- * UNKNOWN_ERROR, or has no trace of a top-up that was never sent), but not overrule what it says.
+ * The principle: an operator may add knowledge the provider does not have (it has no trace of a
+ * top-up that was never sent; it answers UNKNOWN_ERROR and the operator knows the customer was
+ * credited), but not overrule what it says, nor refund before the provider says so.
  * A decision the provider contradicts, or cannot confirm yet, is refused with the reason; `force`
  * applies it anyway (recorded as forced), except where the decision names a provider order that
  * does not exist.
@@ -40,6 +41,13 @@ export type Verdict =
       kind: 'contradicted' | 'unconfirmed' | 'invalid';
       reason: string;
       forceable: boolean;
+      /**
+       * A REFUNDED decision the provider has answered neither way (UNKNOWN_ERROR, or a status it
+       * does not document). Lifecycle 1.0 applied it unconfirmed; since patch
+       * `refund-waits-for-provider` it needs `force` (workflows/order/review.ts keeps the old rule
+       * for orders decided before).
+       */
+      refundBeforeProvider?: true;
     };
 
 const refused = (
@@ -47,6 +55,14 @@ const refused = (
   reason: string,
   forceable = true,
 ): Verdict => ({ verdict: 'refused', kind, reason, forceable });
+
+const refundBeforeProvider = (reason: string): Verdict => ({
+  verdict: 'refused',
+  kind: 'unconfirmed',
+  reason,
+  forceable: true,
+  refundBeforeProvider: true,
+});
 
 export function judgeDecision({ decision, orderType, bringsOrderId, answer }: DecisionCase): Verdict {
   switch (answer.kind) {
@@ -107,22 +123,48 @@ function judgeStatus(
         'unconfirmed',
         `the provider reports ${status}: it has not fulfilled the order yet (the order settles itself when it does)`,
       );
+    case 'UNKNOWN_ERROR':
+      // The provider itself does not know yet, and documents how it ends: its support settles the
+      // order within hours, and a refund before then may pay twice (the refund, and a credit that
+      // comes through). FULFILLED is applied and watched: a later REFUNDED reopens the order.
+      return decision === 'REFUNDED'
+        ? refundBeforeProvider(UNKNOWN_ERROR_GUIDANCE)
+        : { verdict: 'unconfirmed' };
     default:
-      // UNKNOWN_ERROR: the provider itself does not know; this is what operators are for. Likewise
-      // a status nobody documented.
-      return { verdict: 'unconfirmed' };
+      // A status nobody documented tells us nothing either way: a refund waits for the provider's
+      // word like one on UNKNOWN_ERROR; FULFILLED is applied and watched.
+      return decision === 'REFUNDED'
+        ? refundBeforeProvider(
+            `the provider reports ${status}, a status it does not document: it may still fulfil the order`,
+          )
+        : { verdict: 'unconfirmed' };
   }
 }
+
+/** What the provider documents about UNKNOWN_ERROR, as a refused REFUNDED quotes it. */
+export const UNKNOWN_ERROR_GUIDANCE =
+  'the provider reports UNKNOWN_ERROR: its support resolves it to FULFILLED or REFUNDED within 1-24 h, ' +
+  'and it documents not to refund before it says so';
 
 /**
  * While a decision is watched: does the provider's answer reopen the order? Only a final status
  * that contradicts the decision and is news (not what the provider said when the decision was
- * applied, which the operator saw and overrode).
+ * applied, which the operator saw and overrode). PARTIALLY_FILLED contradicts either decision:
+ * part of a gift-card order was delivered and the rest refunded.
+ *
+ * `partialFills`: lifecycle 1.0 let PARTIALLY_FILLED pass unnoticed; since patch
+ * `watch-reopens-on-partial-fill` it reopens the order (workflows/order/watch.ts).
  */
 export function contradictsLater(
   decision: 'FULFILLED' | 'REFUNDED',
   baseline: ProviderStatus | undefined,
   status: ProviderStatus,
-): status is 'FULFILLED' | 'REFUNDED' {
-  return (status === 'FULFILLED' || status === 'REFUNDED') && status !== decision && status !== baseline;
+  partialFills = true,
+): status is LaterContradiction {
+  const final =
+    status === 'FULFILLED' || status === 'REFUNDED' || (partialFills && status === 'PARTIALLY_FILLED');
+  return final && status !== decision && status !== baseline;
 }
+
+/** A provider's final answer that reopens a watched decision. */
+export type LaterContradiction = 'FULFILLED' | 'REFUNDED' | 'PARTIALLY_FILLED';

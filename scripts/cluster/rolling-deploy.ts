@@ -141,7 +141,15 @@ export async function runRollingDeploy({
       reviews.map(async (h) => {
         await waitForView(h, (v) => v.status === 'NEEDS_REVIEW', 60_000);
         await h.executeUpdate(decideReviewUpdate, {
-          args: [{ decision: 'REFUNDED', operator: 'rolling-deploy', note: 'decided on the new build' }],
+          // Forced: these orders are in review on UNKNOWN_ERROR, where a plain REFUNDED waits for the provider.
+          args: [
+            {
+              decision: 'REFUNDED',
+              operator: 'rolling-deploy',
+              note: 'decided on the new build',
+              force: true,
+            },
+          ],
         });
       }),
     );

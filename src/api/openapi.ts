@@ -297,7 +297,8 @@ function buildRegistry(): OpenAPIRegistry {
       'On your order, or as an operator on another client’s (`?client=`). Recorded under your client ' +
         'id (`decidedBy`); `operator` is a display name stored beside it. ' +
         'The order asks the provider before it applies FULFILLED or REFUNDED. A decision the provider ' +
-        'contradicts or cannot confirm is refused (409 `decision-refused`, with what the provider said and ' +
+        'contradicts or cannot confirm (REFUNDED while it answers UNKNOWN_ERROR, which it resolves itself ' +
+        'within 1-24 h, is one) is refused (409 `decision-refused`, with what the provider said and ' +
         'whether `force: true` would apply it); one that cannot apply to this order is 422 `decision-invalid`. ' +
         'RECHECK asks the provider again and answers the view after it.',
     ),

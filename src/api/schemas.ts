@@ -310,7 +310,11 @@ export const OrderView = z
           '(the workflow stays open meanwhile); a contradicting answer makes the order DISPUTED.',
       }),
     dispute: z
-      .object({ decision: Settled, providerStatus: Settled, reportedAt: IsoTime })
+      .object({
+        decision: Settled,
+        providerStatus: z.enum(['FULFILLED', 'REFUNDED', 'PARTIALLY_FILLED']),
+        reportedAt: IsoTime,
+      })
       .optional()
       .meta({ description: 'DISPUTED: the provider’s later answer against the operator decision.' }),
     acceptedAt: IsoTime,

@@ -45,6 +45,7 @@ export const sandboxRefundMessages = {
   planMismatch: 'العرض غير متوافق مع هذا الرقم، تم استرجاع المبلغ. يمكنك اختيار أحد العروض المقترحة',
   unknown: 'حالة العملية غير معروفة، سيتم التحقق منها',
   reversed: 'تم إلغاء العملية من طرف المتعامل، تم استرجاع المبلغ',
+  operatorDown: 'شبكة المتعامل غير متاحة حاليا، تم استرجاع المبلغ',
 } as const;
 
 /** The sandbox's special numbers; `undefined` for a normal number. */

@@ -24,6 +24,7 @@
 import {
   listLimits,
   operatorNames,
+  operatorOfPlan,
   sandboxTestTypes,
   type GiftCardOrderCheck,
   type InternetCheck,
@@ -110,6 +111,8 @@ interface Created<B> {
   body: B;
   /** What the send debited (balance_amount before any refund). */
   debit: number;
+  /** Sent while /v3/ping reported its operator down: accepted, then REFUNDED (docs/contributors.md). */
+  operatorDown?: boolean;
 }
 
 interface GiftCardOrder extends Created<PlaceOrderBody> {
@@ -287,7 +290,10 @@ export class SandboxState {
 
   /** `body` validated by the route against the plans; `debit` what it costs the account. */
   sendMobile(owner: string, body: MobileTopup, debit: number): SendResult {
-    return this.#send(this.#mobile, 'mobile', owner, body, debit);
+    const found = this.#offer.findPlan(body.plan_code);
+    const operator = found && operatorOfPlan(found.plan);
+    const operatorDown = operator !== undefined && this.#operators[operator] === 'down';
+    return this.#send(this.#mobile, 'mobile', owner, body, debit, operatorDown);
   }
 
   sendInternet(owner: string, body: InternetTopup, debit: number): SendResult {
@@ -515,6 +521,7 @@ export class SandboxState {
     owner: string,
     body: B,
     debit: number,
+    operatorDown = false,
   ): SendResult {
     if (this.#settings.uniqueRefs && book.has(owner, body.ref)) {
       this.#commit({ t: 'duplicate', family, ref: body.ref });
@@ -522,7 +529,16 @@ export class SandboxState {
     }
     this.#assertCovers(debit);
     const id = newId();
-    this.#commit({ t: 'topup', family, id, owner, createdAt: this.#now(), body, debit });
+    this.#commit({
+      t: 'topup',
+      family,
+      id,
+      owner,
+      createdAt: this.#now(),
+      body,
+      debit,
+      ...(operatorDown && { operatorDown }),
+    });
     return { topupId: id, topupRef: body.ref };
   }
 
@@ -534,7 +550,9 @@ export class SandboxState {
   #mobileAnswer(topup: Created<MobileTopup>, asOf: number): MobileCheck {
     const { id, createdAt, body, debit } = topup;
     const changed = this.#changed({ ref: body.ref }, asOf);
-    const scripted = scriptedMobileOutcome(body.MSSIDN);
+    const scripted = topup.operatorDown
+      ? { status: 'REFUNDED' as const, refund_message: sandboxRefundMessages.operatorDown }
+      : scriptedMobileOutcome(body.MSSIDN);
     const outcome = changed
       ? {
           status: changed.status as ProviderStatus,
@@ -630,16 +648,23 @@ export class SandboxState {
         });
         return;
       case 'topup': {
-        const { family, id, owner, createdAt, body, debit } = record as unknown as Created<
+        const { family, id, owner, createdAt, body, debit, operatorDown } = record as unknown as Created<
           MobileTopup | InternetTopup
         > & { family: Family };
         const book = family === 'mobile' ? this.#mobile : this.#internet;
         const spent = debit ?? ('amount' in body ? body.amount : body.value);
-        (book as TopupBook<MobileTopup | InternetTopup>).add({ id, owner, createdAt, body, debit: spent });
+        (book as TopupBook<MobileTopup | InternetTopup>).add({
+          id,
+          owner,
+          createdAt,
+          body,
+          debit: spent,
+          ...(operatorDown && { operatorDown }),
+        });
         this.#credit(ledgerTypes[family].debit, -spent, { at: createdAt, objid: id });
         if (
-          family === 'mobile' &&
-          scriptedMobileOutcome((body as MobileTopup).MSSIDN)?.status === 'REFUNDED'
+          operatorDown ||
+          (family === 'mobile' && scriptedMobileOutcome((body as MobileTopup).MSSIDN)?.status === 'REFUNDED')
         ) {
           this.#refund(family, id, spent, createdAt);
         }

@@ -412,7 +412,8 @@ describe('clients, scopes and tenant isolation', () => {
 
   // POST /v1/orders/{ref}/review
   const REVIEW = 'POST /v1/orders/{ref}/review';
-  const decision = { decision: 'REFUNDED', note: 'confirmed with the provider' };
+  // Forced: the provider still answers UNKNOWN_ERROR, which a plain REFUNDED waits out.
+  const decision = { decision: 'REFUNDED', note: 'confirmed with the provider', force: true };
   add(REVIEW, 'owner', 'shop', 200, async () => {
     const res = await call<OrderView>('shop', 'POST', `/v1/orders/${seed.forOwnerDecision}/review`, decision);
     assert.equal(res.status, 200, res.text);
@@ -735,7 +736,7 @@ describe('clients, scopes and tenant isolation', () => {
         assertProblem(other, 404, 'client-not-found');
         const reviewed = await legacy.request<OrderView>('POST', `/v1/orders/${request.ref}/review`, {
           apiKey: 'legacy-key-1',
-          body: { decision: 'REFUNDED', operator: 'amina', note: 'legacy' },
+          body: { decision: 'REFUNDED', operator: 'amina', note: 'legacy', force: true },
         });
         assert.equal(reviewed.status, 200, reviewed.text);
       } finally {

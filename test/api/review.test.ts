@@ -325,21 +325,79 @@ describe('review decisions checked against the provider', { concurrency: true },
       assert.ok(refunded.body.watch, 'watched, in case the send commits late');
     });
 
-    it('the provider answers UNKNOWN_ERROR: the operator decides, the decision is applied and watched', async () => {
-      const viaApi = await unknownThen('unknown-api');
-      const viaSignal = await unknownThen('unknown-sig');
-      const res = await review(apis.main, viaApi.ref, { decision: 'REFUNDED', operator: 'amina', note: 'x' });
-      assert.equal(res.status, 200, res.text);
-      assert.equal(res.body.status, 'REFUNDED');
-      assert.equal(res.body.review?.resolution?.provider?.status, 'UNKNOWN_ERROR');
-      assert.ok(res.body.watch?.until);
-      const signalled = await signal(apis.main, viaSignal.ref, {
+    it('the provider answers UNKNOWN_ERROR: REFUNDED is refused as its docs say (409 through the API, refused through the update and the signal) until forced with a note; FULFILLED applies; both are watched', async () => {
+      // One after the other: the tests around share the client's 16 requests at once.
+      const [viaApi, viaUpdate, viaSignal, fulfilled] = ['api', 'update', 'sig', 'fulfilled'].map((l) =>
+        mobileRequest(newRef(`unknown-${l}`), sandboxSpecialNumbers.unknownError),
+      );
+      for (const request of [viaApi, viaUpdate, viaSignal, fulfilled]) {
+        const created = await apis.main.request('POST', '/v1/orders', { body: request });
+        assert.equal(created.status, 201, created.text);
+      }
+      for (const request of [viaApi, viaUpdate, viaSignal, fulfilled])
+        await pollUntil(apis.main, request!.ref, statusIs('NEEDS_REVIEW'));
+      const refund = { decision: 'REFUNDED', operator: 'amina', note: 'customer says no credit' } as const;
+      const guidance = /UNKNOWN_ERROR: its support resolves it to FULFILLED or REFUNDED within 1-24 h/;
+
+      const res = await review(apis.main, viaApi!.ref, refund);
+      assert.equal(res.status, 409, res.text);
+      assert.equal(res.body.type, '/problems/decision-refused');
+      assert.equal(res.body.refusal, 'unconfirmed');
+      assert.equal(res.body.forceable, true);
+      assert.equal(res.body.provider?.status, 'UNKNOWN_ERROR');
+      assert.match(res.body.detail, guidance);
+      assert.match(res.body.detail, /not to refund before it says so.*force: true/);
+      const unchanged = await pollUntil(apis.main, viaApi!.ref, () => true);
+      assert.equal(unchanged.status, 'NEEDS_REVIEW', 'a refused decision changes nothing');
+      assert.match(
+        lastEvent(unchanged),
+        /REFUNDED by amina \(shop\) refused: the provider reports UNKNOWN_ERROR/,
+      );
+
+      const updated = await handleOf(viaUpdate!.ref).executeUpdate(decideReviewUpdate, { args: [refund] });
+      assert.equal(updated.outcome, 'refused');
+      assert.equal(updated.refusal?.kind, 'unconfirmed');
+      assert.equal(updated.refusal?.forceable, true);
+      assert.match(updated.refusal?.reason ?? '', guidance);
+      assert.equal(updated.view.status, 'NEEDS_REVIEW');
+
+      const signalled = await signal(apis.main, viaSignal!.ref, refund);
+      assert.equal(signalled.status, 'NEEDS_REVIEW');
+      assert.match(lastEvent(signalled), /REFUNDED by amina refused: the provider reports UNKNOWN_ERROR/);
+
+      const forceWith = {
+        ...refund,
+        note: 'provider support confirmed the refund, ticket 4412',
+        force: true,
+      };
+      const forced = await review(apis.main, viaApi!.ref, forceWith);
+      assert.equal(forced.status, 200, forced.text);
+      assert.equal(forced.body.status, 'REFUNDED');
+      const resolution = forced.body.review?.resolution;
+      assert.equal(resolution?.force, true);
+      assert.match(resolution?.forcedPast ?? '', guidance);
+      assert.equal(resolution?.provider?.status, 'UNKNOWN_ERROR');
+      assert.ok(forced.body.watch?.until, 'watched: the provider may still credit the customer');
+      const forcedByUpdate = await handleOf(viaUpdate!.ref).executeUpdate(decideReviewUpdate, {
+        args: [forceWith],
+      });
+      assert.equal(forcedByUpdate.outcome, 'applied');
+      assert.equal(forcedByUpdate.view.status, 'REFUNDED');
+      const forcedBySignal = await signal(apis.main, viaSignal!.ref, forceWith);
+      assert.equal(forcedBySignal.status, 'REFUNDED');
+      assert.ok(
+        forcedBySignal.timeline.some((e) => /Resolved as REFUNDED by amina, forced although/.test(e.event)),
+      );
+
+      const confirmed = await review(apis.main, fulfilled!.ref, {
         decision: 'FULFILLED',
         operator: 'amina',
-        note: 'x',
+        note: 'customer confirms the credit',
       });
-      await pollUntil(apis.main, viaSignal.ref, statusIs('FULFILLED'));
-      assert.ok(signalled.timeline.some((e) => e.event.startsWith('Resolved as FULFILLED by amina')));
+      assert.equal(confirmed.status, 200, confirmed.text);
+      assert.equal(confirmed.body.status, 'FULFILLED');
+      assert.equal(confirmed.body.review?.resolution?.force, undefined, 'no force needed');
+      assert.ok(confirmed.body.watch?.until);
     });
 
     it('the provider confirms the decision: applied with the provider’s result, not watched, the workflow completes', async () => {
@@ -412,7 +470,8 @@ describe('review decisions checked against the provider', { concurrency: true },
       const pending = await review(apis.impatient, slow!.ref, {
         decision: 'REFUNDED',
         operator: 'amina',
-        note: 'x',
+        note: 'provider support confirmed the refund',
+        force: true,
       });
       assert.equal(pending.status, 202, pending.text);
       assert.equal(pending.body.status, 'NEEDS_REVIEW');
@@ -604,7 +663,8 @@ describe('review decisions checked against the provider', { concurrency: true },
       const res = await review(apis.shortWatch, request.ref, {
         decision: 'REFUNDED',
         operator: 'amina',
-        note: 'x',
+        note: 'provider support confirmed the refund',
+        force: true,
       });
       assert.equal(res.status, 200, res.text);
 
@@ -621,7 +681,7 @@ describe('review decisions checked against the provider', { concurrency: true },
     const request = await unknownThen('concurrent');
     const answers = await Promise.all([
       review(apis.main, request.ref, { decision: 'FULFILLED', operator: 'amina', note: 'x' }),
-      review(apis.main, request.ref, { decision: 'REFUNDED', operator: 'karim', note: 'y' }),
+      review(apis.main, request.ref, { decision: 'REFUNDED', operator: 'karim', note: 'y', force: true }),
     ]);
     assert.deepEqual(answers.map((a) => a.status).sort(), [200, 409], answers.map((a) => a.text).join('\n'));
     assert.equal(answers.find((a) => a.status === 409)?.body.type, '/problems/order-not-in-review');
@@ -659,7 +719,12 @@ describe('review decisions checked against the provider', { concurrency: true },
 
   it('decidedBy, set by the API from the caller, is recorded with the resolution and in the timeline', async () => {
     const request = await unknownThen('decided-by');
-    const res = await review(apis.main, request.ref, { decision: 'REFUNDED', operator: 'amina', note: 'x' });
+    const res = await review(apis.main, request.ref, {
+      decision: 'REFUNDED',
+      operator: 'amina',
+      note: 'x',
+      force: true,
+    });
     assert.equal(res.status, 200, res.text);
     const view = res.body as OrderView;
     assert.equal(view.review?.resolution?.decidedBy, 'shop');
@@ -671,7 +736,7 @@ describe('review decisions checked against the provider', { concurrency: true },
     const cli = findTemporalCli();
     assert.ok(cli, 'the Temporal CLI is installed (npm run setup)');
     const request = await unknownThen('cli');
-    const input = JSON.stringify({ decision: 'REFUNDED', operator: 'amina', note: 'via the CLI' });
+    const input = JSON.stringify({ decision: 'FULFILLED', operator: 'amina', note: 'via the CLI' });
     await run(cli, [
       'workflow',
       'signal',
@@ -686,7 +751,7 @@ describe('review decisions checked against the provider', { concurrency: true },
       '--input',
       input,
     ]);
-    const view = await pollUntil(apis.main, request.ref, statusIs('REFUNDED'));
+    const view = await pollUntil(apis.main, request.ref, statusIs('FULFILLED'));
     assert.equal(view.review?.resolution?.operator, 'amina');
     assert.equal(view.review?.resolution?.note, 'via the CLI');
     assert.equal(view.review?.resolution?.decidedBy, undefined, 'Temporal records who sent a signal');

@@ -160,7 +160,7 @@ describe('traces', () => {
       await sleep(100);
     }
     const decided = await api.request('POST', `/v1/orders/${request.ref}/review`, {
-      body: { decision: 'REFUNDED', operator: 'amina', note: 'no credit' },
+      body: { decision: 'FULFILLED', operator: 'amina', note: 'credit confirmed' },
     });
     assert.equal(decided.status, 200, decided.text);
     const spans = await traceOf(

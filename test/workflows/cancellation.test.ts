@@ -122,7 +122,7 @@ describe('an order whose workflow Temporal is asked to cancel', () => {
 
     const outcome = await latest
       .executeUpdate(decideReviewUpdate, {
-        args: [{ decision: 'REFUNDED', operator: 'ops', note: 'no credit seen' }],
+        args: [{ decision: 'REFUNDED', operator: 'ops', note: 'provider confirmed no credit', force: true }],
       })
       .catch((err: unknown) => assert.fail(`update failed: ${String((err as Error).cause ?? err)}`));
     assert.equal(outcome.outcome, 'applied');

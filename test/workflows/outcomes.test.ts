@@ -184,14 +184,18 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
       assert.ok(inReview.review?.since);
       assert.equal(await statusAttribute(handle), 'NEEDS_REVIEW');
 
+      // A refund before the provider says so needs force (docs/operators.md, the decision table).
+      const force = decision === 'REFUNDED' ? { force: true } : {};
       await handle.signal(resolveReviewSignal, {
         decision,
         operator: 'amina',
         note: 'checked with the provider',
+        ...force,
       });
       const view = await handle.result();
 
       assert.equal(view.status, decision);
+      assert.equal(view.review?.resolution?.force, force.force);
       assert.equal(view.review?.resolution?.decision, decision);
       assert.equal(view.review?.resolution?.operator, 'amina');
       assert.equal(view.review?.resolution?.note, 'checked with the provider');
@@ -218,6 +222,7 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
       decision: 'REFUNDED',
       operator: 'amina',
       note: 'refunded by hand',
+      force: true,
     });
     assert.equal((await handle.result()).status, 'REFUNDED');
   });
@@ -356,6 +361,7 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
       decision: 'REFUNDED',
       operator: 'amina',
       note: 'after a long wait',
+      force: true,
     });
     const view = await handle.result();
     assert.equal(view.status, 'REFUNDED');

@@ -185,9 +185,12 @@ describe('Temporal UI metadata', () => {
       handle.executeUpdate(decideReviewUpdate, { args: [refunded] }),
       (err) => err instanceof WorkflowUpdateFailedError && /operator, note/.test(String(err.cause?.message)),
     );
-    const outcome = await handle.executeUpdate(decideReviewUpdate, {
-      args: [{ ...refunded, operator: 'amina', note: 'no credit, ticket 4412' }],
-    });
+    const filled = { ...refunded, operator: 'amina', note: 'no credit, ticket 4412' };
+    // On UNKNOWN_ERROR a refund waits for the provider: refused with its guidance, applied when forced.
+    const waits = await handle.executeUpdate(decideReviewUpdate, { args: [filled] });
+    assert.equal(waits.outcome, 'refused');
+    assert.match(waits.refusal?.reason ?? '', /do not refund|not to refund before/);
+    const outcome = await handle.executeUpdate(decideReviewUpdate, { args: [{ ...filled, force: true }] });
     assert.equal(outcome.outcome, 'applied');
     await handle.result();
     const after = (await metadataOf(workflowId)).currentDetails;

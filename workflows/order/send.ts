@@ -61,14 +61,20 @@ const LOCAL_SEND_QUEUE_MS = 1_000;
 export const FIRST_SEND_DECIDES_PATCH = 'first-send-decides';
 
 export async function submit<R extends OrderRequest, C extends ProviderCheck>(o: Order<R, C>): Promise<void> {
+  // Held and never let go (a run resumed by the sweep, patch resumed-held-order-sends): the
+  // account refused or the gate held every placement, so none can be behind it. (A top-up looks
+  // its ref up all the same: that costs a settle window, not a review.)
+  const heldUnplaced = o.view.status === 'HELD' && o.view.hold?.resumedAt === undefined;
   if (patched(FIRST_SEND_DECIDES_PATCH)) {
-    const first = { earlierTaskMayHaveSent: !o.freshFirstTask };
-    return o.adapter.submitRetry === 'lookup' ? sendSettled(o, 'local-send', first) : place(o, first);
+    if (o.adapter.submitRetry === 'lookup') {
+      return sendSettled(o, 'local-send', { earlierTaskMayHaveSent: !o.freshFirstTask });
+    }
+    return place(o, { earlierTaskMayHaveSent: !o.freshFirstTask && !heldUnplaced });
   }
   if (o.adapter.submitRetry === 'lookup') {
     return sendSettled(o, o.freshFirstTask ? 'local-send' : 'settle-first');
   }
-  if (!o.freshFirstTask) {
+  if (!o.freshFirstTask && !heldUnplaced) {
     // Its placement may have run in the task before, and a placement cannot be looked up.
     return o.toReview(
       'the placement may or may not have reached the provider',

@@ -2,14 +2,17 @@
  * After an operator's decision the provider had not confirmed: the provider is checked until the
  * watch ends; an answer against the decision reopens the order as DISPUTED.
  */
-import { condition, log } from '@temporalio/workflow';
+import { condition, log, patched } from '@temporalio/workflow';
 import type { DecisionWatch, OrderRequest, OrderResult } from '../../contract/order';
-import { contradictsLater } from '../decision-rules';
+import { contradictsLater, type LaterContradiction } from '../decision-rules';
 import { countDispute } from '../decision-metrics';
 import { providerAnswerOf } from './failures';
 import { askProvider } from './provider';
 import type { Order } from './state';
 import type { Asked, ProviderCheck } from './types';
+
+/** Also read by a dispute's RECHECK (review.ts), which settles the partial fill it reopened for. */
+export const PARTIAL_FILL_PATCH = 'watch-reopens-on-partial-fill';
 
 export function startWatch<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
@@ -55,7 +58,12 @@ export async function watchStep<R extends OrderRequest, C extends ProviderCheck>
     if (status === watch.decision && asked.meaning.kind === 'final') {
       return endWatch(o, 'confirmed', `Watch: the provider confirms ${status}`, asked.meaning.result);
     }
-    if (contradictsLater(watch.decision, watch.baseline, status))
+    // Patch `watch-reopens-on-partial-fill` (added 2026-11-27; docs/contributors.md "Patches in
+    // use"): lifecycle 1.0 let a PARTIALLY_FILLED answer pass, and the watch ended quiet.
+    if (
+      contradictsLater(watch.decision, watch.baseline, status, false) ||
+      (contradictsLater(watch.decision, watch.baseline, status) && patched(PARTIAL_FILL_PATCH))
+    )
       return disputeDecision(o, watch, status, asked);
   }
   if (Date.now() >= watch.untilMs) {
@@ -84,7 +92,7 @@ function endWatch<R extends OrderRequest, C extends ProviderCheck>(
 function disputeDecision<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
   watch: DecisionWatch,
-  status: 'FULFILLED' | 'REFUNDED',
+  status: LaterContradiction,
   asked: Asked<C>,
 ): void {
   o.watch = undefined;
@@ -94,7 +102,7 @@ function disputeDecision<R extends OrderRequest, C extends ProviderCheck>(
   const resolution = o.view.review?.resolution;
   o.view.review = {
     reason: `the provider reports ${status} after the order was resolved ${watch.decision}`,
-    evidence: providerAnswerOf(asked).answer,
+    evidence: disputeEvidence(asked),
     since: at,
     ...(resolution && { resolution }),
   };
@@ -104,4 +112,16 @@ function disputeDecision<R extends OrderRequest, C extends ProviderCheck>(
   o.transition('DISPUTED', `Disputed: the provider now reports ${status}, against ${watch.decision}`, {
     publish: !o.reviewGetsOwnRun('DISPUTED'),
   });
+}
+
+/** What the provider said; for a partial fill, what was delivered and how the dispute ends. */
+function disputeEvidence<C extends ProviderCheck>(asked: Asked<C>): string {
+  const { answer } = providerAnswerOf(asked);
+  const partial =
+    asked.kind === 'status' && asked.meaning.kind === 'final' ? asked.meaning.result.partial : undefined;
+  if (!partial) return answer;
+  return (
+    `${answer}: ${partial.fulfilledQuantity} of ${partial.quantity} cards delivered, ` +
+    `${partial.refundedQuantity} refunded; RECHECK settles the order PARTIALLY_FULFILLED`
+  );
 }
