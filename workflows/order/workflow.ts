@@ -26,7 +26,7 @@ import { onSignal, onUpdate, reviewStep, validateDecision } from './review';
 import { submit } from './send';
 import { Order } from './state';
 import type { OrderAdapter, OrderWorkflow, ProviderCheck } from './types';
-import { watchStep } from './watch';
+import { reopenReconciled, watchStep } from './watch';
 
 export function defineOrderWorkflow<R extends OrderRequest, C extends ProviderCheck>(
   orderType: R['type'],
@@ -60,6 +60,8 @@ export function defineOrderWorkflow<R extends OrderRequest, C extends ProviderCh
 
 async function run<R extends OrderRequest, C extends ProviderCheck>(order: Order<R, C>): Promise<OrderView> {
   order.publishStatus();
+  const { reconciled } = order.input;
+  if (reconciled && finalStatuses.includes(order.view.status)) reopenReconciled(order, reconciled);
   for (;;) {
     if (order.view.status === 'ACCEPTED') {
       await submit(order);
