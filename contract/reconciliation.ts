@@ -41,6 +41,8 @@ export interface ReconcileDayInput extends ReconciliationDay {
   lookbackMs: number;
   /** Re-checks in flight at once (each one provider call). */
   concurrency?: number;
+  /** The matching activity's heartbeat timeout (default a minute; lowered by tests of a worker kill). */
+  heartbeatTimeoutMs?: number;
   /** Re-checks per run before the run continues as new (default 200; lowered by tests). */
   recheckPerRun?: number;
   /**

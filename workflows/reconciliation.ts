@@ -39,18 +39,22 @@ import {
 const DEFAULT_LOOKBACK_MS = 24 * 60 * 60_000;
 const DEFAULT_CONCURRENCY = 4;
 const DEFAULT_RECHECKS_PER_RUN = 200;
+/** Above a ledger page's and a visibility page's longest wait (the provider client's HTTP timeouts). */
+const DEFAULT_HEARTBEAT_TIMEOUT_MS = 60_000;
 
 const { reconciliationDayBefore } = proxyActivities<ReconciliationActivities>({
   startToCloseTimeout: 30_000,
   priority: RECONCILIATION_PRIORITY,
 });
-const { findReconciliationMismatches } = proxyActivities<ReconciliationActivities>({
-  // A long day is long to read; the heartbeat tells a killed worker's attempt apart quickly.
-  startToCloseTimeout: 60 * 60_000,
-  heartbeatTimeout: 60_000,
-  retry: { initialInterval: 5_000, maximumInterval: 5 * 60_000, maximumAttempts: 10 },
-  priority: RECONCILIATION_PRIORITY,
-});
+/** The matching: a long day is long to read; the heartbeat tells a killed worker's attempt apart quickly. */
+function matcher(heartbeatTimeoutMs = DEFAULT_HEARTBEAT_TIMEOUT_MS) {
+  return proxyActivities<ReconciliationActivities>({
+    startToCloseTimeout: 60 * 60_000,
+    heartbeatTimeout: heartbeatTimeoutMs,
+    retry: { initialInterval: 1_000, maximumInterval: 5 * 60_000, maximumAttempts: 10 },
+    priority: RECONCILIATION_PRIORITY,
+  }).findReconciliationMismatches;
+}
 const { recheckReconciled } = proxyActivities<ReconciliationActivities>({
   startToCloseTimeout: 60_000,
   retry: { initialInterval: 2_000, maximumInterval: 60_000, maximumAttempts: 5 },
@@ -95,7 +99,7 @@ export async function reconcileDayWorkflow(input: ReconcileDayInput): Promise<Re
   if (!pending) {
     // The orders of the reconciliation's own task queue: a deployment's orders share one.
     const { from, to, lookbackMs } = input;
-    const found = await findReconciliationMismatches({
+    const found = await matcher(input.heartbeatTimeoutMs)({
       from,
       to,
       lookbackMs,

@@ -22,6 +22,7 @@ import { providerRefFor } from '../../src/orders/provider-ref';
 import { reconciliationDayOf, previousDay } from '../../activities/reconciliation';
 import { mobileRequest, newRef, scaledTimings, startOrder, waitForView } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { ensureReconciliationSchedule } from '../../src/temporal/reconciliation-schedule';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
@@ -222,6 +223,52 @@ describe('the nightly reconciliation against the provider ledger', () => {
     const never = await stack.api.request<Problem>('GET', '/v1/reconciliations/1999-12-31', key('auditor'));
     assert.equal(never.status, 404);
     assert.equal(never.body.type, '/problems/reconciliation-not-found');
+  });
+
+  it('the Schedule: created by the setup, updated when it exists (time, zone); a run reconciles the day before in that zone and the route reads it', async () => {
+    const scheduleId = `order-reconciliation-test-${run}`;
+    const options = { taskQueue: stack.taskQueues.main, scheduleId };
+    assert.equal(
+      await ensureReconciliationSchedule(stack.client, {
+        ...options,
+        at: '02:30',
+        timeZone: 'Africa/Algiers',
+      }),
+      'created',
+    );
+    assert.equal(
+      await ensureReconciliationSchedule(stack.client, { ...options, at: '03:15', timeZone: 'Asia/Tokyo' }),
+      'updated',
+    );
+    const schedule = stack.client.schedule.getHandle(scheduleId);
+    try {
+      const described = await schedule.describe();
+      assert.equal(described.spec.timezone, 'Asia/Tokyo');
+      assert.deepEqual(
+        described.spec.calendars?.map((c) => [c.hour, c.minute]),
+        [[[{ start: 3, end: 3, step: 1 }], [{ start: 15, end: 15, step: 1 }]]],
+      );
+      const since = Date.now();
+      await schedule.trigger();
+      const yesterday = previousDay(since, 'Asia/Tokyo').date;
+      let answer: ReconciliationAnswer | undefined;
+      for (const deadline = Date.now() + 30_000; answer?.state !== 'completed'; await sleep(200)) {
+        assert.ok(Date.now() < deadline, `the day before was reconciled: ${JSON.stringify(answer)}`);
+        const res = await stack.api.request<ReconciliationAnswer>(
+          'GET',
+          `/v1/reconciliations/${yesterday}`,
+          key('auditor'),
+        );
+        if (res.status === 200) answer = res.body;
+        else assert.equal(res.status, 404, res.text);
+      }
+      assert.deepEqual(
+        [answer.report?.timeZone, answer.report?.from],
+        ['Asia/Tokyo', reconciliationDayOf(yesterday, 'Asia/Tokyo').from],
+      );
+    } finally {
+      await schedule.delete();
+    }
   });
 
   it('the day before in a time zone, and its bounds across a DST change', () => {
