@@ -85,7 +85,7 @@ describe('the nightly reconciliation against the provider ledger', () => {
     const refunded = await settledOrder(sandboxSpecialNumbers.refunded);
     assert.equal(fulfilled.view.status, 'FULFILLED');
     assert.equal(refunded.view.status, 'REFUNDED');
-    const { report } = await reconcile(`2001-01-01`, from);
+    const { report, handle } = await reconcile(`2001-01-01`, from);
     assert.deepEqual(
       [report.orders, report.matched, report.checked, report.disputed, report.unexplained.length],
       [2, 2, 0, 0, 0],
@@ -93,6 +93,18 @@ describe('the nightly reconciliation against the provider ledger', () => {
     );
     // The fulfilled one's debit, the refunded one's debit and its refund.
     assert.equal(report.ledgerRows, 3);
+    // Behind every client's live orders: the lowest priority key and a fairness key of its own.
+    const scheduled = ((await handle.fetchHistory()).events ?? []).flatMap(
+      (e) => e.activityTaskScheduledEventAttributes ?? [],
+    );
+    assert.ok(scheduled.length > 0);
+    for (const activity of scheduled) {
+      assert.deepEqual(
+        [activity.priority?.priorityKey, activity.priority?.fairnessKey],
+        [5, 'reconciliation'],
+        activity.activityType?.name ?? '',
+      );
+    }
   });
 
   it('a provider outcome changed after the watch ended: the refund is found, re-checked and the order DISPUTED with the evidence; a debit no order explains is reported; a long day continues as new', async () => {
