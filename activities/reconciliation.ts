@@ -8,7 +8,7 @@
  * reopening an order, is recognised on a retry by the order's view (`dispute.reconciliation`).
  */
 import { heartbeat, log } from '@temporalio/activity';
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { ProviderClient } from '../src/provider/client';
 import { isProviderError } from '../src/provider/errors';
 import {
@@ -148,6 +148,16 @@ interface ListedOrder {
   superseded: boolean;
 }
 
+/**
+ * A listed run's view: a completed run's result is its last event (one read, no replay); a running
+ * one (a watch after a decision) answers the query; one closed otherwise (terminated) only by a
+ * replay, which may fail.
+ */
+async function readView(run: WorkflowHandle, status: string): Promise<OrderView | undefined> {
+  if (status === 'COMPLETED') return (await run.result()) as OrderView;
+  return run.query(statusQuery).catch(() => undefined);
+}
+
 export function createReconciliationActivities(
   provider: ReconciliationProvider | undefined,
   temporal: Client | undefined,
@@ -192,11 +202,12 @@ export function createReconciliationActivities(
       `AND ${OrderStatusAttribute.name} IN (${statuses.join(', ')}) ` +
       `AND ${CompletedAtAttribute.name} >= '${from}' AND ${CompletedAtAttribute.name} < '${input.to}' ` +
       `AND ExecutionStatus != 'ContinuedAsNew'`;
-    const listed: { workflowId: string; runId: string; completedAt?: Date }[] = [];
+    const listed: { workflowId: string; runId: string; status: string; completedAt?: Date }[] = [];
     for await (const execution of client().workflow.list({ query })) {
       listed.push({
         workflowId: execution.workflowId,
         runId: execution.runId,
+        status: execution.status.name,
         completedAt: execution.typedSearchAttributes.get(CompletedAtAttribute),
       });
       if (listed.length % 500 === 0) heartbeat({ listed: listed.length });
@@ -207,16 +218,16 @@ export function createReconciliationActivities(
     const lane = async () => {
       while (next < listed.length) {
         const index = next++;
-        const { workflowId, runId, completedAt } = listed[index]!;
+        const { workflowId, runId, status, completedAt } = listed[index]!;
         const run = client().workflow.getHandle(workflowId, runId);
         // A later run (reopened as DISPUTED, resumed by the sweep) speaks for the order now.
         const latest = await client().workflow.getHandle(workflowId).describe();
-        // A closed run's result is its last event (one read, no replay); a running one (a watch
-        // after a decision) answers the query.
-        const view: OrderView =
-          latest.runId === runId && latest.status.name === 'RUNNING'
-            ? await run.query(statusQuery)
-            : await run.result();
+        const view = await readView(run, latest.runId === runId ? latest.status.name : status);
+        if (!view) {
+          // Unreadable (closed without a result and not replayable): its rows stay unexplained, reported.
+          log.warn('reconciliation: an order run could not be read', { workflowId, runId });
+          continue;
+        }
         const parsed = parseOrderWorkflowId(workflowId);
         orders[index] = {
           workflowId,
@@ -325,8 +336,9 @@ export function createReconciliationActivities(
         evidence: `${evidence}; ledger: ${describeRows(mismatch.rows)}`,
       });
       const latest = await client().workflow.getHandle(mismatch.workflowId).describe();
-      if (latest.runId !== mismatch.runId || latest.status.name === 'RUNNING') {
-        // Already reopened by this reconciliation (an attempt before a worker kill), or running again.
+      if (latest.runId !== mismatch.runId || latest.status.name !== 'COMPLETED') {
+        // Already reopened by this reconciliation (an attempt before a worker kill), running again,
+        // or closed without its result (terminated: the sweep's to resume).
         const view = await client()
           .workflow.getHandle(mismatch.workflowId, latest.runId)
           .query(statusQuery)
