@@ -34,6 +34,7 @@ import { toTemporalFailure } from './provider-failures';
 import type { Client } from '@temporalio/client';
 import { createSweepActivities } from './sweep';
 import { createBulkReviewActivities } from './bulk-review';
+import { createReconciliationActivities, type ReconciliationProvider } from './reconciliation';
 import { createAccountActivities, createAccountGate, type AccountOptions } from './account';
 import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
 
@@ -80,6 +81,8 @@ export interface ActivityOptions {
    * its send every REVIEW_RECHECK_INTERVAL_MS until its maximum hold).
    */
   account?: AccountOptions;
+  /** The nightly reconciliation's provider calls (the ledger, one check per mismatch); with `temporal`. */
+  reconciliation?: ReconciliationProvider;
 }
 
 export function createActivities({
@@ -89,6 +92,7 @@ export function createActivities({
   webhooks,
   temporal,
   account,
+  reconciliation,
 }: ActivityOptions) {
   const gate = account && createAccountGate(account, temporal);
   const sendOnce = async <C>(
@@ -106,6 +110,7 @@ export function createActivities({
     ...createAccountActivities(account, temporal, gate),
     ...createSweepActivities(temporal),
     ...createBulkReviewActivities(temporal),
+    ...createReconciliationActivities(reconciliation, temporal),
 
     sendMobileTopup(
       request: MobileTopupRequest,

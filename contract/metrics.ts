@@ -138,6 +138,14 @@ export const metricCatalog = {
       'rechecked, resumed or refused, and why refused (contradicted, unconfirmed, invalid, not-in-review).',
     ['order_type', 'decision', 'outcome', 'refusal'],
   ),
+  reconciliationOrders: counter(
+    'topup_reconciliation_orders',
+    'The nightly reconciliation, by outcome: orders whose ledger rows matched (matched), mismatches ' +
+      're-checked at the provider that it agreed with (agreed), that were reopened as DISPUTED (disputed), ' +
+      'that could not be checked (unreachable) or whose workflow was running again (open), and ledger ' +
+      'rows of the day no order explains (unexplained).',
+    ['outcome'],
+  ),
   ordersDisputed: counter(
     'topup_orders_disputed',
     'Orders reopened as DISPUTED: the provider later reported the other final status than the ' +

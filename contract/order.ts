@@ -181,6 +181,21 @@ export interface OrderInput {
    * before it sends anything. `continued` then carries the closed run's last view.
    */
   resumed?: { closedAs: string; at: string };
+  /**
+   * Set only by the nightly reconciliation (activities/reconciliation.ts) when it starts a new run
+   * after a closed one whose final status the provider now contradicts: the new run, carrying the
+   * closed run's last view in `continued`, reopens the order as DISPUTED with this evidence.
+   */
+  reconciled?: ReconciledDispute;
+}
+
+/** What the reconciliation found against a closed order's final status. */
+export interface ReconciledDispute {
+  /** The reconciled day (YYYY-MM-DD). */
+  date: string;
+  providerStatus: 'FULFILLED' | 'REFUNDED';
+  /** The provider's answer and the ledger rows, in words (no personal data). */
+  evidence: string;
 }
 
 /** What a workflow run hands to the next when it continues as new. */
@@ -323,6 +338,8 @@ export interface OrderView {
     /** PARTIALLY_FILLED: a gift-card order part delivered, part refunded (against either decision). */
     providerStatus: 'FULFILLED' | 'REFUNDED' | 'PARTIALLY_FILLED';
     reportedAt: string;
+    /** Found by the nightly reconciliation of this day (YYYY-MM-DD), not by the watch. */
+    reconciliation?: string;
   };
   acceptedAt: string;
   updatedAt: string;

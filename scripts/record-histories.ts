@@ -31,12 +31,14 @@ import { ensureOrderSweepSchedule } from '../src/temporal/sweep-schedule';
 import type { OrderProvider } from '../activities';
 import type { ProviderClient } from '../src/provider';
 import type { FaultSpecInput } from '../src/sandbox/faults';
+import type { MobileTopupRequest } from '../contract/schemas';
 import { sandboxSpecialNumbers } from '../src/provider/wire';
 import {
   decideReviewUpdate,
   defaultOrderTimings,
   resolveReviewSignal,
   type DecisionOutcome,
+  type OrderInput,
   type OrderRequest,
   type OrderTimings,
   type OrderView,
@@ -83,6 +85,10 @@ interface Scenario {
    * many (measured on a probe order first); the fixture is then the run that continued.
    */
   continueAsNewAfter?: number;
+  /** The status the operator decides the order in (default NEEDS_REVIEW). */
+  decidedIn?: OrderView['status'];
+  /** What the order's first run is started with beyond the request (e.g. a run the reconciliation starts). */
+  input?: (provider: ProviderClient, request: OrderRequest) => Promise<Partial<OrderInput>>;
   /** Also record the first run, under this name, when the fixture is a later run. */
   firstRunAs?: string;
   /** Also record the run before the latest, under this name. */
@@ -364,6 +370,23 @@ const scenarios: Record<string, Scenario> = {
     },
     expected: 'FULFILLED',
   },
+  // The nightly reconciliation found a closed FULFILLED order refunded: it starts a run that reopens
+  // the order as DISPUTED (OrderInput.reconciled); an operator settles it REFUNDED, which the provider confirms.
+  'mobile-reconciled-disputed-resolved': {
+    request: (ref) => mobileRequest(ref),
+    arrange: (sandbox, ref) => sandbox.changeTopup(ref, { status: 'REFUNDED', afterMs: 0 }),
+    input: async (provider, request) => reconciledInput(provider, request as MobileTopupRequest),
+    timings: noWatch,
+    operator: (handle) =>
+      update(handle, { decision: 'REFUNDED', operator: 'recorder', note: 'provider refunded' }, 'applied'),
+    decidedIn: 'DISPUTED',
+    firstRunAs: 'mobile-reconciled-disputed',
+    verify: (history) => {
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+      if (!started?.continuedExecutionRunId) throw new Error("expected the dispute's own run");
+    },
+    expected: 'REFUNDED',
+  },
   'gift-card-review-order-id-fulfilled': {
     request: (ref) => giftCardRequest(ref),
     faults: [{ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 }],
@@ -485,6 +508,52 @@ const scenarios: Record<string, Scenario> = {
   },
 };
 
+/**
+ * What the reconciliation starts after a closed FULFILLED run (activities/reconciliation.ts): that
+ * run's last view, and what the provider now says. The top-up is sent here, as the closed run sent it.
+ */
+async function reconciledInput(
+  provider: ProviderClient,
+  request: MobileTopupRequest,
+): Promise<Partial<OrderInput>> {
+  const sent = await provider.sendMobileTopup({
+    plan_code: request.planCode,
+    MSSIDN: request.msisdn,
+    amount: request.amount,
+    ref: request.ref,
+  });
+  const at = new Date().toISOString();
+  return {
+    continued: {
+      view: {
+        ref: request.ref,
+        type: 'mobile_topup',
+        status: 'FULFILLED',
+        providerStatus: 'FULFILLED',
+        request,
+        providerReference: sent.topupId,
+        result: { msisdn: request.msisdn, amount: request.amount },
+        acceptedAt: at,
+        updatedAt: at,
+        completedAt: at,
+        timeline: [
+          { at, status: 'ACCEPTED', event: 'Order accepted' },
+          { at, status: 'SUBMITTED', event: 'Sent to the provider' },
+          { at, status: 'FULFILLED', event: 'The provider reports FULFILLED' },
+        ],
+      },
+      deadlineAt: Date.now() + 60_000,
+      nextCheckMs: 0,
+      eventSequence: 3,
+    },
+    reconciled: {
+      date: at.slice(0, 10),
+      providerStatus: 'REFUNDED',
+      evidence: `provider status REFUNDED; ledger: REFUND-FLEXY for ${sent.topupId}`,
+    },
+  };
+}
+
 /** A provider whose first call of `method` goes to a closed port: certainly never reached. */
 function refusingFirst(client: ProviderClient, method: keyof OrderProvider): OrderProvider {
   const unreachable = testProvider('http://127.0.0.1:1');
@@ -550,6 +619,7 @@ async function startScenario(
     await scenario.arrange?.(sandbox, ref);
     await scenario.before?.(provider, request);
     const handle = await startOrder(env.client, taskQueue, request, {
+      ...(await scenario.input?.(provider, request)),
       timings,
       historyEventLimit,
     });
@@ -708,7 +778,8 @@ async function main(): Promise<void> {
         });
         const firstRunId = handle.firstExecutionRunId;
         if (scenario.operator) {
-          await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 120_000);
+          const waitsIn = scenario.decidedIn ?? 'NEEDS_REVIEW';
+          await waitForView(handle, (v) => v.status === waitsIn, 120_000);
           await scenario.operator(handle, sandbox, ref);
         }
         const driven = await scenario.drive?.({

@@ -20,6 +20,14 @@ const commaList = z
       .filter(Boolean),
   )
   .pipe(z.array(z.string()));
+function isTimeZone(value: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
 /** `a.b.c.d/n` or an IPv6 `prefix/n`, as ipaddr.js parses it. */
 function isCidr(value: string): boolean {
   try {
@@ -247,6 +255,16 @@ const schema = z.object({
    * orders whose workflow closed without a final status (terminated, timed out, failed).
    */
   ORDER_SWEEP_INTERVAL_MS: millis.default(5 * 60_000),
+  /**
+   * When the nightly reconciliation (a Temporal Schedule `order-reconciliation`, created by
+   * `npm run temporal:setup`) runs, `HH:MM` in RECONCILE_TIME_ZONE: it reconciles the day before.
+   */
+  RECONCILE_AT: z
+    .string()
+    .regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'HH:MM, e.g. 02:30')
+    .default('02:30'),
+  /** The IANA time zone of the business day the reconciliation closes (and of RECONCILE_AT). */
+  RECONCILE_TIME_ZONE: z.string().refine(isTimeZone, 'an IANA time zone, e.g. Africa/Algiers').default('UTC'),
   /**
    * How long an order an operator resolved without the provider's confirmation keeps being checked
    * against the provider (a later contradiction makes it DISPUTED). A day: providers reverse or

@@ -9,6 +9,7 @@ import { defineOrderWorkflow } from './order/workflow';
 
 export { orderSweepWorkflow } from './order-sweep';
 export { bulkReviewWorkflow } from './bulk-review';
+export { reconcileDayWorkflow, scheduledReconciliationWorkflow } from './reconciliation';
 export { providerAccountWorkflow } from './provider-account';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 

@@ -44,6 +44,7 @@ import { webhooksRouter } from './routes/webhooks';
 import { reviewsRouter } from './routes/reviews';
 import { financeRouter } from './routes/finance';
 import { StatementService } from './statements';
+import { ReconciliationService } from './reconciliations';
 import { BulkReviewService, BULK_REVIEW_CONCURRENCY, BULK_REVIEW_MAX_ORDERS } from './bulk-review';
 import { WebhookService } from './webhooks';
 
@@ -185,7 +186,9 @@ export function createApp(deps: AppDeps): Express {
   // (limits.ts): concurrency and the request budget here, orders counted by the submit routes.
   const limits = new ApiLimits(defaultLimitsFromConfig(config));
   app.use('/v1', identifyCaller(clients), limits.requests(), requireApiKey);
-  app.use(financeRouter(orders, new StatementService(deps.client, clients)));
+  app.use(
+    financeRouter(orders, new StatementService(deps.client, clients), new ReconciliationService(deps.client)),
+  );
   app.use(
     ordersRouter(orders, webhooks, {
       chargeOrders: (caller, count, res) => limits.chargeOrders(caller, count, res),

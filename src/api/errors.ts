@@ -29,6 +29,7 @@ export const problemKinds = {
   'not-acceptable': { status: 406, title: 'None of the formats in Accept can be served' },
   'order-not-found': { status: 404, title: 'No order with this ref' },
   'client-not-found': { status: 404, title: 'No client whose orders you can list' },
+  'reconciliation-not-found': { status: 404, title: 'No reconciliation of this day has run' },
   'webhook-event-not-found': { status: 404, title: 'No such webhook event for this order' },
   'ref-conflict': { status: 409, title: 'This ref was already used for a different order' },
   'bulk-conflict': { status: 409, title: 'This bulk ID was already used for a different bulk decision' },

@@ -20,6 +20,7 @@ import { BULK_REVIEW_MAX_ORDERS, BulkReviewAnswer, BulkReviewRequest } from './b
 import { CSV, ExportOrdersQuery, ExportRowSchema, NDJSON } from './order-export';
 import { MAX_RANGE_DAYS } from './schemas';
 import { Statement, StatementQuery } from './statements';
+import { ReconciliationAnswer, ReconciliationParams } from './reconciliations';
 import { problemKinds, type ProblemKey } from './errors';
 import { PROBLEM_CONTENT_TYPE } from './error-handler';
 import { REQUEST_ID_HEADER } from './logging';
@@ -367,6 +368,27 @@ function buildRegistry(): OpenAPIRegistry {
     responses: {
       200: ok('The statement.', Statement),
       ...problems('validation-error', 'client-not-found', ...commonProblems),
+    },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/reconciliations/{date}',
+    operationId: 'reconciliation',
+    tags: ['orders'],
+    summary:
+      'The nightly reconciliation of one day against the provider’s ledger: counts, disputes, evidence',
+    ...needs(
+      'audit:read',
+      'The report of the reconciliation of `date` (a Temporal Schedule runs it every night for the day ' +
+        'before, docs/operators.md): final orders matched against the provider’s ledger, what did not match ' +
+        're-checked at the provider (agreed, disputed — the order is then DISPUTED —, unreachable), and ledger ' +
+        'rows no order explains. Every client’s orders: auditors only. While the run goes on, the report so far.',
+    ),
+    request: { params: ReconciliationParams },
+    responses: {
+      200: ok('The report.', ReconciliationAnswer),
+      ...problems('reconciliation-not-found', ...commonProblems),
     },
   });
 

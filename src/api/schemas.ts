@@ -314,9 +314,16 @@ export const OrderView = z
         decision: Settled,
         providerStatus: z.enum(['FULFILLED', 'REFUNDED', 'PARTIALLY_FILLED']),
         reportedAt: IsoTime,
+        reconciliation: z.string().optional().meta({
+          description: 'Found by the nightly reconciliation of this day (YYYY-MM-DD), not by the watch.',
+        }),
       })
       .optional()
-      .meta({ description: 'DISPUTED: the provider’s later answer against the operator decision.' }),
+      .meta({
+        description:
+          'DISPUTED: the provider’s later answer against the operator decision, or against the order’s final ' +
+          'status when the nightly reconciliation found it (`decision`: FULFILLED for a fulfilled order, REFUNDED for a refunded or failed one).',
+      }),
     acceptedAt: IsoTime,
     updatedAt: IsoTime,
     completedAt: IsoTime.optional(),

@@ -2,7 +2,8 @@
  * `npm run temporal:setup` (in the image: `node dist/src/temporal/setup-main.js`, docker-compose's
  * `temporal-setup` job): makes sure TEMPORAL_NAMESPACE exists with TEMPORAL_NAMESPACE_RETENTION and
  * that every search attribute the service needs is registered and served (src/temporal/setup.ts),
- * and creates or updates the order sweep's Schedule (src/temporal/sweep-schedule.ts).
+ * and creates or updates the order sweep's Schedule (src/temporal/sweep-schedule.ts) and the nightly
+ * reconciliation's (src/temporal/reconciliation-schedule.ts).
  * Exits 0 when Temporal is ready for orders; otherwise 1, with a message that says what is missing.
  */
 import { Client, Connection } from '@temporalio/client';
@@ -11,6 +12,7 @@ import { createLogger } from '../logging';
 import { temporalConnectionOptions } from './connection';
 import { ensureTemporalSetup, TemporalSetupError } from './setup';
 import { ensureOrderSweepSchedule } from './sweep-schedule';
+import { ensureReconciliationSchedule } from './reconciliation-schedule';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -38,12 +40,23 @@ async function main(): Promise<void> {
       timeoutMs: Math.max(1_000, deadline - Date.now()),
       log: (message) => logger.info(message),
     });
-    const sweep = await ensureOrderSweepSchedule(
-      new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
-      { taskQueue: config.TEMPORAL_TASK_QUEUE, intervalMs: config.ORDER_SWEEP_INTERVAL_MS },
-    );
+    const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+    const sweep = await ensureOrderSweepSchedule(client, {
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      intervalMs: config.ORDER_SWEEP_INTERVAL_MS,
+    });
+    const reconciliation = await ensureReconciliationSchedule(client, {
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      at: config.RECONCILE_AT,
+      timeZone: config.RECONCILE_TIME_ZONE,
+    });
     logger.info(
-      { ...result, sweepSchedule: sweep, namespace: config.TEMPORAL_NAMESPACE },
+      {
+        ...result,
+        sweepSchedule: sweep,
+        reconciliationSchedule: reconciliation,
+        namespace: config.TEMPORAL_NAMESPACE,
+      },
       'Temporal is set up for orders',
     );
   } finally {

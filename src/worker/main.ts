@@ -95,6 +95,7 @@ async function main(): Promise<void> {
         localSends: config.WORKER_PROVIDER_CALLS_PER_SECOND === undefined,
         temporal,
         account: { provider: provider.client, checkMs: config.PROVIDER_ACCOUNT_CHECK_MS },
+        reconciliation: provider.client,
         webhooks: {
           temporal,
           taskQueue: config.WEBHOOK_TASK_QUEUE,

@@ -146,6 +146,7 @@ describe('the OpenAPI document', () => {
       'post /v1/reviews/bulk': 'reviews:write',
       'get /v1/orders/export': 'orders:read',
       'get /v1/statements': 'orders:read',
+      'get /v1/reconciliations/{date}': 'audit:read',
       'get /v1/gift-cards/catalog': 'orders:write',
     };
     const documented: Record<string, string> = {};
@@ -224,7 +225,8 @@ describe('the OpenAPI document', () => {
         // Well-formed path parameters, so the only thing wrong is the parameter.
         const concrete = path
           .replace('{ref}', `NO-SUCH-${randomUUID().slice(0, 8)}`)
-          .replace('{eventId}', 'evt_nosuch');
+          .replace('{eventId}', 'evt_nosuch')
+          .replace('{date}', '1999-12-31');
         assert.doesNotMatch(concrete, /\{/, `${path}: a path parameter this test does not know`);
         const documented = (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
         const unknown = 'notAParameter';

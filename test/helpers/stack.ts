@@ -14,6 +14,7 @@ import type { ProviderPort } from '../../src/api/health';
 import { startTestApi, type TestApi } from '../../src/api/testing';
 import type { Tracing } from '../../src/observability/tracing';
 import type { AccountProvider } from '../../activities/account';
+import type { ReconciliationProvider } from '../../activities/reconciliation';
 import { createOrderWorker } from '../../src/worker/worker';
 import {
   bundledWorkflows,
@@ -128,6 +129,7 @@ export async function startOrderStack<K extends string = never>(
         provider: orderProvider,
         localSends: !spec.queueSendsOnly,
         temporal: client,
+        reconciliation: orderProvider as unknown as ReconciliationProvider,
         ...(spec.account && {
           account: {
             provider: orderProvider as unknown as AccountProvider,

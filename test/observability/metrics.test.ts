@@ -13,6 +13,11 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { parse } from 'yaml';
 import { testClients } from '../../src/api/testing';
+import {
+  RECONCILE_DAY_WORKFLOW,
+  reconciliationWorkflowId,
+  type ReconciliationReport,
+} from '../../contract/reconciliation';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import type { OrderView } from '../../src/api/orders';
@@ -362,6 +367,29 @@ describe('metrics of the API and the worker, after real orders', () => {
       }),
       1,
     );
+  });
+
+  it('counts what the nightly reconciliation found, by outcome', async () => {
+    // The orders the tests above settled, against the sandbox's ledger of the same hour.
+    const report = (await client.workflow.execute(RECONCILE_DAY_WORKFLOW, {
+      workflowId: reconciliationWorkflowId(`metrics-${randomUUID()}`),
+      taskQueue,
+      args: [
+        {
+          date: '2001-04-01',
+          timeZone: 'UTC',
+          from: new Date(Date.now() - 60 * 60_000).toISOString(),
+          to: new Date().toISOString(),
+          lookbackMs: 0,
+        },
+      ],
+    })) as ReconciliationReport;
+    assert.ok(report.matched >= 1, JSON.stringify(report));
+    const all = await scrapeUntil(
+      workerMetricsUrl,
+      (s) => valueOf(s, 'topup_reconciliation_orders_total', { outcome: 'matched' }) >= 1,
+    );
+    assert.equal(valueOf(all, 'topup_reconciliation_orders_total', { outcome: 'matched' }), report.matched);
   });
 
   it('exports every metric the Grafana dashboard and the alert rules query (a failed workflow task included)', async () => {

@@ -17,6 +17,12 @@ import { temporal as proto } from '@temporalio/proto';
 import { ProviderFailureType } from '../../contract/activity-outcomes';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import {
+  RECONCILE_DAY_WORKFLOW,
+  reconciliationWorkflowId,
+  type ReconcileDayInput,
+  type ReconciliationReport,
+} from '../../contract/reconciliation';
 import { workflowBundleOptions } from '../../src/worker/bundle';
 import {
   mobileRequest,
@@ -218,5 +224,52 @@ describe('a worker process killed while an order is in flight', () => {
     );
     assert.equal(activities[0], 'checkMobileTopup');
     assert.ok(!activities.some((name) => name.startsWith('send')), activities.join(' '));
+  });
+
+  it('when SIGKILLed while the nightly reconciliation reads the provider ledger, a new worker process resumes the run and finishes the day', async () => {
+    const first = await startWorkerProcess();
+    const from = Date.now();
+    const request = mobileRequest(newRef('reconciled'));
+    const order = await startOrder(client, taskQueue, request, { timings: scaledTimings() });
+    assert.equal((await order.result()).status, 'FULFILLED');
+    // The first ledger page takes 1.5 s: the worker is killed while it waits for it.
+    await sandbox.addFault({ kind: 'latency', latencyMs: 1_500, routes: ['account.transactions'], times: 1 });
+    const since = Date.now();
+    const input: ReconcileDayInput = {
+      date: '2001-03-01',
+      timeZone: 'UTC',
+      from: new Date(from).toISOString(),
+      to: new Date(Date.now() + 1).toISOString(),
+      lookbackMs: 0,
+      heartbeatTimeoutMs: 3_000,
+    };
+    const handle = await client.workflow.start(RECONCILE_DAY_WORKFLOW, {
+      workflowId: reconciliationWorkflowId(`${input.date}-${randomUUID()}`),
+      taskQueue,
+      args: [input],
+    });
+    const deadline = Date.now() + 10_000;
+    while (!(await sandbox.requests('account.transactions')).some((r) => r.receivedAt >= since)) {
+      assert.ok(Date.now() < deadline, 'the ledger read started');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    first.kill('SIGKILL');
+    await once(first, 'exit');
+    const second = await startWorkerProcess();
+    try {
+      const report = (await handle.result()) as ReconciliationReport;
+      assert.deepEqual([report.orders, report.matched, report.checked], [1, 1, 0], JSON.stringify(report));
+      // The matching ran again on the new worker: its second attempt is the one that completed.
+      const events = (await handle.fetchHistory()).events ?? [];
+      const attempts = events.flatMap((e) => e.activityTaskStartedEventAttributes?.attempt ?? []);
+      assert.ok(
+        attempts.some((a) => a >= 2),
+        `attempts ${JSON.stringify(attempts)}`,
+      );
+    } finally {
+      await sandbox.clearFaults();
+      second.kill('SIGKILL');
+      await once(second, 'exit');
+    }
   });
 });

@@ -31,8 +31,8 @@ export async function continueAsNewIfDue<R extends OrderRequest, C extends Provi
   log.info(intoReview ? 'continuing as new into review' : 'continuing as new to keep the history short', {
     historyLength: workflowInfo().historyLength,
   });
-  // The next run of a resumed order is not resumed itself: it goes on from this one.
-  const { resumed: _resumed, ...input } = o.input;
+  // The next run of a resumed (or reconciled) order is not resumed (reopened) itself: it goes on from this one.
+  const { resumed: _resumed, reconciled: _reconciled, ...input } = o.input;
   const continued: OrderInput = {
     ...input,
     continued: {

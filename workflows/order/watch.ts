@@ -3,7 +3,7 @@
  * watch ends; an answer against the decision reopens the order as DISPUTED.
  */
 import { condition, log, patched } from '@temporalio/workflow';
-import type { DecisionWatch, OrderRequest, OrderResult } from '../../contract/order';
+import type { DecisionWatch, OrderRequest, OrderResult, ReconciledDispute } from '../../contract/order';
 import { contradictsLater, type LaterContradiction } from '../decision-rules';
 import { countDispute } from '../decision-metrics';
 import { providerAnswerOf } from './failures';
@@ -123,5 +123,43 @@ function disputeEvidence<C extends ProviderCheck>(asked: Asked<C>): string {
   return (
     `${answer}: ${partial.fulfilledQuantity} of ${partial.quantity} cards delivered, ` +
     `${partial.refundedQuantity} refunded; RECHECK settles the order PARTIALLY_FULFILLED`
+  );
+}
+
+/**
+ * A run the nightly reconciliation started after a closed one (OrderInput.reconciled): the provider
+ * now reports the other final status than the order's, so the order reopens as DISPUTED exactly as
+ * the watch reopens it, and operators decide it as any dispute. Only old input never carries
+ * `reconciled`: histories from before it replay as they were.
+ */
+export function reopenReconciled<R extends OrderRequest, C extends ProviderCheck>(
+  o: Order<R, C>,
+  found: ReconciledDispute,
+): void {
+  const was = o.view.status;
+  // A refunded or failed order took no money: both are REFUNDED against a FULFILLED answer.
+  const decision = was === 'FULFILLED' || was === 'PARTIALLY_FULFILLED' ? 'FULFILLED' : 'REFUNDED';
+  const at = new Date().toISOString();
+  o.view.providerStatus = found.providerStatus;
+  o.view.dispute = {
+    decision,
+    providerStatus: found.providerStatus,
+    reportedAt: at,
+    reconciliation: found.date,
+  };
+  const resolution = o.view.review?.resolution;
+  o.view.review = {
+    reason: `the provider reports ${found.providerStatus} for an order that was ${was} (reconciliation of ${found.date})`,
+    evidence: found.evidence,
+    since: at,
+    ...(resolution && { resolution }),
+  };
+  delete o.view.completedAt;
+  log.warn('order disputed by the reconciliation', { was, status: found.providerStatus, date: found.date });
+  countDispute(o.orderType, decision);
+  o.transition(
+    'DISPUTED',
+    `Disputed by the reconciliation of ${found.date}: the provider now reports ${found.providerStatus}, against ${was}`,
+    { publish: !o.reviewGetsOwnRun('DISPUTED') },
   );
 }

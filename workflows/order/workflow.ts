@@ -26,7 +26,7 @@ import { onSignal, onUpdate, reviewStep, validateDecision } from './review';
 import { submit } from './send';
 import { Order } from './state';
 import type { OrderAdapter, OrderWorkflow, ProviderCheck } from './types';
-import { watchStep } from './watch';
+import { reopenReconciled, watchStep } from './watch';
 
 export function defineOrderWorkflow<R extends OrderRequest, C extends ProviderCheck>(
   orderType: R['type'],
@@ -71,6 +71,8 @@ function heldWhenResumed<R extends OrderRequest, C extends ProviderCheck>(order:
 
 async function run<R extends OrderRequest, C extends ProviderCheck>(order: Order<R, C>): Promise<OrderView> {
   order.publishStatus();
+  const { reconciled } = order.input;
+  if (reconciled && finalStatuses.includes(order.view.status)) reopenReconciled(order, reconciled);
   for (;;) {
     if (order.view.status === 'ACCEPTED' || heldWhenResumed(order)) {
       await submit(order);

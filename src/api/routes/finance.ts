@@ -1,5 +1,6 @@
 /**
- * The back office's books: /v1/orders/export (order-export.ts) and /v1/statements (statements.ts). Mounted before the orders router,
+ * The back office's books: /v1/orders/export (order-export.ts), /v1/statements (statements.ts) and
+ * /v1/reconciliations/{date} (reconciliations.ts). Mounted before the orders router,
  * whose /v1/orders/:ref would otherwise take `export` for a ref.
  */
 import { Router, type Request } from 'express';
@@ -8,11 +9,16 @@ import { ApiError } from '../errors';
 import { CSV, ExportOrdersQuery, NDJSON, streamExport } from '../order-export';
 import type { OrderService } from '../orders';
 import { StatementQuery, type StatementService } from '../statements';
+import { ReconciliationParams, type ReconciliationService } from '../reconciliations';
 import { validateRequest } from '../validation';
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 
-export function financeRouter(orders: OrderService, statements: StatementService): Router {
+export function financeRouter(
+  orders: OrderService,
+  statements: StatementService,
+  reconciliations: ReconciliationService,
+): Router {
   const router = Router();
 
   router.get('/v1/orders/export', requireScope('orders:read'), async (req, res) => {
@@ -27,6 +33,12 @@ export function financeRouter(orders: OrderService, statements: StatementService
   router.get('/v1/statements', requireScope('orders:read'), async (req, res) => {
     const { query } = validateRequest({ query: StatementQuery }, parts(req));
     res.json(await statements.statement(callerOf(res), query));
+  });
+
+  // The ledger is the whole account's: only auditors read it (reconciliations.ts).
+  router.get('/v1/reconciliations/:date', requireScope('audit:read'), async (req, res) => {
+    const { path } = validateRequest({ path: ReconciliationParams }, parts(req));
+    res.json(await reconciliations.read(path.date));
   });
 
   return router;
