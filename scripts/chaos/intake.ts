@@ -46,6 +46,22 @@ export class IntakeClient {
     return this.request('GET', `/v1/orders/${encodeURIComponent(ref)}`, undefined, retryForMs);
   }
 
+  /**
+   * Orders the account holds now, by reason, as /readyz reports them to operators; undefined when
+   * the API cannot say (it is restarting, Temporal is down). One attempt: the caller asks again.
+   */
+  async held(): Promise<{ balance: number; operator: number } | undefined> {
+    try {
+      const answer = await this.request('GET', '/readyz', undefined, 0);
+      const body = answer.body as { account?: { held?: { balance?: number; operator?: number } } };
+      const held = answer.status === 200 ? body.account?.held : undefined;
+      return held && { balance: held.balance ?? 0, operator: held.operator ?? 0 };
+    } catch {
+      if (this.signal.aborted) throw this.signal.reason;
+      return undefined;
+    }
+  }
+
   async request(
     method: string,
     path: string,

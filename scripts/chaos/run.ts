@@ -9,19 +9,21 @@ import { setMaxListeners } from 'node:events';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SandboxAdmin } from '../../src/sandbox/admin-client';
-import { faultLabel, FaultSchedule } from './faults';
+import { faultLabel, FaultSchedule, type FaultPhase } from './faults';
 import { IntakeClient } from './intake';
 import type { ChaosOptions } from './options';
-import { planOrders } from './orders';
+import { operatorOfPlanCode, planOrders } from './orders';
 import { Random } from './random';
 import {
   buildWorkflowBundle,
   CHAOS_ADMIN_TOKEN,
   CHAOS_API_KEY,
+  CHAOS_PROVIDER_KEY,
   ChaosStack,
   type ExternalTemporal,
 } from './stack';
 import { newRecord, submitAll, settleAll, type OrderRecord } from './submit';
+import { readProviderRecords } from './provider-records';
 import { TemporalProbe } from './temporal';
 import { orderSecrets, secretsInLogs } from './log-secrets';
 import { verify, type Verdict } from './verify';
@@ -45,6 +47,8 @@ export interface ChaosSummary extends Verdict {
     apiDowntimeMs: number[];
     faultPhases: Record<string, number>;
     faultsInjected: Record<string, number>;
+    /** The most orders /readyz showed held at once, for the balance and for an operator. */
+    heldSeen: { balance: number; operator: number };
   };
   /** Where the Temporal database and part logs are, when kept. */
   runDir?: string;
@@ -121,7 +125,6 @@ export async function runChaos(
     await stack.start(options.workers);
     const intake = new IntakeClient(stack.apiUrls, CHAOS_API_KEY, signal);
     const admin = new SandboxAdmin(stack.sandboxUrl, CHAOS_ADMIN_TOKEN);
-    const faults = new FaultSchedule(admin, rng.fork());
     // A provider without an atomic uniqueness check commits every send it receives: a send made
     // twice shows as a ref accepted twice, instead of hiding behind a 409.
     await admin.settings({ uniqueRefs: false });
@@ -143,9 +146,18 @@ export async function runChaos(
     }).map(newRecord);
     const disruptions = planDisruptions(rng.fork(), options);
     const chaosRng = rng.fork();
+    let chaosStarted = Date.now();
+    const nextOperator = () => {
+      const elapsedMs = Date.now() - chaosStarted;
+      const next = chaosRecords.find(
+        (r) => r.planned.atMs > elapsedMs && r.planned.request.type === 'mobile_topup',
+      )?.planned.request;
+      return next?.type === 'mobile_topup' ? operatorOfPlanCode(next.planCode) : undefined;
+    };
+    const faults = new FaultSchedule(admin, rng.fork(), nextOperator);
 
     // ---- the chaos phase ----
-    const chaosStarted = Date.now();
+    chaosStarted = Date.now();
     log(
       `chaos phase: ${chaosRecords.length} orders over ${options.durationMs / 1000} s, ${disruptions.length} disruptions planned`,
     );
@@ -160,6 +172,17 @@ export async function runChaos(
       apiDowntimeMs: [] as number[],
     };
     let chaosOver = false;
+    /** The most orders seen held at once for each reason, while a phase that holds them ran. */
+    const heldSeen = { balance: 0, operator: 0 };
+    const phaseDone = async (phase: FaultPhase): Promise<boolean> => {
+      if (phase.name === 'late-commit') return (await faults.hits('late_commit')) > 0;
+      const reason =
+        phase.name === 'balance-outage' ? 'balance' : phase.name === 'operator-down' ? 'operator' : undefined;
+      if (!reason) return true;
+      const held = (await intake.held())?.[reason] ?? 0;
+      heldSeen[reason] = Math.max(heldSeen[reason], held);
+      return held > 0;
+    };
     const guard = () => {
       signal.throwIfAborted();
       if (stack.fatal) throw stack.fatal;
@@ -220,14 +243,18 @@ export async function runChaos(
       while (!chaosOver) {
         guard();
         const phase = await faults.next();
-        const rules = phase.rules.map((rule) => faultLabel(rule)).join(', ');
-        log(`provider: ${phase.name}${rules ? ` (${rules})` : ''}`);
+        const { balance, operatorDown } = phase.account ?? {};
+        const what = [
+          ...phase.rules.map((rule) => faultLabel(rule)),
+          ...(balance !== undefined ? [`balance ${balance} DZD`] : []),
+          ...(operatorDown ? [`${operatorDown} down`] : []),
+        ].join(', ');
+        log(`provider: ${phase.name}${what ? ` (${what})` : ''}`);
         await sleep(options.faultPhaseMs * chaosRng.between(0.5, 1.5), undefined, { signal });
-        // The late-commit phase every run promises lasts until it has delayed a send: a slow
-        // start of the submissions must not leave the run without one.
-        while (phase.name === 'late-commit' && !chaosOver && (await faults.hits('late_commit')) === 0) {
-          await sleep(500, undefined, { signal });
-        }
+        // The phases every run promises last until they have done their work — delayed a send,
+        // held an order for the balance, held one for its operator — so a slow start of the
+        // submissions or an operator no order wanted for a while cannot leave the run without one.
+        while (!chaosOver && !(await phaseDone(phase))) await sleep(250, undefined, { signal });
       }
     })();
     // A worker that died on its own is replaced, as an orchestrator would.
@@ -293,6 +320,7 @@ export async function runChaos(
       const verdict = await verify({
         records,
         sends: await admin.sends(),
+        provider: await readProviderRecords(stack.sandboxUrl, CHAOS_PROVIDER_KEY),
         workflowCount: await probe.countOrders(accepted),
         intakeStats: intake.stats,
         troubleOf: (ref) => probe.troubleOf(ref),
@@ -315,6 +343,7 @@ export async function runChaos(
           unexpectedWorkerExits: stack.unexpectedWorkerExits,
           faultPhases: faults.phases,
           faultsInjected: faults.injected,
+          heldSeen,
         },
         ...(passed && !options.keep ? {} : { runDir: dir }),
       };
