@@ -326,6 +326,21 @@ export async function runChaos(
         troubleOf: (ref) => probe.troubleOf(ref),
       });
       verdict.problems.push(...secretsInLogs(stack.logDir, [...stack.secrets, ...orderSecrets(records)]));
+      // The account phases every run promises must have held orders, or the run proved nothing of
+      // holds (a run too small to have orders to hold excepted).
+      const mayHold = {
+        balance: chaosRecords.length > 0,
+        operator: chaosRecords.some((r) => r.planned.request.type === 'mobile_topup'),
+      };
+      for (const [phase, reason] of [
+        ['balance-outage', 'balance'],
+        ['operator-down', 'operator'],
+      ] as const) {
+        if (mayHold[reason] && verdict.held[reason] === 0)
+          verdict.problems.push(
+            `no order was held for the ${reason === 'balance' ? 'balance' : 'operator down'} (${faults.phases[phase]} ${phase} phase(s), at most ${heldSeen[reason]} seen held on /readyz)`,
+          );
+      }
       if (stack.unexpectedWorkerExits > 0) {
         verdict.problems.push(`${stack.unexpectedWorkerExits} worker(s) exited on their own (see the logs)`);
       }
