@@ -150,6 +150,8 @@ export class FaultSchedule {
   };
   #current: FaultPhase = { name: 'calm', rules: [] };
   #count = 0;
+  /** Promised phases that ended before they had done their work: they come again next. */
+  readonly #owed: ((rng: Random, operator?: OperatorName) => FaultPhase)[] = [];
   /** The balance before a balance outage, put back when it ends. */
   #balanceBefore?: number;
   /** Phase changes and restarts one at a time: never a rule added to a sandbox that is down. */
@@ -168,7 +170,8 @@ export class FaultSchedule {
   next(): Promise<FaultPhase> {
     return this.#serial(async () => {
       await this.#clear();
-      const phase = (promisedPhases[++this.#count] ?? randomFaultPhase)(this.rng, this.nextOperator());
+      const make = promisedPhases[++this.#count] ?? this.#owed.shift() ?? randomFaultPhase;
+      const phase = make(this.rng, this.nextOperator());
       for (const rule of phase.rules) await this.admin.add(rule);
       if (phase.account?.balance !== undefined) {
         this.#balanceBefore = (await this.admin.settings({})).balance;
@@ -179,6 +182,16 @@ export class FaultSchedule {
       this.#current = phase;
       return phase;
     });
+  }
+
+  /** The phase ended before it had done its work (delayed a send, held an order): it comes again next. */
+  owe(phase: FaultPhase): void {
+    const again = {
+      'late-commit': lateCommitPhase,
+      'balance-outage': balanceOutagePhase,
+      'operator-down': operatorDownPhase,
+    }[phase.name as 'late-commit' | 'balance-outage' | 'operator-down'];
+    if (again) this.#owed.push(again);
   }
 
   /**

@@ -26,7 +26,7 @@ import { newRecord, submitAll, settleAll, type OrderRecord } from './submit';
 import { readProviderRecords } from './provider-records';
 import { TemporalProbe } from './temporal';
 import { orderSecrets, secretsInLogs } from './log-secrets';
-import { verify, type Verdict } from './verify';
+import { holdReasons, verify, type Verdict } from './verify';
 
 export interface ChaosSummary extends Verdict {
   seed: number;
@@ -53,6 +53,14 @@ export interface ChaosSummary extends Verdict {
   /** Where the Temporal database and part logs are, when kept. */
   runDir?: string;
 }
+
+/**
+ * The longest an account phase waits for an order to hold (then it comes again later): with the
+ * resume after it, well under the stack's ORDER_MAX_HOLD_MS (stack.ts).
+ */
+const ACCOUNT_PHASE_MAX_MS = 15_000;
+/** How many order views an account phase reads per check, the latest submitted. */
+const VIEWS_READ_PER_CHECK = 6;
 
 interface Disruption {
   atMs: number;
@@ -174,14 +182,27 @@ export async function runChaos(
     let chaosOver = false;
     /** The most orders seen held at once for each reason, while a phase that holds them ran. */
     const heldSeen = { balance: 0, operator: 0 };
-    const phaseDone = async (phase: FaultPhase): Promise<boolean> => {
+    /**
+     * Whether the phase has done its work. An account phase has when /readyz shows an order held
+     * for its reason, or when the view of an order submitted since it began shows one: /readyz asks
+     * the one account workflow, which a burst of holds can keep too busy to answer in time.
+     */
+    const phaseDone = async (phase: FaultPhase, startedAt: number): Promise<boolean> => {
       if (phase.name === 'late-commit') return (await faults.hits('late_commit')) > 0;
       const reason =
         phase.name === 'balance-outage' ? 'balance' : phase.name === 'operator-down' ? 'operator' : undefined;
       if (!reason) return true;
       const held = (await intake.held())?.[reason] ?? 0;
       heldSeen[reason] = Math.max(heldSeen[reason], held);
-      return held > 0;
+      if (held > 0) return true;
+      const recent = chaosRecords
+        .filter((r) => r.accepted && chaosStarted + r.planned.atMs >= startedAt)
+        .slice(-VIEWS_READ_PER_CHECK);
+      for (const record of recent) {
+        const view = await intake.view(record.planned.request.ref);
+        if (view && holdReasons(view).has(reason)) return true;
+      }
+      return false;
     };
     const guard = () => {
       signal.throwIfAborted();
@@ -250,11 +271,23 @@ export async function runChaos(
           ...(operatorDown ? [`${operatorDown} down`] : []),
         ].join(', ');
         log(`provider: ${phase.name}${what ? ` (${what})` : ''}`);
+        const phaseStarted = Date.now();
         await sleep(options.faultPhaseMs * chaosRng.between(0.5, 1.5), undefined, { signal });
         // The phases every run promises last until they have done their work — delayed a send,
         // held an order for the balance, held one for its operator — so a slow start of the
         // submissions or an operator no order wanted for a while cannot leave the run without one.
-        while (!chaosOver && !(await phaseDone(phase))) await sleep(250, undefined, { signal });
+        // An account phase stops waiting after ACCOUNT_PHASE_MAX_MS (its held orders must not
+        // reach their longest hold) and comes again later.
+        for (;;) {
+          if (chaosOver) break;
+          if (await phaseDone(phase, phaseStarted)) break;
+          if (phase.account && Date.now() - phaseStarted >= ACCOUNT_PHASE_MAX_MS) {
+            faults.owe(phase);
+            log(`provider: ${phase.name} held no order in ${ACCOUNT_PHASE_MAX_MS / 1000} s; it comes again`);
+            break;
+          }
+          await sleep(250, undefined, { signal });
+        }
       }
     })();
     // A worker that died on its own is replaced, as an orchestrator would.
