@@ -183,15 +183,18 @@ export async function runChaos(
     /** The most orders seen held at once for each reason, while a phase that holds them ran. */
     const heldSeen = { balance: 0, operator: 0 };
     /**
-     * Whether the phase has done its work. An account phase has when /readyz shows an order held
-     * for its reason, or when the view of an order submitted since it began shows one: /readyz asks
-     * the one account workflow, which a burst of holds can keep too busy to answer in time.
+     * Whether the phase has done its work. A balance outage has once the provider received a send
+     * since it began (refused: the balance covers no order). Either account phase has when /readyz
+     * shows an order held for its reason, or when the view of an order submitted since it began
+     * shows one. The provider's side comes first: /readyz asks the one account workflow, and views
+     * ask the orders' workflows, which a burst of holds can keep workers too busy to answer.
      */
     const phaseDone = async (phase: FaultPhase, startedAt: number): Promise<boolean> => {
       if (phase.name === 'late-commit') return (await faults.hits('late_commit')) > 0;
       const reason =
         phase.name === 'balance-outage' ? 'balance' : phase.name === 'operator-down' ? 'operator' : undefined;
       if (!reason) return true;
+      if (reason === 'balance' && (await sendsSince(startedAt)) > 0) return true;
       const held = (await intake.held())?.[reason] ?? 0;
       heldSeen[reason] = Math.max(heldSeen[reason], held);
       if (held > 0) return true;
@@ -203,6 +206,12 @@ export async function runChaos(
         if (view && holdReasons(view).has(reason)) return true;
       }
       return false;
+    };
+    const sendRoutes: readonly string[] = ['mobile.send', 'internet.send', 'giftcards.placeOrder'];
+    /** Sends the provider received since `at` (0 while the sandbox is down). */
+    const sendsSince = async (at: number) => {
+      const requests = await admin.requests().catch(() => []);
+      return requests.filter((r) => sendRoutes.includes(r.route) && r.receivedAt >= at).length;
     };
     const guard = () => {
       signal.throwIfAborted();
