@@ -2,9 +2,12 @@
  * The chaos run's fault schedule, applied through the sandbox's admin surface:
  * phases of random fault rules that replace each other, so the provider is by turns slow,
  * failing before or after it commits a send, rate limiting, hanging, dropping answers, committing
- * sends after the worker gave up on them while its reads lag behind, down altogether — or fine.
+ * sends after the worker gave up on them while its reads lag behind, down altogether — or fine —
+ * and phases where the account itself cannot take orders: its balance runs out, or /v3/ping
+ * reports an operator down (docs/contributors.md "Chaos and hostile input").
  */
 import { orderRoutes, type SandboxAdmin } from '../../src/sandbox/admin-client';
+import type { OperatorName } from '../../src/provider/wire';
 import type { FaultRule, FaultSpecInput, RouteName } from '../../src/sandbox/faults';
 import type { Random } from './random';
 
@@ -14,8 +17,36 @@ const sendRoutes: readonly RouteName[] = ['mobile.send', 'internet.send', 'giftc
 type AnyRouteRule = Exclude<FaultSpecInput, { kind: 'late_commit' | 'lagging_reads' }>;
 
 export interface FaultPhase {
-  name: 'calm' | 'mixed' | 'flaky-sends' | 'late-commit' | 'outage';
+  name: 'calm' | 'mixed' | 'flaky-sends' | 'late-commit' | 'outage' | 'balance-outage' | 'operator-down';
   rules: FaultSpecInput[];
+  /**
+   * What the phase does to the provider's account (its data, kept in the sandbox's state file):
+   * the balance it sets, or the operator /v3/ping reports down. Undone when the phase ends.
+   */
+  account?: { balance?: number; operatorDown?: OperatorName };
+}
+
+/** The operators of the plans the chaos orders use (orders.ts). */
+const orderOperators: readonly OperatorName[] = ['mobilis', 'djezzy', 'ooredoo'];
+
+/**
+ * The balance runs out: 0, or a few dinars, below the cheapest order of the mix (a 100 DZD mobile
+ * top-up costs 98), so the provider refuses every send with INSUFFICIENT_BALANCE until it is topped up.
+ */
+export function balanceOutagePhase(rng: Random): FaultPhase {
+  return { name: 'balance-outage', rules: [], account: { balance: rng.chance(0.5) ? 0 : rng.int(1, 90) } };
+}
+
+/**
+ * /v3/ping reports one operator of the mix down (`operator`, else one at random); its mobile
+ * orders are held until it is up again.
+ */
+export function operatorDownPhase(rng: Random, operator?: OperatorName): FaultPhase {
+  return {
+    name: 'operator-down',
+    rules: [],
+    account: { operatorDown: operator ?? rng.pick(orderOperators) },
+  };
 }
 
 /**
@@ -40,13 +71,14 @@ export function randomFaultPhase(rng: Random): FaultPhase {
   const roll = rng.next();
   if (roll < 0.15) return { name: 'calm', rules: [] };
   if (roll < 0.3) return lateCommitPhase(rng);
-  if (roll < 0.4) {
+  if (roll < 0.35) return rng.chance(0.5) ? balanceOutagePhase(rng) : operatorDownPhase(rng);
+  if (roll < 0.45) {
     return {
       name: 'outage',
       rules: [{ kind: 'error', routes: rng.subset(orderRoutes), status: rng.pick([502, 503] as const) }],
     };
   }
-  if (roll < 0.55) {
+  if (roll < 0.6) {
     // The case never-send-twice exists for: the send commits and the answer is lost.
     return {
       name: 'flaky-sends',
@@ -90,10 +122,15 @@ export function faultLabel(rule: Pick<FaultRule, 'kind'> & { afterCommit?: boole
 }
 
 /**
- * The phase every run has, whatever the dice say: the first, while orders are still being
- * submitted — the lean lifecycle sends at submission, so a later phase may find no send to delay.
+ * The phases every run has, whatever the dice say: the first three, while orders are still being
+ * submitted — the lean lifecycle sends at submission, so a later phase may find no send to delay
+ * or hold. The run keeps each of them until it has done its work (run.ts).
  */
-const LATE_COMMIT_PHASE_NUMBER = 1;
+const promisedPhases: Record<number, (rng: Random, operator?: OperatorName) => FaultPhase> = {
+  1: lateCommitPhase,
+  2: balanceOutagePhase,
+  3: operatorDownPhase,
+};
 
 /**
  * Applies phase after phase and counts how many requests each kind of fault hit. A sandbox
@@ -108,27 +145,53 @@ export class FaultSchedule {
     'flaky-sends': 0,
     'late-commit': 0,
     outage: 0,
+    'balance-outage': 0,
+    'operator-down': 0,
   };
   #current: FaultPhase = { name: 'calm', rules: [] };
   #count = 0;
+  /** Promised phases that ended before they had done their work: they come again next. */
+  readonly #owed: ((rng: Random, operator?: OperatorName) => FaultPhase)[] = [];
+  /** The balance before a balance outage, put back when it ends. */
+  #balanceBefore?: number;
   /** Phase changes and restarts one at a time: never a rule added to a sandbox that is down. */
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly admin: SandboxAdmin,
     private readonly rng: Random,
+    /**
+     * The operator of the next mobile order to be submitted: the promised operator-down phase
+     * takes it down, so the phase holds an order within one order's time rather than by luck.
+     */
+    private readonly nextOperator: () => OperatorName | undefined = () => undefined,
   ) {}
 
   next(): Promise<FaultPhase> {
     return this.#serial(async () => {
       await this.#clear();
-      const phase =
-        ++this.#count === LATE_COMMIT_PHASE_NUMBER ? lateCommitPhase(this.rng) : randomFaultPhase(this.rng);
+      const make = promisedPhases[++this.#count] ?? this.#owed.shift() ?? randomFaultPhase;
+      const phase = make(this.rng, this.nextOperator());
       for (const rule of phase.rules) await this.admin.add(rule);
+      if (phase.account?.balance !== undefined) {
+        this.#balanceBefore = (await this.admin.settings({})).balance;
+        await this.admin.settings({ balance: phase.account.balance });
+      }
+      if (phase.account?.operatorDown) await this.admin.operators({ [phase.account.operatorDown]: 'down' });
       this.phases[phase.name]++;
       this.#current = phase;
       return phase;
     });
+  }
+
+  /** The phase ended before it had done its work (delayed a send, held an order): it comes again next. */
+  owe(phase: FaultPhase): void {
+    const again = {
+      'late-commit': lateCommitPhase,
+      'balance-outage': balanceOutagePhase,
+      'operator-down': operatorDownPhase,
+    }[phase.name as 'late-commit' | 'balance-outage' | 'operator-down'];
+    if (again) this.#owed.push(again);
   }
 
   /**
@@ -143,7 +206,7 @@ export class FaultSchedule {
     });
   }
 
-  /** Removes every rule, first counting what each one did (`applied` is per rule). */
+  /** Removes every rule and undoes the account's trouble: the calm after the chaos. */
   clear(): Promise<void> {
     return this.#serial(async () => {
       await this.#clear();
@@ -151,22 +214,51 @@ export class FaultSchedule {
     });
   }
 
-  /** Runs `restart` (the sandbox going down and up again), then re-applies the current phase. */
+  /**
+   * Runs `restart` (the sandbox going down and up again), then re-applies the current phase's
+   * rules. The account's state is the provider's data, not a rule: the restarted sandbox must
+   * still hold it from its state file, or the run fails (a provider that forgot its balance would
+   * end an outage no one topped up).
+   */
   aroundRestart<T>(restart: () => Promise<T>): Promise<T> {
     return this.#serial(async () => {
-      await this.#clear();
+      await this.#countRules();
+      await this.admin.clear();
       const result = await restart();
       for (const rule of this.#current.rules) await this.admin.add(rule);
+      const { balance, operatorDown } = this.#current.account ?? {};
+      if (balance !== undefined) {
+        const { balance: now } = await this.admin.settings({});
+        if (now !== balance)
+          throw new Error(`the restarted sandbox lost the outage's balance (${now} DZD, set ${balance})`);
+      }
+      if (operatorDown) {
+        const { [operatorDown]: state } = await this.admin.operators({});
+        if (state !== 'down')
+          throw new Error(`the restarted sandbox lost operator ${operatorDown}'s state (${state}, set down)`);
+      }
       return result;
     });
   }
 
+  /** Ends the current phase: counts and removes its rules, tops the balance up, brings the operator up. */
   async #clear(): Promise<void> {
+    await this.#countRules();
+    await this.admin.clear();
+    const { balance, operatorDown } = this.#current.account ?? {};
+    if (balance !== undefined && this.#balanceBefore !== undefined) {
+      await this.admin.settings({ balance: this.#balanceBefore });
+      this.#balanceBefore = undefined;
+    }
+    if (operatorDown) await this.admin.operators({ [operatorDown]: 'up' });
+  }
+
+  /** Adds what each rule did (`applied` is per rule) to the counts. */
+  async #countRules(): Promise<void> {
     for (const rule of await this.admin.rules()) {
       const label = faultLabel(rule);
       this.injected[label] = (this.injected[label] ?? 0) + rule.applied;
     }
-    await this.admin.clear();
   }
 
   #serial<T>(fn: () => Promise<T>): Promise<T> {

@@ -4,6 +4,7 @@
  * Retrying a submission is safe by contract: the same ref with the same body is the same order.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { OrderView } from '../../src/api/orders';
 
 export interface IntakeAnswer {
   status: number;
@@ -44,6 +45,33 @@ export class IntakeClient {
 
   order(ref: string, retryForMs?: number): Promise<IntakeAnswer> {
     return this.request('GET', `/v1/orders/${encodeURIComponent(ref)}`, undefined, retryForMs);
+  }
+
+  /**
+   * Orders the account holds now, by reason, as /readyz reports them to operators; undefined when
+   * the API cannot say (it is restarting, Temporal is down). One attempt: the caller asks again.
+   */
+  async held(): Promise<{ balance: number; operator: number } | undefined> {
+    try {
+      const answer = await this.request('GET', '/readyz', undefined, 0);
+      const body = answer.body as { account?: { held?: { balance?: number; operator?: number } } };
+      const held = answer.status === 200 ? body.account?.held : undefined;
+      return held && { balance: held.balance ?? 0, operator: held.operator ?? 0 };
+    } catch {
+      if (this.signal.aborted) throw this.signal.reason;
+      return undefined;
+    }
+  }
+
+  /** The order's view, or undefined when it cannot be read now. One attempt. */
+  async view(ref: string): Promise<OrderView | undefined> {
+    try {
+      const answer = await this.order(ref, 0);
+      return answer.status === 200 ? (answer.body as OrderView) : undefined;
+    } catch {
+      if (this.signal.aborted) throw this.signal.reason;
+      return undefined;
+    }
   }
 
   async request(

@@ -5,8 +5,8 @@
  * (one order). Each order carries the outcome the sandbox gives it when nothing goes wrong.
  */
 import type { OrderRequest, OrderStatus } from '../../contract/schemas';
-import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { SandboxOffer } from '../../src/sandbox/catalog';
+import { operatorOfPlan, sandboxSpecialNumbers, type OperatorName } from '../../src/provider/wire';
+import { SandboxOffer, sandboxDynamicPlans } from '../../src/sandbox/catalog';
 import type { Random } from './random';
 
 export type Special = keyof typeof sandboxSpecialNumbers;
@@ -34,6 +34,11 @@ export interface PlannedOrder {
 
 const specials: readonly Special[] = ['refunded', 'planMismatch', 'unknownError'];
 const plans = ['PREPAID_MOBILIS', 'PREPAID_DJEZZY', 'PREPAID_OOREDOO'] as const;
+/** The operator /v3/ping reports for a mobile plan of the mix (the one the send gate asks about). */
+export function operatorOfPlanCode(planCode: string): OperatorName | undefined {
+  const plan = sandboxDynamicPlans.find((p) => p.code === planCode);
+  return plan && operatorOfPlan(plan);
+}
 /** The sandbox's offer as it starts: internet values and gift-card products that exist. */
 const offer = new SandboxOffer();
 const giftProducts = offer.catalog().categories.flatMap((category) => category.products);

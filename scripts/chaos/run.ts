@@ -9,22 +9,24 @@ import { setMaxListeners } from 'node:events';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SandboxAdmin } from '../../src/sandbox/admin-client';
-import { faultLabel, FaultSchedule } from './faults';
+import { faultLabel, FaultSchedule, type FaultPhase } from './faults';
 import { IntakeClient } from './intake';
 import type { ChaosOptions } from './options';
-import { planOrders } from './orders';
+import { operatorOfPlanCode, planOrders } from './orders';
 import { Random } from './random';
 import {
   buildWorkflowBundle,
   CHAOS_ADMIN_TOKEN,
   CHAOS_API_KEY,
+  CHAOS_PROVIDER_KEY,
   ChaosStack,
   type ExternalTemporal,
 } from './stack';
 import { newRecord, submitAll, settleAll, type OrderRecord } from './submit';
+import { readProviderRecords } from './provider-records';
 import { TemporalProbe } from './temporal';
 import { orderSecrets, secretsInLogs } from './log-secrets';
-import { verify, type Verdict } from './verify';
+import { holdReasons, verify, type Verdict } from './verify';
 
 export interface ChaosSummary extends Verdict {
   seed: number;
@@ -45,10 +47,20 @@ export interface ChaosSummary extends Verdict {
     apiDowntimeMs: number[];
     faultPhases: Record<string, number>;
     faultsInjected: Record<string, number>;
+    /** The most orders /readyz showed held at once, for the balance and for an operator. */
+    heldSeen: { balance: number; operator: number };
   };
   /** Where the Temporal database and part logs are, when kept. */
   runDir?: string;
 }
+
+/**
+ * The longest an account phase waits for an order to hold (then it comes again later): with the
+ * resume after it, well under the stack's ORDER_MAX_HOLD_MS (stack.ts).
+ */
+const ACCOUNT_PHASE_MAX_MS = 15_000;
+/** How many order views an account phase reads per check, the latest submitted. */
+const VIEWS_READ_PER_CHECK = 6;
 
 interface Disruption {
   atMs: number;
@@ -121,7 +133,6 @@ export async function runChaos(
     await stack.start(options.workers);
     const intake = new IntakeClient(stack.apiUrls, CHAOS_API_KEY, signal);
     const admin = new SandboxAdmin(stack.sandboxUrl, CHAOS_ADMIN_TOKEN);
-    const faults = new FaultSchedule(admin, rng.fork());
     // A provider without an atomic uniqueness check commits every send it receives: a send made
     // twice shows as a ref accepted twice, instead of hiding behind a 409.
     await admin.settings({ uniqueRefs: false });
@@ -143,9 +154,18 @@ export async function runChaos(
     }).map(newRecord);
     const disruptions = planDisruptions(rng.fork(), options);
     const chaosRng = rng.fork();
+    let chaosStarted = Date.now();
+    const nextOperator = () => {
+      const elapsedMs = Date.now() - chaosStarted;
+      const next = chaosRecords.find(
+        (r) => r.planned.atMs > elapsedMs && r.planned.request.type === 'mobile_topup',
+      )?.planned.request;
+      return next?.type === 'mobile_topup' ? operatorOfPlanCode(next.planCode) : undefined;
+    };
+    const faults = new FaultSchedule(admin, rng.fork(), nextOperator);
 
     // ---- the chaos phase ----
-    const chaosStarted = Date.now();
+    chaosStarted = Date.now();
     log(
       `chaos phase: ${chaosRecords.length} orders over ${options.durationMs / 1000} s, ${disruptions.length} disruptions planned`,
     );
@@ -160,6 +180,39 @@ export async function runChaos(
       apiDowntimeMs: [] as number[],
     };
     let chaosOver = false;
+    /** The most orders seen held at once for each reason, while a phase that holds them ran. */
+    const heldSeen = { balance: 0, operator: 0 };
+    /**
+     * Whether the phase has done its work. A balance outage has once the provider received a send
+     * since it began (refused: the balance covers no order). Either account phase has when /readyz
+     * shows an order held for its reason, or when the view of an order submitted since it began
+     * shows one. The provider's side comes first: /readyz asks the one account workflow, and views
+     * ask the orders' workflows, which a burst of holds can keep workers too busy to answer.
+     */
+    const phaseDone = async (phase: FaultPhase, startedAt: number): Promise<boolean> => {
+      if (phase.name === 'late-commit') return (await faults.hits('late_commit')) > 0;
+      const reason =
+        phase.name === 'balance-outage' ? 'balance' : phase.name === 'operator-down' ? 'operator' : undefined;
+      if (!reason) return true;
+      if (reason === 'balance' && (await sendsSince(startedAt)) > 0) return true;
+      const held = (await intake.held())?.[reason] ?? 0;
+      heldSeen[reason] = Math.max(heldSeen[reason], held);
+      if (held > 0) return true;
+      const recent = chaosRecords
+        .filter((r) => r.accepted && chaosStarted + r.planned.atMs >= startedAt)
+        .slice(-VIEWS_READ_PER_CHECK);
+      for (const record of recent) {
+        const view = await intake.view(record.planned.request.ref);
+        if (view && holdReasons(view).has(reason)) return true;
+      }
+      return false;
+    };
+    const sendRoutes: readonly string[] = ['mobile.send', 'internet.send', 'giftcards.placeOrder'];
+    /** Sends the provider received since `at` (0 while the sandbox is down). */
+    const sendsSince = async (at: number) => {
+      const requests = await admin.requests().catch(() => []);
+      return requests.filter((r) => sendRoutes.includes(r.route) && r.receivedAt >= at).length;
+    };
     const guard = () => {
       signal.throwIfAborted();
       if (stack.fatal) throw stack.fatal;
@@ -220,13 +273,29 @@ export async function runChaos(
       while (!chaosOver) {
         guard();
         const phase = await faults.next();
-        const rules = phase.rules.map((rule) => faultLabel(rule)).join(', ');
-        log(`provider: ${phase.name}${rules ? ` (${rules})` : ''}`);
+        const { balance, operatorDown } = phase.account ?? {};
+        const what = [
+          ...phase.rules.map((rule) => faultLabel(rule)),
+          ...(balance !== undefined ? [`balance ${balance} DZD`] : []),
+          ...(operatorDown ? [`${operatorDown} down`] : []),
+        ].join(', ');
+        log(`provider: ${phase.name}${what ? ` (${what})` : ''}`);
+        const phaseStarted = Date.now();
         await sleep(options.faultPhaseMs * chaosRng.between(0.5, 1.5), undefined, { signal });
-        // The late-commit phase every run promises lasts until it has delayed a send: a slow
-        // start of the submissions must not leave the run without one.
-        while (phase.name === 'late-commit' && !chaosOver && (await faults.hits('late_commit')) === 0) {
-          await sleep(500, undefined, { signal });
+        // The phases every run promises last until they have done their work — delayed a send,
+        // held an order for the balance, held one for its operator — so a slow start of the
+        // submissions or an operator no order wanted for a while cannot leave the run without one.
+        // An account phase stops waiting after ACCOUNT_PHASE_MAX_MS (its held orders must not
+        // reach their longest hold) and comes again later.
+        for (;;) {
+          if (chaosOver) break;
+          if (await phaseDone(phase, phaseStarted)) break;
+          if (phase.account && Date.now() - phaseStarted >= ACCOUNT_PHASE_MAX_MS) {
+            faults.owe(phase);
+            log(`provider: ${phase.name} held no order in ${ACCOUNT_PHASE_MAX_MS / 1000} s; it comes again`);
+            break;
+          }
+          await sleep(250, undefined, { signal });
         }
       }
     })();
@@ -293,11 +362,27 @@ export async function runChaos(
       const verdict = await verify({
         records,
         sends: await admin.sends(),
+        provider: await readProviderRecords(stack.sandboxUrl, CHAOS_PROVIDER_KEY),
         workflowCount: await probe.countOrders(accepted),
         intakeStats: intake.stats,
         troubleOf: (ref) => probe.troubleOf(ref),
       });
       verdict.problems.push(...secretsInLogs(stack.logDir, [...stack.secrets, ...orderSecrets(records)]));
+      // The account phases every run promises must have held orders, or the run proved nothing of
+      // holds (a run too small to have orders to hold excepted).
+      const mayHold = {
+        balance: chaosRecords.length > 0,
+        operator: chaosRecords.some((r) => r.planned.request.type === 'mobile_topup'),
+      };
+      for (const [phase, reason] of [
+        ['balance-outage', 'balance'],
+        ['operator-down', 'operator'],
+      ] as const) {
+        if (mayHold[reason] && verdict.held[reason] === 0)
+          verdict.problems.push(
+            `no order was held for the ${reason === 'balance' ? 'balance' : 'operator down'} (${faults.phases[phase]} ${phase} phase(s), at most ${heldSeen[reason]} seen held on /readyz)`,
+          );
+      }
       if (stack.unexpectedWorkerExits > 0) {
         verdict.problems.push(`${stack.unexpectedWorkerExits} worker(s) exited on their own (see the logs)`);
       }
@@ -315,6 +400,7 @@ export async function runChaos(
           unexpectedWorkerExits: stack.unexpectedWorkerExits,
           faultPhases: faults.phases,
           faultsInjected: faults.injected,
+          heldSeen,
         },
         ...(passed && !options.keep ? {} : { runDir: dir }),
       };

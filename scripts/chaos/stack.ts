@@ -16,7 +16,8 @@ import { Launcher, scaledTimingEnv, type Part } from '../lib/stack';
 
 export const CHAOS_API_KEY = 'chaos-api-key';
 export const CHAOS_ADMIN_TOKEN = 'chaos-admin-token';
-const SANDBOX_KEY = 'sandbox-key';
+/** The provider key the workers use; the verdict reads the provider's records with it. */
+export const CHAOS_PROVIDER_KEY = 'sandbox-key';
 const TASK_QUEUE = 'chaos-orders';
 const WORKER_START_TIMEOUT_MS = 60_000;
 
@@ -29,6 +30,22 @@ const PROVIDER_TIMEOUTS = {
   PROVIDER_HEADERS_TIMEOUT_MS: '1500',
   PROVIDER_BODY_TIMEOUT_MS: '1500',
   ORDER_ACTIVITY_TIMEOUT_MS: '5000',
+};
+
+/**
+ * The account's timings (docs/contributors.md "Chaos and hostile input"): the balance-outage and
+ * operator-down phases last seconds, so the worker's account watch and send gate read the balance
+ * and /v3/ping every second (PROVIDER_ACCOUNT_CHECK_MS is also the gate's longest reading age), and
+ * /readyz, where the run sees orders held, reports at most half a second late. A held order then
+ * resumes about a second after its phase ends. The longest hold (ORDER_MAX_HOLD_MS) is far above any
+ * phase (at most 15 s, run.ts) and the resume after it, even with workers down, yet inside the short
+ * run's chaos and settle windows: an order that is never let go ends FAILED NOT_SENT before the run
+ * gives up on it, and the verdict names it.
+ */
+const ACCOUNT_TIMINGS = {
+  PROVIDER_ACCOUNT_CHECK_MS: '1000',
+  API_ACCOUNT_REPORT_TTL_MS: '500',
+  ORDER_MAX_HOLD_MS: '90000',
 };
 
 /**
@@ -188,7 +205,7 @@ export class ChaosStack {
     this.apiUrls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
     const encryptionKey = this.#options.encrypt ? randomBytes(32).toString('base64') : undefined;
     this.secrets = [
-      { kind: 'provider API key', value: SANDBOX_KEY },
+      { kind: 'provider API key', value: CHAOS_PROVIDER_KEY },
       { kind: 'intake API key', value: CHAOS_API_KEY },
       ...(encryptionKey ? [{ kind: 'payload encryption key', value: encryptionKey }] : []),
     ];
@@ -200,12 +217,13 @@ export class ChaosStack {
       TEMPORAL_NAMESPACE: this.namespace,
       TEMPORAL_TASK_QUEUE: TASK_QUEUE,
       PROVIDER_BASE_URL: this.sandboxUrl,
-      PROVIDER_API_KEY: SANDBOX_KEY,
+      PROVIDER_API_KEY: CHAOS_PROVIDER_KEY,
       ...PROVIDER_TIMEOUTS,
+      ...ACCOUNT_TIMINGS,
       // Encrypted payloads, as in production: the codec must survive kills and restarts too.
       ...(encryptionKey ? { PAYLOAD_ENCRYPTION_KEYS: `chaos:${encryptionKey}` } : {}),
       SANDBOX_HOST: '127.0.0.1',
-      SANDBOX_KEY,
+      SANDBOX_KEY: CHAOS_PROVIDER_KEY,
       SANDBOX_TIME_SCALE: String(timeScale),
       SANDBOX_ADMIN_TOKEN: CHAOS_ADMIN_TOKEN,
       // Outside the log directory: it holds what a provider's database holds, phone numbers included.

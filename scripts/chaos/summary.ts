@@ -50,6 +50,8 @@ export function formatSummary(s: ChaosSummary): string {
     'legitimate outcomes of faults (counted, not failed):',
     `  top-ups in NEEDS_REVIEW: ${underFaults.topupsInReview}; gift cards in NEEDS_REVIEW (uncertain placement): ${underFaults.giftCardsInReview}; FAILED with nothing sent: ${underFaults.failedNothingSent}`,
     ...Object.entries(underFaults.reviewReasons).map(([reason, n]) => `    ${n} × ${reason}`),
+    `orders HELD during the run: ${s.held.orders} (for the balance ${s.held.balance}, for an operator down ${s.held.operator}); most held at once on /readyz: balance ${chaos.heldSeen.balance}, operator ${chaos.heldSeen.operator}`,
+    `money check: ${s.money.providerFulfilled} sends the provider fulfilled, reported FAILED or REFUNDED: ${s.money.reportedFailedOrRefunded}`,
     '',
     `provider sandbox (uniqueRefs off: every send received is committed): ${sandbox.refsSent} refs sent, ${sandbox.sendAttempts} send attempts, refs accepted twice: ${sandbox.acceptedTwice}`,
     `  gift-card placements ${sandbox.giftCardPlacements} for ${sandbox.giftCardOrders} gift-card orders (${sandbox.giftCardsFulfilled} fulfilled, ${sandbox.giftCardsInReview} in review)`,
@@ -61,7 +63,7 @@ export function formatSummary(s: ChaosSummary): string {
     `  fault phases: ${counts(chaos.faultPhases)}`,
     `  requests hit by faults: ${counts(chaos.faultsInjected)}`,
     '',
-    `lost: ${s.lost}; sent twice: ${s.sentTwice}; problems: ${s.problems.length}`,
+    `lost: ${s.lost}; sent twice: ${s.sentTwice}; fulfilled but reported FAILED/REFUNDED: ${s.money.reportedFailedOrRefunded}; problems: ${s.problems.length}`,
     ...s.problems.slice(0, MAX_PROBLEMS_SHOWN).map((p) => `  - ${p}`),
     ...(s.problems.length > MAX_PROBLEMS_SHOWN
       ? [`  … and ${s.problems.length - MAX_PROBLEMS_SHOWN} more`]

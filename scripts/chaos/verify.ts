@@ -10,6 +10,7 @@ import type { OrderType } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import type { OrderView } from '../../contract/order';
 import type { IntakeStats } from './intake';
+import type { ProviderRecords } from './provider-records';
 import type { Expectation, Special } from './orders';
 import { isSettled, type OrderRecord } from './submit';
 
@@ -48,6 +49,16 @@ export interface Verdict {
     giftCardsFulfilled: number;
     giftCardsInReview: number;
   };
+  /**
+   * Orders that were HELD during the run (their view's hold and timeline), by why: the balance
+   * ran out, /v3/ping reported their operator down. An order held for both counts in both.
+   */
+  held: { orders: number; balance: number; operator: number };
+  /**
+   * The money check, against the provider's own records: sends it fulfilled, and how many of
+   * those we report FAILED or REFUNDED (each one a customer credited whom the back office refunds).
+   */
+  money: { providerFulfilled: number; reportedFailedOrRefunded: number };
   workflows: number;
   /** Accepted orders that have no workflow, or never became final nor went to review. */
   lost: number;
@@ -95,6 +106,21 @@ function meetsExpectation(expected: Expectation, view: OrderView): boolean {
   return view.status === 'FULFILLED' && deliveryProblem(view) === undefined;
 }
 
+/** Why the order was ever HELD: its view's last hold, and every HELD entry of its timeline. */
+export function holdReasons(view: OrderView): Set<'balance' | 'operator'> {
+  const reasons = new Set<'balance' | 'operator'>();
+  if (view.hold) reasons.add(view.hold.reason);
+  for (const entry of view.timeline) {
+    if (entry.status !== 'HELD') continue;
+    if (/operator .* down/.test(entry.event)) reasons.add('operator');
+    else if (/balance/.test(entry.event)) reasons.add('balance');
+  }
+  return reasons;
+}
+
+/** Provider statuses under which it delivered something (all of it, or part of a gift-card order). */
+const deliveredStatuses = new Set(['FULFILLED', 'PARTIALLY_FILLED']);
+
 function bump(counts: Record<string, number>, key: string): void {
   counts[key] = (counts[key] ?? 0) + 1;
 }
@@ -102,12 +128,14 @@ function bump(counts: Record<string, number>, key: string): void {
 export async function verify(input: {
   records: OrderRecord[];
   sends: SendReport;
+  /** What the provider's list routes say became of every send (provider-records.ts). */
+  provider: ProviderRecords;
   workflowCount: number;
   intakeStats: IntakeStats;
   /** Why an order's history shows it was hit by trouble (a failed or timed-out task), or undefined. */
   troubleOf: (ref: string) => Promise<string | undefined>;
 }): Promise<Verdict> {
-  const { records, sends, workflowCount, intakeStats, troubleOf } = input;
+  const { records, sends, provider, workflowCount, intakeStats, troubleOf } = input;
   const problems: string[] = [];
   const accepted = records.filter((r) => r.accepted);
   const byStatus: Record<string, number> = {};
@@ -124,6 +152,7 @@ export async function verify(input: {
     failedNothingSent: 0,
     reviewReasons: {},
   };
+  const held = { orders: 0, balance: 0, operator: 0 };
   let lost = 0;
   let controlOk = 0;
   const sameBody = { sent: 0, ok: 0 };
@@ -174,6 +203,18 @@ export async function verify(input: {
     }
     bump(byStatus, view.status);
     bump((byType[request.type] ??= {}), view.status);
+    const reasons = holdReasons(view);
+    if (reasons.size > 0) held.orders++;
+    for (const reason of reasons) held[reason]++;
+    // Every hold of the run is seconds long and the longest hold a minute (stack.ts): this order
+    // was never let go.
+    if (view.failure?.code === 'NOT_SENT')
+      problems.push(`${name}: FAILED NOT_SENT — held (${[...reasons].join(', ')}) and never let go`);
+    // An empty account or an operator down holds an order; it is never the order's fault.
+    if (view.status === 'FAILED' && /INSUFFICIENT_BALANCE|OPERATOR/.test(view.failure?.code ?? ''))
+      problems.push(
+        `${name}: FAILED ${view.failure?.code} — the account's trouble must hold it, not fail it`,
+      );
     if (
       view.ref !== request.ref ||
       view.type !== request.type ||
@@ -249,6 +290,34 @@ export async function verify(input: {
       problems.push(`${ref}: FAILED, but the provider accepted a send (money moved)`);
   }
   const giftCards = accepted.filter((r) => r.planned.request.type === 'gift_card');
+
+  // ---- the money check: nothing the provider delivered may be reported FAILED or REFUNDED ----
+  const money = { providerFulfilled: 0, reportedFailedOrRefunded: 0 };
+  const moneyLost = (ref: string, status: string, what: string) => {
+    money.reportedFailedOrRefunded++;
+    problems.push(`${ref}: MONEY — reported ${status}, but the provider's records show ${what}`);
+  };
+  const failedOrRefunded = (status: string | undefined) => status === 'FAILED' || status === 'REFUNDED';
+  for (const row of provider.topups) {
+    if (row.status !== 'FULFILLED') continue;
+    money.providerFulfilled++;
+    const record = topups.get(row.ref);
+    const status = record?.view?.status;
+    if (record && failedOrRefunded(status))
+      moneyLost(record.planned.request.ref, status!, `the ${row.family} top-up FULFILLED`);
+  }
+  const giftCardByOrderId = new Map(
+    giftCards.flatMap((r) => (r.view?.providerReference ? [[r.view.providerReference, r] as const] : [])),
+  );
+  for (const row of provider.giftCardOrders) {
+    if (!deliveredStatuses.has(row.status)) continue;
+    money.providerFulfilled++;
+    const record = giftCardByOrderId.get(row.orderId);
+    const status = record?.view?.status;
+    if (record && failedOrRefunded(status))
+      moneyLost(record.planned.request.ref, status!, `gift-card order ${row.orderId} ${row.status}`);
+  }
+
   const giftCardsFulfilled = giftCards.filter((r) => r.view?.status === 'FULFILLED').length;
   const giftCardsInReview = giftCards.filter((r) => r.view?.status === 'NEEDS_REVIEW').length;
   const placed = sends.giftCardOrders.placed;
@@ -294,6 +363,8 @@ export async function verify(input: {
       giftCardsFulfilled,
       giftCardsInReview,
     },
+    held,
+    money,
     workflows: workflowCount,
     lost,
     sentTwice,

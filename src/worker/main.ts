@@ -94,7 +94,12 @@ async function main(): Promise<void> {
         provider: provider.client,
         localSends: config.WORKER_PROVIDER_CALLS_PER_SECOND === undefined,
         temporal,
-        account: { provider: provider.client, checkMs: config.PROVIDER_ACCOUNT_CHECK_MS },
+        // The gate's /v3/ping reading is as old at most as the account workflow's (the config's promise).
+        account: {
+          provider: provider.client,
+          checkMs: config.PROVIDER_ACCOUNT_CHECK_MS,
+          pingMaxAgeMs: config.PROVIDER_ACCOUNT_CHECK_MS,
+        },
         reconciliation: provider.client,
         webhooks: {
           temporal,
