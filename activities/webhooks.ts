@@ -75,16 +75,21 @@ function subscribed(endpoint: WebhookEndpoint, event: OrderEvent): boolean {
 }
 
 /**
- * Per endpoint, in this worker: the direct tries in flight and, after a failed one, until when its
- * events skip the direct try. A slow or dead endpoint thus costs the order worker at most
- * `maxInFlight` local-activity slots, once per cooldown, and never holds another client's events.
+ * Per endpoint, in this worker, a circuit breaker on direct tries: the tries in flight (at most
+ * `maxInFlight`) and, after a failed one (a slow answer is a timeout), until when its events skip
+ * the direct try. Once that cooldown is over the endpoint is still suspect: one try at a time
+ * until one succeeds, then `maxInFlight` again. A slow or dead endpoint thus holds one
+ * local-activity slot — and the order workflow task waiting on it — per cooldown, not
+ * `maxInFlight` of them, and never holds another client's events.
  */
-class DirectGate {
+export class DirectGate {
   readonly #inFlight = new Map<string, number>();
   readonly #coolingUntil = new Map<string, number>();
+  /** Endpoints whose last try failed and none has succeeded since. */
+  readonly #suspect = new Set<string>();
   readonly #o: Required<Omit<DirectDelivery, 'deliver'>>;
 
-  constructor(options: DirectDelivery) {
+  constructor(options: Omit<DirectDelivery, 'deliver'> = {}) {
     const { maxInFlight, cooldownMs } = DIRECT_DELIVERY_DEFAULTS;
     this.#o = { maxInFlight, cooldownMs, clock: Date.now, ...options };
   }
@@ -94,7 +99,7 @@ class DirectGate {
     const now = this.#o.clock();
     if ((this.#coolingUntil.get(key) ?? 0) > now) return false;
     const inFlight = this.#inFlight.get(key) ?? 0;
-    if (inFlight >= this.#o.maxInFlight) return false;
+    if (inFlight >= (this.#suspect.has(key) ? 1 : this.#o.maxInFlight)) return false;
     this.#inFlight.set(key, inFlight + 1);
     return true;
   }
@@ -103,7 +108,12 @@ class DirectGate {
     const left = (this.#inFlight.get(key) ?? 1) - 1;
     if (left > 0) this.#inFlight.set(key, left);
     else this.#inFlight.delete(key);
-    if (!ok) this.#coolingUntil.set(key, this.#o.clock() + this.#o.cooldownMs);
+    if (ok) {
+      this.#suspect.delete(key);
+      return;
+    }
+    this.#suspect.add(key);
+    this.#coolingUntil.set(key, this.#o.clock() + this.#o.cooldownMs);
   }
 
   now(): number {
