@@ -243,6 +243,13 @@ export interface DeliveryDeps {
   clock?: () => Date;
   /** Delivery outcomes and lag (docs/deployers.md "Metrics"); none by default. */
   metrics?: Metrics;
+  /**
+   * Attempts one endpoint may have in flight in this worker (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT).
+   * One more fails at once, sending nothing, and is retried after its back-off like any failed
+   * attempt: a slow endpoint holds this many of the worker's delivery slots, not all of them.
+   * Unbounded when absent.
+   */
+  maxInFlightPerEndpoint?: number;
 }
 
 export function createDeliveryActivities(deps: DeliveryDeps) {
@@ -250,6 +257,8 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
   const metrics = deps.metrics ?? noMetrics;
   const deliveries = metrics.counter(metricCatalog.webhookDeliveries);
   const deliveryLag = metrics.histogram(metricCatalog.webhookDeliveryLag);
+  const inFlight = new Map<string, number>();
+  const maxInFlight = deps.maxInFlightPerEndpoint ?? Infinity;
 
   /** Where every attempt ends: one log line per attempt, and the place to count outcomes. */
   function attemptEnded(event: WebhookEvent, endpoint: string, result: DeliveryOutcome): DeliveryOutcome {
@@ -285,14 +294,29 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
           error: 'cannot sign: WEBHOOK_SIGNING_KEY is not set on the worker',
         });
       }
-      const body = JSON.stringify(webhookMessage(event, endpoint));
-      const secrets = endpointSecrets(deps.signingKey, event.client, endpoint);
-      const result = await deps.sender.post(
-        endpoint.url,
-        body,
-        signedHeaders(event.id, body, secrets, clock()),
-      );
-      return attemptEnded(event, endpoint.id, result);
+      const key = `${event.client}:${endpoint.id}`;
+      const busy = inFlight.get(key) ?? 0;
+      if (busy >= maxInFlight) {
+        return attemptEnded(event, endpoint.id, {
+          outcome: 'failed',
+          error: `not sent: ${busy} attempts at this endpoint were already in flight on this worker`,
+        });
+      }
+      inFlight.set(key, busy + 1);
+      try {
+        const body = JSON.stringify(webhookMessage(event, endpoint));
+        const secrets = endpointSecrets(deps.signingKey, event.client, endpoint);
+        const result = await deps.sender.post(
+          endpoint.url,
+          body,
+          signedHeaders(event.id, body, secrets, clock()),
+        );
+        return attemptEnded(event, endpoint.id, result);
+      } finally {
+        const left = (inFlight.get(key) ?? 1) - 1;
+        if (left > 0) inFlight.set(key, left);
+        else inFlight.delete(key);
+      }
     },
   };
 }
