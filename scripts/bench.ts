@@ -66,7 +66,8 @@ function timestamp(date: Date): string {
 async function noisyMain(options: BenchOptions): Promise<void> {
   const startedAt = new Date();
   const reports: NoisyReport[] = [];
-  for (const fairness of [false, true]) {
+  const runs = { both: [false, true], off: [false], on: [true] }[options.noisyFairness];
+  for (const fairness of runs) {
     const runLauncher = new Launcher({ output: 'none', log });
     const runId = `${Date.now().toString(36)}${fairness ? 'f' : 'n'}`;
     const off = Object.fromEntries(Object.keys(fairnessDynamicConfig).map((key) => [key, false]));
