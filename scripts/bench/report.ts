@@ -604,6 +604,25 @@ export function formatScale(report: ScaleReport, header: string[]): string {
       ]),
     ]),
   );
+  const b = report.secondClient;
+  if (b) {
+    const sec = (ms: number) => fmt(ms / 1000, 2);
+    lines.push('');
+    lines.push(
+      `SECOND CLIENT  (another: a mobile top-up every 2 s through the run, ${b.orders} orders; acceptance → sent ` +
+        `p50/p99/max ${sec(b.sentMs.p50)}/${sec(b.sentMs.p99)}/${sec(b.sentMs.max)} s, → final ` +
+        `${sec(b.finalMs.p50)}/${sec(b.finalMs.p99)}/${sec(b.finalMs.max)} s)`,
+    );
+    const bStride = Math.max(1, Math.ceil(b.overTime.length / 40));
+    lines.push(
+      table([
+        ['accepted at t s', 'sent after s', 'final after s'],
+        ...b.overTime
+          .filter((_, i) => i % bStride === 0)
+          .map((o) => [fmt(o.t, 0), fmt(o.sentS ?? NaN, 2), fmt(o.finalS ?? NaN, 1)]),
+      ]),
+    );
+  }
   return lines.join('\n');
 }
 
