@@ -75,16 +75,21 @@ function subscribed(endpoint: WebhookEndpoint, event: OrderEvent): boolean {
 }
 
 /**
- * Per endpoint, in this worker: the direct tries in flight and, after a failed one, until when its
- * events skip the direct try. A slow or dead endpoint thus costs the order worker at most
- * `maxInFlight` local-activity slots, once per cooldown, and never holds another client's events.
+ * Per endpoint, in this worker, a circuit breaker on direct tries: the tries in flight (at most
+ * `maxInFlight`) and, after a failed one (a slow answer is a timeout), until when its events skip
+ * the direct try. Once that cooldown is over the endpoint is still suspect: one try at a time
+ * until one succeeds, then `maxInFlight` again. A slow or dead endpoint thus holds one
+ * local-activity slot — and the order workflow task waiting on it — per cooldown, not
+ * `maxInFlight` of them, and never holds another client's events.
  */
-class DirectGate {
+export class DirectGate {
   readonly #inFlight = new Map<string, number>();
   readonly #coolingUntil = new Map<string, number>();
+  /** Endpoints whose last try failed and none has succeeded since. */
+  readonly #suspect = new Set<string>();
   readonly #o: Required<Omit<DirectDelivery, 'deliver'>>;
 
-  constructor(options: DirectDelivery) {
+  constructor(options: Omit<DirectDelivery, 'deliver'> = {}) {
     const { maxInFlight, cooldownMs } = DIRECT_DELIVERY_DEFAULTS;
     this.#o = { maxInFlight, cooldownMs, clock: Date.now, ...options };
   }
@@ -94,7 +99,7 @@ class DirectGate {
     const now = this.#o.clock();
     if ((this.#coolingUntil.get(key) ?? 0) > now) return false;
     const inFlight = this.#inFlight.get(key) ?? 0;
-    if (inFlight >= this.#o.maxInFlight) return false;
+    if (inFlight >= (this.#suspect.has(key) ? 1 : this.#o.maxInFlight)) return false;
     this.#inFlight.set(key, inFlight + 1);
     return true;
   }
@@ -103,7 +108,12 @@ class DirectGate {
     const left = (this.#inFlight.get(key) ?? 1) - 1;
     if (left > 0) this.#inFlight.set(key, left);
     else this.#inFlight.delete(key);
-    if (!ok) this.#coolingUntil.set(key, this.#o.clock() + this.#o.cooldownMs);
+    if (ok) {
+      this.#suspect.delete(key);
+      return;
+    }
+    this.#suspect.add(key);
+    this.#coolingUntil.set(key, this.#o.clock() + this.#o.cooldownMs);
   }
 
   now(): number {
@@ -233,6 +243,13 @@ export interface DeliveryDeps {
   clock?: () => Date;
   /** Delivery outcomes and lag (docs/deployers.md "Metrics"); none by default. */
   metrics?: Metrics;
+  /**
+   * Attempts one endpoint may have in flight in this worker (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT).
+   * One more fails at once, sending nothing, and is retried after its back-off like any failed
+   * attempt: a slow endpoint holds this many of the worker's delivery slots, not all of them.
+   * Unbounded when absent.
+   */
+  maxInFlightPerEndpoint?: number;
 }
 
 export function createDeliveryActivities(deps: DeliveryDeps) {
@@ -240,6 +257,8 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
   const metrics = deps.metrics ?? noMetrics;
   const deliveries = metrics.counter(metricCatalog.webhookDeliveries);
   const deliveryLag = metrics.histogram(metricCatalog.webhookDeliveryLag);
+  const inFlight = new Map<string, number>();
+  const maxInFlight = deps.maxInFlightPerEndpoint ?? Infinity;
 
   /** Where every attempt ends: one log line per attempt, and the place to count outcomes. */
   function attemptEnded(event: WebhookEvent, endpoint: string, result: DeliveryOutcome): DeliveryOutcome {
@@ -275,14 +294,29 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
           error: 'cannot sign: WEBHOOK_SIGNING_KEY is not set on the worker',
         });
       }
-      const body = JSON.stringify(webhookMessage(event, endpoint));
-      const secrets = endpointSecrets(deps.signingKey, event.client, endpoint);
-      const result = await deps.sender.post(
-        endpoint.url,
-        body,
-        signedHeaders(event.id, body, secrets, clock()),
-      );
-      return attemptEnded(event, endpoint.id, result);
+      const key = `${event.client}:${endpoint.id}`;
+      const busy = inFlight.get(key) ?? 0;
+      if (busy >= maxInFlight) {
+        return attemptEnded(event, endpoint.id, {
+          outcome: 'failed',
+          error: `not sent: ${busy} attempts at this endpoint were already in flight on this worker`,
+        });
+      }
+      inFlight.set(key, busy + 1);
+      try {
+        const body = JSON.stringify(webhookMessage(event, endpoint));
+        const secrets = endpointSecrets(deps.signingKey, event.client, endpoint);
+        const result = await deps.sender.post(
+          endpoint.url,
+          body,
+          signedHeaders(event.id, body, secrets, clock()),
+        );
+        return attemptEnded(event, endpoint.id, result);
+      } finally {
+        const left = (inFlight.get(key) ?? 1) - 1;
+        if (left > 0) inFlight.set(key, left);
+        else inFlight.delete(key);
+      }
     },
   };
 }

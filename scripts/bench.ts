@@ -16,12 +16,19 @@ import { projectRoot } from './lib/processes';
 import { parseBenchArgs, usage, type BenchOptions } from './bench/args';
 import { ProcMonitor } from './bench/proc';
 import { addProviderLatency } from './bench/sandbox-admin';
-import { formatComparison, formatNormal, formatScale, normalTargets } from './bench/report';
+import {
+  formatComparison,
+  formatNormal,
+  formatScale,
+  normalTargets,
+  webhookFairnessLines,
+} from './bench/report';
 import type { NormalReport } from './bench/run-normal';
 import { runNormal } from './bench/run-normal';
 import { runScale } from './bench/run-scale';
 import { formatNoisy, runNoisy, type NoisyReport } from './bench/run-noisy';
 import { fairnessDynamicConfig } from '../src/temporal/dev-server';
+import { runWebhookFairnessPart } from './bench/run-webhook-fairness';
 import { startStack } from './bench/stack';
 import { Launcher } from './lib/stack';
 
@@ -59,7 +66,8 @@ function timestamp(date: Date): string {
 async function noisyMain(options: BenchOptions): Promise<void> {
   const startedAt = new Date();
   const reports: NoisyReport[] = [];
-  for (const fairness of [false, true]) {
+  const runs = { both: [false, true], off: [false], on: [true] }[options.noisyFairness];
+  for (const fairness of runs) {
     const runLauncher = new Launcher({ output: 'none', log });
     const runId = `${Date.now().toString(36)}${fairness ? 'f' : 'n'}`;
     const off = Object.fromEntries(Object.keys(fairnessDynamicConfig).map((key) => [key, false]));
@@ -109,7 +117,7 @@ async function main(options: BenchOptions): Promise<void> {
   launcher.stopOnSignals();
 
   const stack = await startStack(launcher, options, runId, {
-    withBaselineWorker: options.scale === undefined,
+    withBaselineWorker: options.scale === undefined && options.part === undefined,
     log,
   });
   const connection = await Connection.connect(stack.connectionOptions);
@@ -127,6 +135,22 @@ async function main(options: BenchOptions): Promise<void> {
 
   if (options.providerLatencyMs > 0) await addProviderLatency(stack.sandbox, options.providerLatencyMs);
   const ctx = { options, stack, client, monitor, runId, log };
+  if (options.part === 'webhook-fairness') {
+    const fair = await runWebhookFairnessPart(ctx);
+    const line = `bench --part webhook-fairness ${timestamp(startedAt)}${options.label ? ` “${options.label}”` : ''} — git ${gitRevision() ?? 'n/a'}, load average at the end ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`;
+    process.stdout.write(`\n${line}\n${fair ? webhookFairnessLines(fair).join('\n') : ''}\n`);
+    const outDir = resolve(projectRoot, options.outDir);
+    mkdirSync(outDir, { recursive: true });
+    const file = join(outDir, `bench-${timestamp(startedAt)}-webhook-fairness.json`);
+    writeFileSync(
+      file,
+      JSON.stringify({ startedAt: startedAt.toISOString(), git: gitRevision(), fair }, null, 2),
+    );
+    log(`results written to ${file}`);
+    return;
+  }
   const report = options.scale === undefined ? await runNormal(ctx) : await runScale(ctx);
 
   const header = [

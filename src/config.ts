@@ -161,6 +161,11 @@ const schema = z.object({
     .default([]),
   /** Deliveries one worker runs at once (its webhook task queue's activity slots). */
   WEBHOOK_MAX_CONCURRENT_DELIVERIES: positiveInt.default(50),
+  /**
+   * Of those, the most one endpoint may have in flight: a slow endpoint holds this many slots,
+   * the others stay free for other endpoints (an attempt beyond it fails at once and is retried).
+   */
+  WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: positiveInt.default(8),
   /** The dev receiver (npm run webhook-receiver): its port, and the secrets (whsec_…, comma-separated) it verifies with. */
   WEBHOOK_RECEIVER_PORT: port.default(4020),
   WEBHOOK_RECEIVER_SECRET: commaList.optional(),

@@ -15,6 +15,10 @@ export interface BenchOptions {
   scale?: number;
   /** Noisy-neighbour mode: client A floods this many orders in batches of 500, fairness off then on. */
   noisy?: number;
+  /** Noisy-neighbour mode: the runs with fairness off, on, or both (default). */
+  noisyFairness: 'off' | 'on' | 'both';
+  /** Only one part of the normal run, on a stack of its own (quicker to measure a change to it). */
+  part?: 'webhook-fairness';
   /** Scale mode: submit through the API (default) or through OrderService in-process (no HTTP). */
   scaleSubmit: 'api' | 'direct';
   /** Multiplies the sandbox's delays and our polling timings (normal run 0.05, scale run 1). */
@@ -71,6 +75,9 @@ export const usage = `npm run bench -- [flags]
                            fresh stack (mobile top-ups, time scale 1) — client A
                            floods N orders in batches of 500 while B submits one order every 2 s and A
                            one single order every 5 s, against the same orders on the idle stack
+  --noisy-fairness on|off|both  the noisy run with fairness on only, off only, or both (default)
+  --part webhook-fairness  only the normal run's webhook fairness part (a prompt endpoint's client
+                           idle, beside a 10 s endpoint, beside a client without one), on its own stack
   --scale-submit api|direct  scale run: through the API (default) or OrderService in-process
   --time-scale F           sandbox delays and polling timings x F (default 0.05; scale run 1)
   --mix a,b,c              order types, round-robin (default mobile_topup,internet_topup,gift_card)
@@ -139,6 +146,8 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       scale: { type: 'string' },
       'scale-submit': { type: 'string' },
       noisy: { type: 'string' },
+      part: { type: 'string' },
+      'noisy-fairness': { type: 'string' },
       'time-scale': { type: 'string' },
       mix: { type: 'string' },
       warmup: { type: 'string' },
@@ -180,6 +189,11 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       throw new Error(`--mix: unknown order type "${type}" (known: ${orderTypes.join(', ')})`);
     }
   }
+  const noisyFairness = values['noisy-fairness'] ?? 'both';
+  if (noisyFairness !== 'on' && noisyFairness !== 'off' && noisyFairness !== 'both')
+    throw new Error('--noisy-fairness: on, off or both');
+  const part = values.part;
+  if (part !== undefined && part !== 'webhook-fairness') throw new Error('--part: webhook-fairness');
   const scaleSubmit = values['scale-submit'] ?? 'api';
   if (scaleSubmit !== 'api' && scaleSubmit !== 'direct') throw new Error('--scale-submit: api or direct');
   const partEnv = keyValuePairs('env', values.env);
@@ -204,6 +218,8 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     rounds: positive('rounds', values.rounds, 1),
     scale,
     noisy,
+    noisyFairness,
+    part,
     scaleSubmit,
     // The noisy-neighbour run, like the scale run, at the spec's timings (an idle final is ~20 s).
     timeScale: positive('time-scale', values['time-scale'], scale || noisy ? 1 : 0.05, false),

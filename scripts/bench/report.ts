@@ -6,6 +6,7 @@ import type { PhaseUsage } from './proc';
 import type { NormalReport, PerTypeReport, PhaseReport } from './run-normal';
 import { ANOTHER_FROZEN, type ReadMeasurement } from './run-read';
 import type { ScaleReport } from './run-scale';
+import type { WebhookFairnessReport } from './run-webhook-fairness';
 import { fmt, ratio, type Summary } from './stats';
 import { actionLines, MAX_ACTIONS } from './billable-actions';
 
@@ -147,6 +148,47 @@ function usageRow(
 }
 
 const NONE = { perSecond: NaN, latencyMs: { p50: NaN, p95: NaN, p99: NaN } };
+
+/** The webhook fairness part's table: the prompt client's deliveries, idle against beside a slow endpoint. */
+export function webhookFairnessLines(fair: WebhookFairnessReport): string[] {
+  const lines: string[] = [];
+  lines.push(
+    `  another client's endpoint taking ${fair.slowEndpointMs / 1000} s per delivery (${fair.slowOrders} of its orders at once): ` +
+      `${fair.promptOrders} orders of the prompt endpoint's client, status change → delivered ` +
+      '(order.processing left out: its time is the provider’s, its latency the polling schedule)',
+  );
+  lines.push(
+    table([
+      ['', 'p50 ms', 'p99 ms', 'max ms'],
+      ['idle stack', fmt(fair.idle.p50, 0), fmt(fair.idle.p99, 0), fmt(fair.idle.max, 0)],
+      ['beside the slow endpoint', fmt(fair.loaded.p50, 0), fmt(fair.loaded.p99, 0), fmt(fair.loaded.max, 0)],
+      ['ratio', fmt(fair.ratio.p50, 2), fmt(fair.ratio.p99, 2), fmt(fair.ratio.max, 2)],
+      ...(fair.control
+        ? [
+            [
+              'control: beside as many orders, no endpoint',
+              fmt(fair.control.p50, 0),
+              fmt(fair.control.p99, 0),
+              fmt(fair.control.max, 0),
+            ],
+          ]
+        : []),
+    ]),
+  );
+  lines.push(`  the slow endpoint had received ${fair.slowReceived} deliveries by then`);
+  const cpu = fair.cpuSeconds ?? {};
+  const parts = (['idle', 'loaded', 'control'] as const).filter((p) => cpu[p]);
+  if (parts.length > 0) {
+    const names = [...new Set(parts.flatMap((p) => Object.keys(cpu[p]!)))];
+    lines.push(
+      table([
+        ['CPU seconds during the prompt client’s part', ...names],
+        ...parts.map((p) => [p, ...names.map((n) => fmt(cpu[p]![n] ?? NaN, 2))]),
+      ]),
+    );
+  }
+  return lines;
+}
 
 export function formatNormal(report: NormalReport, header: string[]): string {
   const { rawStart, api, direct, minimal } = report.phases;
@@ -330,38 +372,7 @@ export function formatNormal(report: NormalReport, header: string[]): string {
         ],
       ]),
     );
-    const fair = report.webhookFairness;
-    if (fair) {
-      lines.push(
-        `  another client's endpoint taking ${fair.slowEndpointMs / 1000} s per delivery (${fair.slowOrders} of its orders at once): ` +
-          `${fair.promptOrders} orders of the prompt endpoint's client, status change → delivered ` +
-          '(order.processing left out: its time is the provider’s, its latency the polling schedule)',
-      );
-      lines.push(
-        table([
-          ['', 'p50 ms', 'p99 ms', 'max ms'],
-          ['idle stack', fmt(fair.idle.p50, 0), fmt(fair.idle.p99, 0), fmt(fair.idle.max, 0)],
-          [
-            'beside the slow endpoint',
-            fmt(fair.loaded.p50, 0),
-            fmt(fair.loaded.p99, 0),
-            fmt(fair.loaded.max, 0),
-          ],
-          ['ratio', fmt(fair.ratio.p50, 2), fmt(fair.ratio.p99, 2), fmt(fair.ratio.max, 2)],
-          ...(fair.control
-            ? [
-                [
-                  'control: beside as many orders, no endpoint',
-                  fmt(fair.control.p50, 0),
-                  fmt(fair.control.p99, 0),
-                  fmt(fair.control.max, 0),
-                ],
-              ]
-            : []),
-        ]),
-      );
-      lines.push(`  the slow endpoint had received ${fair.slowReceived} deliveries by then`);
-    }
+    if (report.webhookFairness) lines.push(...webhookFairnessLines(report.webhookFairness));
     lines.push(
       `  orders whose final event arrived: ${deliveries.ordersWithFinalEvent}/${deliveries.orders}; ` +
         `deliveries ${deliveries.deliveries} for ${deliveries.events} events; unverified ${deliveries.unverified}; ` +
@@ -593,6 +604,25 @@ export function formatScale(report: ScaleReport, header: string[]): string {
       ]),
     ]),
   );
+  const b = report.secondClient;
+  if (b) {
+    const sec = (ms: number) => fmt(ms / 1000, 2);
+    lines.push('');
+    lines.push(
+      `SECOND CLIENT  (another: a mobile top-up every 2 s through the run, ${b.orders} orders; acceptance → sent ` +
+        `p50/p99/max ${sec(b.sentMs.p50)}/${sec(b.sentMs.p99)}/${sec(b.sentMs.max)} s, → final ` +
+        `${sec(b.finalMs.p50)}/${sec(b.finalMs.p99)}/${sec(b.finalMs.max)} s)`,
+    );
+    const bStride = Math.max(1, Math.ceil(b.overTime.length / 40));
+    lines.push(
+      table([
+        ['accepted at t s', 'sent after s', 'final after s'],
+        ...b.overTime
+          .filter((_, i) => i % bStride === 0)
+          .map((o) => [fmt(o.t, 0), fmt(o.sentS ?? NaN, 2), fmt(o.finalS ?? NaN, 1)]),
+      ]),
+    );
+  }
   return lines.join('\n');
 }
 

@@ -66,7 +66,21 @@ export interface ScaleReport {
   /** Average CPU cores of each process over the whole phase. */
   averageCores: Record<string, number>;
   series: ScalePoint[];
+  /**
+   * Client `another`: one mobile top-up every SECOND_CLIENT_EVERY_MS from the first submission
+   * until the scale run's orders are closed: what another client's orders see meanwhile.
+   */
+  secondClient?: {
+    orders: number;
+    sentMs: Summary;
+    finalMs: Summary;
+    /** Each order: accepted at t s (from the first scale submission), sent and final after, s. */
+    overTime: { t: number; sentS?: number; finalS?: number }[];
+  };
 }
+
+/** The second client's pace during the scale run: the noisy run's B. */
+const SECOND_CLIENT_EVERY_MS = 2_000;
 
 export async function runScale(ctx: RunContext): Promise<ScaleReport> {
   const { options, stack, client, monitor, runId, log } = ctx;
@@ -97,6 +111,7 @@ export async function runScale(ctx: RunContext): Promise<ScaleReport> {
     }
     log(`scale: submitting ${n} orders via ${options.scaleSubmit} at concurrency ${concurrency}…`);
     monitor.recordSeries(true);
+    const second = secondClient(ctx);
     const total = await monitor.phase();
     const submitting = await monitor.phase();
     const { calls, ...intake } = await closedLoop(n, concurrency, submit);
@@ -114,6 +129,7 @@ export async function runScale(ctx: RunContext): Promise<ScaleReport> {
     });
     const totalUsage = await total.stop();
     monitor.recordSeries(false);
+    const secondOrders = await second?.stop();
     log(
       `  ${wait.closed} closed${wait.inReview ? `, ${wait.inReview} in NEEDS_REVIEW` : ''}` +
         `${wait.timedOut ? ' (TIMED OUT waiting)' : ''} after ${wait.waitedS.toFixed(1)} s more`,
@@ -206,10 +222,73 @@ export async function runScale(ctx: RunContext): Promise<ScaleReport> {
       usage: { submitting: submittingUsage, total: totalUsage },
       averageCores,
       series,
+      ...(second && secondOrders !== undefined
+        ? { secondClient: await second.figures(secondOrders, t0) }
+        : {}),
     };
   } finally {
     await close();
   }
+}
+
+/** Client B (`another`) submitting one order every SECOND_CLIENT_EVERY_MS until stop(); undefined without it. */
+function secondClient(ctx: RunContext) {
+  const { stack, client, options, runId, log } = ctx;
+  const another = stack.clients?.another;
+  if (!another) return undefined;
+  const api = apiSubmitter(stack.apiUrl, another.apiKey, 2);
+  const order = (i: number) => orderAt(runId, 'scaleb', ['mobile_topup'], i);
+  let stopping = false;
+  const run = (async () => {
+    const inFlight: Promise<string>[] = [];
+    for (let i = 0; !stopping; i++) {
+      inFlight.push(api.submit(order(i)));
+      await new Promise((r) => setTimeout(r, SECOND_CLIENT_EVERY_MS));
+    }
+    return (await Promise.all(inFlight)).length;
+  })();
+  return {
+    /** Stops submitting; the number submitted, once the last is answered. */
+    async stop(): Promise<number> {
+      stopping = true;
+      try {
+        return await run;
+      } finally {
+        await api.close();
+      }
+    },
+    async figures(count: number, t0: number): Promise<NonNullable<ScaleReport['secondClient']>> {
+      await waitClosed(client, workflowIdPrefix(runId, 'scaleb', another.id), count, {
+        timeoutS: options.waitTimeoutS,
+        assertAlive: () => stack.assertAlive(),
+      });
+      log(`reading the second client's ${count} histories…`);
+      const ids = Array.from({ length: count }, (_, i) => orderWorkflowId(order(i).ref, another.id));
+      const histories = await fetchHistories(client, ids, options.historyConcurrency);
+      const after = (at: number | undefined, start: number | undefined) =>
+        at !== undefined && start !== undefined ? (at - start) / 1000 : undefined;
+      const overTime = histories.flatMap((h) =>
+        h.startMs === undefined
+          ? []
+          : [
+              {
+                t: (h.startMs - t0) / 1000,
+                sentS: after(h.sendCompletedMs, h.startMs),
+                finalS: after(h.closeMs, h.startMs),
+              },
+            ],
+      );
+      overTime.sort((a, b) => a.t - b.t);
+      const ms = (values: (number | undefined)[]) =>
+        summarize(values.flatMap((v) => (v === undefined ? [] : [v * 1000])));
+      return {
+        orders: count,
+        sentMs: ms(overTime.map((o) => o.sentS)),
+        finalMs: ms(overTime.map((o) => o.finalS)),
+        overTime,
+      };
+    },
+  };
 }
 
 /** How many of the ascending `sorted` are <= t. */

@@ -29,6 +29,8 @@ export interface WebhookFairnessReport {
   ratio: { p50: number; p99: number; max: number };
   /** Deliveries A's endpoint had received by the time B's last event arrived. */
   slowReceived: number;
+  /** CPU seconds of our parts (and of the machine's other users) during each of B's parts: what the load cost. */
+  cpuSeconds: Partial<Record<'idle' | 'loaded' | 'control', Record<string, number>>>;
 }
 
 const PROMPT_ORDERS = 20;
@@ -45,15 +47,17 @@ const FINAL_TYPES = new Set(['order.fulfilled', 'order.refunded', 'order.failed'
 const PROVIDER_TIMED = 'order.processing';
 
 export async function runWebhookFairness(ctx: RunContext): Promise<WebhookFairnessReport | undefined> {
-  const { options, stack, client, runId, log } = ctx;
+  const { options, stack, client, monitor, runId, log } = ctx;
   const hooks = stack.webhooks;
   if (!hooks) return undefined;
+  const cpuSeconds: WebhookFairnessReport['cpuSeconds'] = {};
   const prompt = apiSubmitter(stack.apiUrl, hooks.apiKey, 4);
   const slow = apiSubmitter(stack.apiUrl, hooks.slow.apiKey, 4);
   const slowOrders = Math.min(SLOW_ORDERS, options.orders);
   try {
     /** B's orders of a part, submitted four at a time; their events' latencies once every final one arrived. */
-    const promptPart = async (phase: string): Promise<number[]> => {
+    const promptPart = async (phase: string, part: keyof typeof cpuSeconds): Promise<number[]> => {
+      const usage = await monitor.phase();
       await closedLoop(PROMPT_ORDERS, 4, (i) => prompt.submit(orderAt(runId, phase, options.mix, i)));
       const prefix = refPrefix(runId, phase);
       const mine = () =>
@@ -69,6 +73,9 @@ export async function runWebhookFairness(ctx: RunContext): Promise<WebhookFairne
       const t0 = Date.now();
       while (finals() < PROMPT_ORDERS && Date.now() - t0 < 180_000)
         await new Promise((r) => setTimeout(r, 250));
+      cpuSeconds[part] = Object.fromEntries(
+        Object.entries(await usage.stop()).map(([name, u]) => [name, Math.round(u.cpuSeconds * 100) / 100]),
+      );
       const first = new Map<string, number>();
       for (const d of mine()) {
         if (d.message.type === PROVIDER_TIMED || first.has(d.id)) continue;
@@ -78,13 +85,13 @@ export async function runWebhookFairness(ctx: RunContext): Promise<WebhookFairne
     };
 
     log(`webhook fairness: ${PROMPT_ORDERS} orders of a prompt endpoint's client on the idle stack…`);
-    const idle = summarize(await promptPart('fairidle'));
+    const idle = summarize(await promptPart('fairidle', 'idle'));
     log(
       `webhook fairness: the same while another client submits ${slowOrders} orders to an endpoint taking ${SLOW_ENDPOINT_MS / 1000} s…`,
     );
     const flood = closedLoop(slowOrders, 4, (i) => slow.submit(orderAt(runId, 'fairslow', options.mix, i)));
     await new Promise((r) => setTimeout(r, 1_000));
-    const loaded = summarize(await promptPart('fairloaded'));
+    const loaded = summarize(await promptPart('fairloaded', 'loaded'));
     const slowReceived = hooks.slow.receiver.deliveries.length;
     const floodResult = await flood;
     await waitClosed(client, workflowIdPrefix(runId, 'fairslow', hooks.slow.clientId), floodResult.ok, {
@@ -103,7 +110,7 @@ export async function runWebhookFairness(ctx: RunContext): Promise<WebhookFairne
           plain.submit(orderAt(runId, 'fairplain', options.mix, i)),
         );
         await new Promise((r) => setTimeout(r, 1_000));
-        control = summarize(await promptPart('faircontrol'));
+        control = summarize(await promptPart('faircontrol', 'control'));
         const submitted = await orders;
         await waitClosed(client, workflowIdPrefix(runId, 'fairplain', another.id), submitted.ok, {
           timeoutS: options.waitTimeoutS,
@@ -125,6 +132,7 @@ export async function runWebhookFairness(ctx: RunContext): Promise<WebhookFairne
         max: ratio(loaded.max, idle.max),
       },
       slowReceived,
+      cpuSeconds,
       ...(control ? { control } : {}),
     };
     log(`  prompt client's deliveries p99 ${idle.p99} ms idle, ${loaded.p99} ms beside the slow endpoint`);
@@ -132,4 +140,30 @@ export async function runWebhookFairness(ctx: RunContext): Promise<WebhookFairne
   } finally {
     await Promise.all([prompt.close(), slow.close()]);
   }
+}
+
+/**
+ * `--part webhook-fairness`: the part alone, on a stack of its own, after a warm-up of the prompt
+ * client's orders (JIT, connections, caches), so that a change to delivery is quick to measure.
+ */
+export async function runWebhookFairnessPart(ctx: RunContext): Promise<WebhookFairnessReport | undefined> {
+  const { options, stack, client, runId, log } = ctx;
+  const hooks = stack.webhooks;
+  if (!hooks) throw new Error('--part webhook-fairness needs the bench’s own stack (its receivers)');
+  if (options.warmup > 0) {
+    log(`warm-up: ${options.warmup} orders of the prompt endpoint's client…`);
+    const prompt = apiSubmitter(stack.apiUrl, hooks.apiKey, 4);
+    try {
+      const warm = await closedLoop(options.warmup, 4, (i) =>
+        prompt.submit(orderAt(runId, 'fairwarm', options.mix, i)),
+      );
+      await waitClosed(client, workflowIdPrefix(runId, 'fairwarm', hooks.clientId), warm.ok, {
+        timeoutS: options.waitTimeoutS,
+        assertAlive: () => stack.assertAlive(),
+      });
+    } finally {
+      await prompt.close();
+    }
+  }
+  return runWebhookFairness(ctx);
 }

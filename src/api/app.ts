@@ -29,6 +29,7 @@ import {
   temporarilyUnavailable,
 } from './error-handler';
 import { readinessCheck, searchAttributesNotReady, type ProviderPort } from './health';
+import { fairnessStatus } from './fairness-status';
 import { requestLogger } from './logging';
 import { requestMetrics } from './metrics';
 import { accountReport, type AccountProviderPort, type AccountReport } from './account';
@@ -148,6 +149,13 @@ export function createApp(deps: AppDeps): Express {
     timeoutMs: config.API_READINESS_TIMEOUT_MS,
     now: () => clock().getTime(),
   });
+  const fairness = fairnessStatus({
+    client: deps.client,
+    taskQueue: deps.taskQueue,
+    now: () => clock().getTime(),
+    onProbeFailed: (error) =>
+      logger.warn({ error }, 'could not probe whether Temporal honours task-queue fairness'),
+  });
 
   const app = express();
   app.disable('x-powered-by');
@@ -179,7 +187,13 @@ export function createApp(deps: AppDeps): Express {
       now: () => clock().getTime(),
     });
   app.use(
-    publicRouter({ readiness, account, shuttingDown: deps.shuttingDown ?? (() => false), openApiDocument }),
+    publicRouter({
+      readiness,
+      account,
+      fairness,
+      shuttingDown: deps.shuttingDown ?? (() => false),
+      openApiDocument,
+    }),
   );
 
   // Everything under /v1 needs a key, checked before a body is even read. Limits per client

@@ -538,6 +538,16 @@ export const Readiness = z
         .meta({ description: 'A worker polled the order task queue in the last 2 minutes.' }),
       provider: z.literal('up').meta({ description: 'The provider accepts our key.' }),
     }),
+    fairness: z.enum(['on', 'off', 'unknown']).meta({
+      description:
+        'Whether Temporal honours task-queue fairness (one client’s backlog does not hold another’s orders), ' +
+        'as the fairness probe last found it (re-probed hourly; `unknown` until the first answer). ' +
+        '`off` does not make the API unready: orders still run, first come, first served.',
+    }),
+    notices: z
+      .array(z.string())
+      .optional()
+      .meta({ description: 'What is not as it should be, although orders still run (e.g. fairness off).' }),
     account: z
       .object({
         held: z

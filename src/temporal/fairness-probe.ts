@@ -85,6 +85,12 @@ export async function probeFairness(
   }
 }
 
+/** What the worker's log and /readyz say when the probe finds fairness not honoured. */
+export const FAIRNESS_NOT_HONOURED =
+  "Temporal does not honour task-queue fairness: every client's orders wait in one first-come, first-served line, " +
+  "so one client's bulk upload delays the others. Set matching.enableFairness=true and " +
+  'matching.useNewMatcher=true in the server\'s dynamic config (Temporal ≥ 1.29; docs/deployers.md "Fair under load")';
+
 /**
  * Probes once and says the answer in the log (a warning, with what to set, when fairness is not
  * honoured). Never throws: orders run either way, only their order differs.
@@ -104,12 +110,7 @@ export async function reportFairness(
         probe: result.positions,
       });
     } else {
-      log.warn(
-        "Temporal does not honour task-queue fairness: every client's orders wait in one first-come, first-served line, " +
-          "so one client's bulk upload delays the others. Set matching.enableFairness=true and " +
-          'matching.useNewMatcher=true in the server\'s dynamic config (Temporal ≥ 1.29; docs/deployers.md "Fair under load")',
-        { probe: result.positions, of: result.tasks },
-      );
+      log.warn(FAIRNESS_NOT_HONOURED, { probe: result.positions, of: result.tasks });
     }
     return result;
   } catch (err) {

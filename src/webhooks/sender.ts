@@ -18,6 +18,11 @@ export interface WebhookSenderOptions {
   policy: AddressPolicy;
   /** Host name resolution (default: the system's); tests answer for names of their own. */
   lookup?: LookupAll;
+  /**
+   * Connections per origin (default 16). At least the attempts one endpoint may have in flight:
+   * an attempt waiting for a connection spends its timeout waiting.
+   */
+  connections?: number;
 }
 
 export class WebhookSender {
@@ -33,7 +38,7 @@ export class WebhookSender {
       }),
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
-      connections: 16,
+      connections: options.connections ?? 16,
     });
   }
 

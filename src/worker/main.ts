@@ -54,6 +54,7 @@ async function main(): Promise<void> {
   const sender = new WebhookSender({
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     policy: new AddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
+    connections: Math.max(16, config.WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT),
   });
   // The announcements' own tries: a receiver slower than this is left to the delivery workflow.
   const directSender = new WebhookSender({
@@ -126,6 +127,7 @@ async function main(): Promise<void> {
         signingKey,
         sender,
         metrics,
+        maxInFlightPerEndpoint: config.WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT,
       }),
       dataConverter,
       workflowCode,

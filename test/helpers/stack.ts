@@ -15,6 +15,7 @@ import { startTestApi, type TestApi } from '../../src/api/testing';
 import type { Tracing } from '../../src/observability/tracing';
 import type { AccountProvider } from '../../activities/account';
 import type { ReconciliationProvider } from '../../activities/reconciliation';
+import { startDevServer, type DevServerOptions } from '../../src/temporal/dev-server';
 import { createOrderWorker } from '../../src/worker/worker';
 import {
   bundledWorkflows,
@@ -49,6 +50,8 @@ export type StackApiOptions = Omit<
 export interface StackOptions<K extends string> {
   /** Prefix of the task queues, so that no two files' workflows meet. */
   name: string;
+  /** A Temporal dev server of the stack's own with these options instead of the run's (e.g. fairness off). */
+  temporal?: Pick<DevServerOptions, 'fairness'>;
   /** The sandbox's time scale (default TIME_SCALE); `false`: no sandbox and no provider client. */
   sandbox?: { timeScale?: number } | false;
   /** One worker per name, each on a task queue of its own; default none. */
@@ -89,7 +92,7 @@ export async function startOrderStack<K extends string = never>(
 ): Promise<OrderStack<K>> {
   installTestRuntime();
   const [temporal, sandbox] = await Promise.all([
-    useTemporal(),
+    options.temporal ? startDevServer({ uiPort: false, ...options.temporal }) : useTemporal(),
     options.sandbox === false ? undefined : startTestSandbox(options.sandbox?.timeScale),
   ]);
   const provider = sandbox && testProvider(sandbox.url);

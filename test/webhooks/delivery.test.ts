@@ -326,4 +326,58 @@ describe('signatures and secrets', () => {
       await receiver.close();
     }
   });
+  it('one endpoint has at most maxInFlightPerEndpoint attempts in flight: one more is not sent and fails at once; another endpoint is not held', async () => {
+    const slow = await startReceiver({
+      secrets: [endpointSecret(signingKey, 'acme', 'slow', 1)],
+      answer: () => ({ status: 204, delayMs: 1_500 }),
+    });
+    const prompt = await startReceiver({ secrets: [endpointSecret(signingKey, 'shop', 'erp', 1)] });
+    const registry = new ClientRegistry({
+      clients: [
+        { id: 'acme', name: 'Acme', scopes: [], keys: [], webhooks: [{ id: 'slow', url: `${slow.url}/h` }] },
+        { id: 'shop', name: 'Shop', scopes: [], keys: [], webhooks: [{ id: 'erp', url: `${prompt.url}/h` }] },
+      ],
+    });
+    const sender = new WebhookSender({ timeoutMs: 5_000, policy: new AddressPolicy(['127.0.0.1/32']) });
+    const activities = createDeliveryActivities({
+      endpoints: registry,
+      signingKey,
+      sender,
+      maxInFlightPerEndpoint: 2,
+    });
+    const deliver = (client: string, endpoint: string, sequence: number): Promise<DeliveryOutcome> =>
+      new MockActivityEnvironment().run(activities.deliverWebhook, {
+        endpoint,
+        event: {
+          id: `evt_${client}_${sequence}`,
+          orderWorkflowId: `order:${client}:X${sequence}`,
+          targets: [endpoint],
+          sequence,
+          type: 'order.submitted',
+          timestamp: new Date().toISOString(),
+          client,
+          view: { ref: `X${sequence}`, status: 'SUBMITTED', timeline: [] },
+        } as unknown as WebhookEvent,
+      });
+    try {
+      const held = [deliver('acme', 'slow', 1), deliver('acme', 'slow', 2)];
+      await new Promise((r) => setTimeout(r, 200));
+      const t0 = Date.now();
+      const third = await deliver('acme', 'slow', 3);
+      assert.equal(third.outcome, 'failed');
+      assert.match(third.outcome === 'failed' ? third.error : '', /^not sent: 2 attempts at this endpoint/);
+      assert.ok(Date.now() - t0 < 1_000, 'fails at once, holding no slot');
+      assert.deepEqual(await deliver('shop', 'erp', 1), { outcome: 'delivered', status: 204 });
+      for (const attempt of await Promise.all(held)) assert.equal(attempt.outcome, 'delivered');
+      assert.deepEqual(
+        slow.deliveries.map((d) => d.id).sort(),
+        ['evt_acme_1', 'evt_acme_2'],
+        'the third was never sent',
+      );
+      assert.equal((await deliver('acme', 'slow', 4)).outcome, 'delivered', 'free again once they ended');
+    } finally {
+      await sender.close();
+      await Promise.all([slow.close(), prompt.close()]);
+    }
+  });
 });

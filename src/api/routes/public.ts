@@ -3,6 +3,7 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { temporarilyUnavailable } from '../error-handler';
 import type { Readiness } from '../health';
 import type { AccountReport } from '../account';
+import type { FairnessStatus } from '../fairness-status';
 import { validateRequest } from '../validation';
 
 /** No public route takes a parameter: an unknown one is a 400 here as on every /v1 route. */
@@ -14,6 +15,8 @@ const noParameters: RequestHandler = (req: Request, _res, next) => {
 export function publicRouter(deps: {
   readiness: () => Promise<Readiness>;
   account: () => Promise<AccountReport>;
+  /** Whether Temporal honours task-queue fairness: said, never a reason to be unready (orders run either way). */
+  fairness: () => FairnessStatus;
   shuttingDown: () => boolean;
   openApiDocument: () => object;
 }): Router {
@@ -38,9 +41,12 @@ export function publicRouter(deps: {
       throw temporarilyUnavailable(`Not ready: ${missing.join('; ')}.`);
     }
     const { held, operators } = account;
+    const { fairness, notice } = deps.fairness();
     res.json({
       status: 'ready',
       checks,
+      fairness,
+      ...(notice ? { notices: [notice] } : {}),
       account: { ...(held && { held }), ...(operators && { operators }) },
     });
   });
