@@ -29,7 +29,7 @@ import {
 import type { OrderProvider } from '../activities';
 import type { ProviderClient } from '../src/provider';
 import type { FaultSpecInput } from '../src/sandbox/faults';
-import { sandboxSpecialNumbers } from '../src/provider/wire';
+import { sandboxSpecialNumbers, sandboxTestTypes } from '../src/provider/wire';
 import {
   decideReviewUpdate,
   defaultOrderTimings,
@@ -112,16 +112,31 @@ const holdInHandling = (sandbox: TestSandbox, ref: string) =>
   sandbox.changeTopup(ref, { status: 'HANDLING' });
 
 /**
- * A normal order: at most 15 events, the send's local-activity marker and no patch marker.
+ * A normal order: at most 15 events, the send's local-activity marker and no patch marker — or,
+ * when it records what the provider debited, the settlement-memo patch's marker and memo update too.
  */
 function verifyNormal(history: History): void {
   const events = history.events ?? [];
   const markers = events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
-  if (events.length > 15 || markers.some((name) => name !== 'core_local_activity') || markers.length !== 1) {
+  const settled = settlementRecorded(history) ? 2 : 0;
+  const expectedMarkers = settled ? ['core_local_activity', 'core_patch'] : ['core_local_activity'];
+  if (events.length > 15 + settled || [...markers].sort().join() !== expectedMarkers.join()) {
     throw new Error(
       `expected a normal order's history: ${events.length} events, markers ${markers.join(', ')}`,
     );
   }
+}
+
+/** The order recorded its settlement in its memo (workflows/order/debit.ts). */
+function settlementRecorded(history: History): boolean {
+  return (history.events ?? []).some(
+    (e) => e.workflowPropertiesModifiedEventAttributes?.upsertedMemo?.fields?.settlement !== undefined,
+  );
+}
+
+function verifySettlementRecorded(history: History): void {
+  if (!settlementRecorded(history)) throw new Error('expected the settlement memo to be recorded');
+  verifyNormal(history);
 }
 
 /** A forced REFUNDED the provider contradicts (FULFILLED): DISPUTED, then decided FULFILLED. */
@@ -144,6 +159,18 @@ const scenarios: Record<string, Scenario> = {
     request: (ref) => giftCardRequest(ref),
     expected: 'FULFILLED',
     verify: verifyNormal,
+  },
+  // The debit recorded as the order settles (the settlement-memo patch): a top-up's balance_amount,
+  // a gift card the provider filled in part.
+  'mobile-fulfilled-debit-recorded': {
+    request: (ref) => mobileRequest(ref),
+    expected: 'FULFILLED',
+    verify: verifySettlementRecorded,
+  },
+  'gift-card-partial-debit-recorded': {
+    request: (ref) => ({ ...giftCardRequest(ref, 4), typeId: sandboxTestTypes.partial }),
+    expected: 'PARTIALLY_FULFILLED',
+    verify: verifySettlementRecorded,
   },
   'mobile-refunded': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.refunded),

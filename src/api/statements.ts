@@ -25,6 +25,8 @@ import {
   OrderTypeAttribute,
   workflowTypeByOrderType,
   AcceptedAtAttribute,
+  SETTLEMENT_MEMO,
+  type OrderSettlement,
 } from '../../contract/order';
 import { ApiError } from './errors';
 import { ownedByClause, rangeClauses } from './order-list';
@@ -68,6 +70,38 @@ const Sums = {
     .int()
     .optional()
     .meta({ description: 'Orders accepted before figures were recorded: counted, not summed.' }),
+  debited: z
+    .number()
+    .optional()
+    .meta({
+      description:
+        'FULFILLED, PARTIALLY_FULFILLED, REFUNDED: DZD the provider debited for these orders, as each recorded it ' +
+        'from the provider’s answer when it settled (top-ups: `balance_amount`; gift cards: `fulfilled_amount`, ' +
+        'else the price per card × the cards delivered).',
+    }),
+  debitUnrecorded: z
+    .number()
+    .int()
+    .optional()
+    .meta({
+      description:
+        'Of those, orders with no debit recorded (not in `debited`): settled before debits were recorded, by an ' +
+        'operator’s decision the provider did not confirm, or by an answer that gives none (internet top-ups).',
+    }),
+  partial: z
+    .object({
+      orders: z.number().int(),
+      cardsOrdered: z.number().int(),
+      cardsDelivered: z.number().int(),
+      cardsRefunded: z.number().int(),
+      deliveredAmount: z
+        .number()
+        .optional()
+        .meta({ description: 'DZD, of the orders whose answer gave it.' }),
+      refundedAmount: z.number().optional().meta({ description: 'DZD, of the orders whose answer gave it.' }),
+    })
+    .optional()
+    .meta({ description: 'PARTIALLY_FULFILLED gift cards: what was delivered and what was refunded.' }),
 };
 
 export const Statement = z
@@ -126,12 +160,12 @@ export class StatementService {
         const date = row.completedAt.toISOString().slice(0, 10);
         const key = `${date}|${row.type}|${row.status}`;
         const line = days.get(key) ?? { date, type: row.type, status: row.status, orders: 0 };
-        days.set(key, add(line, row.figures));
+        days.set(key, add(line, row));
       }),
       this.#each(open, (row) => {
         const key = `${row.type}|${row.status}`;
         const line = opens.get(key) ?? { type: row.type, status: row.status, orders: 0 };
-        opens.set(key, add(line, row.figures));
+        opens.set(key, add(line, row));
       }),
     ]);
     const byKey = <T extends { type: string; status: string }>(
@@ -163,10 +197,7 @@ export class StatementService {
     return clauses.join(' AND ');
   }
 
-  async #each(
-    query: string,
-    take: (row: { type: string; status: string; completedAt?: Date; figures?: OrderFigures }) => void,
-  ): Promise<void> {
+  async #each(query: string, take: (row: Row) => void): Promise<void> {
     for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
       const attributes = execution.typedSearchAttributes;
       const type = attributes.get(OrderTypeAttribute);
@@ -177,13 +208,48 @@ export class StatementService {
         status,
         completedAt: attributes.get(CompletedAtAttribute),
         figures: execution.memo?.[FIGURES_MEMO] as OrderFigures | undefined,
+        settlement: execution.memo?.[SETTLEMENT_MEMO] as OrderSettlement | undefined,
       });
     }
   }
 }
 
-function add<L extends Line>(line: L, figures: OrderFigures | undefined): L {
+/** One order as a statement reads it from visibility. */
+interface Row {
+  type: string;
+  status: string;
+  completedAt?: Date;
+  figures?: OrderFigures;
+  settlement?: OrderSettlement;
+}
+
+/** The final statuses the provider's answer settles, with a debit to show. */
+const debitedStatuses = new Set(['FULFILLED', 'PARTIALLY_FULFILLED', 'REFUNDED']);
+
+function add<L extends Line>(line: L, { status, figures, settlement }: Row): L {
   line.orders += 1;
+  if (debitedStatuses.has(status)) {
+    const debit = settlement?.debit;
+    if (debit) line.debited = dinars((line.debited ?? 0) + debit.amount);
+    else line.debitUnrecorded = (line.debitUnrecorded ?? 0) + 1;
+  }
+  const partial = settlement?.partial;
+  if (status === 'PARTIALLY_FULFILLED' && partial) {
+    const sum = (line.partial ??= {
+      orders: 0,
+      cardsOrdered: 0,
+      cardsDelivered: 0,
+      cardsRefunded: 0,
+    });
+    sum.orders += 1;
+    sum.cardsOrdered += partial.quantity;
+    sum.cardsDelivered += partial.fulfilledQuantity;
+    sum.cardsRefunded += partial.refundedQuantity;
+    if (partial.fulfilledAmount !== undefined)
+      sum.deliveredAmount = dinars((sum.deliveredAmount ?? 0) + partial.fulfilledAmount);
+    if (partial.refundedAmount !== undefined)
+      sum.refundedAmount = dinars((sum.refundedAmount ?? 0) + partial.refundedAmount);
+  }
   if (!figures) line.unknown = (line.unknown ?? 0) + 1;
   else if ('planCode' in figures) {
     if (figures.amount === undefined) line.unpriced = (line.unpriced ?? 0) + 1;
@@ -206,6 +272,9 @@ function add<L extends Line>(line: L, figures: OrderFigures | undefined): L {
   }
   return line;
 }
+
+/** Sums of dinars kept to the centime: prices per card need not be whole. */
+const dinars = (amount: number) => Math.round(amount * 100) / 100;
 
 function clientNotFound(client: string): ApiError {
   return new ApiError('client-not-found', `No statement of client ${client} is visible to you.`);
