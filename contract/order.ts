@@ -275,6 +275,33 @@ export interface OrderResult {
     fulfilledAmount?: number;
     refundedAmount?: number;
   };
+  /**
+   * FULFILLED, PARTIALLY_FULFILLED or REFUNDED on the provider's answer: what the provider debited
+   * for the order, from that answer.
+   */
+  debit?: OrderDebit;
+}
+
+/** What the provider debited for an order (DZD; 0 when it refunded all of it) and where it says so. */
+export interface OrderDebit {
+  amount: number;
+  /**
+   * The field of the provider's check answer: `balance_amount` (top-ups), `fulfilled_amount`
+   * (gift cards), or `price_per_card` (gift cards: the price per card × the cards delivered).
+   */
+  source: 'balance_amount' | 'fulfilled_amount' | 'price_per_card';
+  /** Gift cards: the account's price per card, when the answer gave it. */
+  pricePerCard?: number;
+}
+
+/**
+ * The memo key (`settlement`) where an order records, when it settles, what a statement sums
+ * beside the request's figures: the debit and a partial order's split. Never a card code or a number.
+ */
+export const SETTLEMENT_MEMO = 'settlement';
+export interface OrderSettlement {
+  debit?: OrderDebit;
+  partial?: OrderResult['partial'];
 }
 
 export interface OrderHold {

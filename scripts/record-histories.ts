@@ -32,7 +32,7 @@ import type { OrderProvider } from '../activities';
 import type { ProviderClient } from '../src/provider';
 import type { FaultSpecInput } from '../src/sandbox/faults';
 import type { MobileTopupRequest } from '../contract/schemas';
-import { sandboxSpecialNumbers } from '../src/provider/wire';
+import { sandboxSpecialNumbers, sandboxTestTypes } from '../src/provider/wire';
 import {
   decideReviewUpdate,
   defaultOrderTimings,
@@ -131,20 +131,21 @@ const stuck = { deadlineMs: 10_000, reviewRecheckMs: 15_000 } satisfies Partial<
 const holdInHandling = (sandbox: TestSandbox, ref: string) =>
   sandbox.changeTopup(ref, { status: 'HANDLING' });
 
-/**
- * A normal order: at most 15 events, the send's local-activity marker, and a marker per patch in use.
- */
-/** Patches whose marker every new order records (docs/contributors.md "Patches in use"). */
-const PATCHES_ON_EVERY_ORDER = 1;
+/** Patches a normal new order records (first-send-decides; settlement-memo once it settles). */
+const PATCHES_ON_EVERY_ORDER = 2;
 
+/**
+ * A normal order: at most 15 events and the send's local-activity marker, plus for each patch in use
+ * its marker and change-version upsert, and the settlement memo's update when it records a debit.
+ */
 function verifyNormal(history: History): void {
   const events = history.events ?? [];
   const markers = events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
   const sends = markers.filter((name) => name === 'core_local_activity');
-  // The patches in use (docs/contributors.md) each add one marker.
   const patches = markers.filter((name) => name === 'core_patch');
+  const settled = settlementRecorded(history) ? 1 : 0;
   if (
-    events.length > 15 + patches.length ||
+    events.length > 15 + 2 * patches.length + settled ||
     patches.length > PATCHES_ON_EVERY_ORDER ||
     sends.length !== 1 ||
     sends.length + patches.length !== markers.length
@@ -153,6 +154,18 @@ function verifyNormal(history: History): void {
       `expected a normal order's history: ${events.length} events, markers ${markers.join(', ')}`,
     );
   }
+}
+
+/** The order recorded its settlement in its memo (workflows/order/debit.ts). */
+function settlementRecorded(history: History): boolean {
+  return (history.events ?? []).some(
+    (e) => e.workflowPropertiesModifiedEventAttributes?.upsertedMemo?.fields?.settlement !== undefined,
+  );
+}
+
+function verifySettlementRecorded(history: History): void {
+  if (!settlementRecorded(history)) throw new Error('expected the settlement memo to be recorded');
+  verifyNormal(history);
 }
 
 /** A forced REFUNDED the provider contradicts (FULFILLED): DISPUTED, then decided FULFILLED. */
@@ -186,6 +199,18 @@ const scenarios: Record<string, Scenario> = {
     request: (ref) => giftCardRequest(ref),
     expected: 'FULFILLED',
     verify: verifyNormal,
+  },
+  // The debit recorded as the order settles (the settlement-memo patch): a top-up's balance_amount,
+  // a gift card the provider filled in part.
+  'mobile-fulfilled-debit-recorded': {
+    request: (ref) => mobileRequest(ref),
+    expected: 'FULFILLED',
+    verify: verifySettlementRecorded,
+  },
+  'gift-card-partial-debit-recorded': {
+    request: (ref) => ({ ...giftCardRequest(ref, 4), typeId: sandboxTestTypes.partial }),
+    expected: 'PARTIALLY_FULFILLED',
+    verify: verifySettlementRecorded,
   },
   'mobile-refunded': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.refunded),

@@ -210,6 +210,17 @@ export const OrderResult = z
         description:
           'PARTIALLY_FULFILLED gift cards: the provider delivered part of the order and refunded the rest.',
       }),
+    debit: z
+      .object({
+        amount: z.number().meta({ description: 'DZD the provider debited (0 when it refunded it all).' }),
+        source: z.enum(['balance_amount', 'fulfilled_amount', 'price_per_card']).meta({
+          description:
+            'The field of the provider’s answer it comes from (`price_per_card`: the price × the cards delivered).',
+        }),
+        pricePerCard: z.number().optional().meta({ description: 'Gift cards: the price per card.' }),
+      })
+      .optional()
+      .meta({ description: 'What the provider debited for the order, when its answer says.' }),
   })
   .meta({ id: 'OrderResult' });
 

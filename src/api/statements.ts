@@ -13,6 +13,7 @@
  * final status added later is summed, and an open one (a hold, a queue) is counted apart, unchanged.
  */
 import type { Client } from '@temporalio/client';
+import pLimit from 'p-limit';
 import { z } from 'zod';
 import type { Caller, ClientRegistry } from '../clients/registry';
 import { ClientId } from '../clients/model';
@@ -25,6 +26,8 @@ import {
   OrderTypeAttribute,
   workflowTypeByOrderType,
   AcceptedAtAttribute,
+  SETTLEMENT_MEMO,
+  type OrderSettlement,
 } from '../../contract/order';
 import { ApiError } from './errors';
 import { ownedByClause, rangeClauses } from './order-list';
@@ -68,6 +71,38 @@ const Sums = {
     .int()
     .optional()
     .meta({ description: 'Orders accepted before figures were recorded: counted, not summed.' }),
+  debited: z
+    .number()
+    .optional()
+    .meta({
+      description:
+        'FULFILLED, PARTIALLY_FULFILLED, REFUNDED: DZD the provider debited for these orders, as each recorded it ' +
+        'from the provider’s answer when it settled (top-ups: `balance_amount`; gift cards: `fulfilled_amount`, ' +
+        'else the price per card × the cards delivered).',
+    }),
+  debitUnrecorded: z
+    .number()
+    .int()
+    .optional()
+    .meta({
+      description:
+        'Of those, orders with no debit recorded (not in `debited`): settled before debits were recorded, by an ' +
+        'operator’s decision the provider did not confirm, or by an answer that gives none (internet top-ups).',
+    }),
+  partial: z
+    .object({
+      orders: z.number().int(),
+      cardsOrdered: z.number().int(),
+      cardsDelivered: z.number().int(),
+      cardsRefunded: z.number().int(),
+      deliveredAmount: z
+        .number()
+        .optional()
+        .meta({ description: 'DZD, of the orders whose answer gave it.' }),
+      refundedAmount: z.number().optional().meta({ description: 'DZD, of the orders whose answer gave it.' }),
+    })
+    .optional()
+    .meta({ description: 'PARTIALLY_FULFILLED gift cards: what was delivered and what was refunded.' }),
 };
 
 export const Statement = z
@@ -92,46 +127,69 @@ type Line = Omit<Statement['open'][number], 'type' | 'status'>;
 /** Visibility rows per page: its largest. */
 const PAGE_SIZE = 1_000;
 
+/**
+ * Listings of disjoint time slices read at once, each way (completed and open): one, as measured
+ * on the dev server, where more did not answer sooner (docs/operators.md "Statements and
+ * reconciliation"). More is for a visibility store that answers queries side by side.
+ */
+export const STATEMENT_SLICES = 1;
+
 export class StatementService {
   readonly #client: Client;
   readonly #clients: ClientRegistry;
+  readonly #slices: number;
 
-  constructor(client: Client, clients: ClientRegistry) {
+  constructor(client: Client, clients: ClientRegistry, { slices = STATEMENT_SLICES } = {}) {
     this.#client = client;
     this.#clients = clients;
+    this.#slices = slices;
   }
 
   async statement(caller: Caller, query: StatementQuery): Promise<Statement> {
     const client = query.client ?? caller.id;
     const base = this.#baseQuery(caller, client);
     const finals = finalStatuses.map((s) => `'${s}'`).join(', ');
-    const completed = [
-      base,
-      `${OrderStatusAttribute.name} IN (${finals})`,
-      ...rangeClauses({ completedFrom: query.from, completedTo: query.to }),
-    ].join(' AND ');
-    const open = [
-      base,
-      `${OrderStatusAttribute.name} NOT IN (${finals})`,
-      // Running: a closed run without a final status is stranded, and the sweep resumes it.
-      `ExecutionStatus = 'Running'`,
-      ...rangeClauses({ acceptedTo: query.to }),
-    ].join(' AND ');
+    const from = query.from!;
+    const to = query.to!;
+    const completed = this.#slice(from, to).map(([sliceFrom, sliceTo]) =>
+      [
+        base,
+        `${OrderStatusAttribute.name} IN (${finals})`,
+        ...rangeClauses({ completedFrom: sliceFrom, completedTo: sliceTo }),
+      ].join(' AND '),
+    );
+    // Sliced, open orders accepted before the range (a long review) have a slice of their own.
+    const openSlices: (readonly [Date | undefined, Date])[] =
+      this.#slices === 1
+        ? [[undefined, to]]
+        : [[undefined, new Date(from.getTime() - 1)], ...this.#slice(from, to)];
+    const open = openSlices.map(([sliceFrom, sliceTo]) =>
+      [
+        base,
+        `${OrderStatusAttribute.name} NOT IN (${finals})`,
+        // Running: a closed run without a final status is stranded, and the sweep resumes it.
+        `ExecutionStatus = 'Running'`,
+        ...rangeClauses({ acceptedFrom: sliceFrom, acceptedTo: sliceTo }),
+      ].join(' AND '),
+    );
 
     const days = new Map<string, Line & { date: string; type: string; status: string }>();
     const opens = new Map<string, Line & { type: string; status: string }>();
+    const slices = pLimit(2 * this.#slices);
+    const each = (queries: string[], take: (row: Row) => void) =>
+      queries.map((listing) => slices(() => this.#each(listing, take)));
     await Promise.all([
-      this.#each(completed, (row) => {
+      ...each(completed, (row) => {
         if (!row.completedAt) return;
         const date = row.completedAt.toISOString().slice(0, 10);
         const key = `${date}|${row.type}|${row.status}`;
         const line = days.get(key) ?? { date, type: row.type, status: row.status, orders: 0 };
-        days.set(key, add(line, row.figures));
+        days.set(key, add(line, row));
       }),
-      this.#each(open, (row) => {
+      ...each(open, (row) => {
         const key = `${row.type}|${row.status}`;
         const line = opens.get(key) ?? { type: row.type, status: row.status, orders: 0 };
-        opens.set(key, add(line, row.figures));
+        opens.set(key, add(line, row));
       }),
     ]);
     const byKey = <T extends { type: string; status: string }>(
@@ -143,11 +201,21 @@ export class StatementService {
       a.status.localeCompare(b.status);
     return {
       client,
-      from: query.from!.toISOString(),
-      to: query.to!.toISOString(),
+      from: from.toISOString(),
+      to: to.toISOString(),
       days: [...days.values()].sort(byKey) as Statement['days'],
       open: [...opens.values()].sort(byKey) as Statement['open'],
     };
+  }
+
+  /** [from, to] cut into this.#slices disjoint ranges of equal length, each with its last millisecond. */
+  #slice(from: Date, to: Date): [Date, Date][] {
+    const step = Math.ceil((to.getTime() - from.getTime() + 1) / this.#slices);
+    const slices: [Date, Date][] = [];
+    for (let start = from.getTime(); start <= to.getTime(); start += step) {
+      slices.push([new Date(start), new Date(Math.min(start + step - 1, to.getTime()))]);
+    }
+    return slices;
   }
 
   /** The client's orders, within the caller's reach: its own, or any client's with audit:read. */
@@ -163,10 +231,7 @@ export class StatementService {
     return clauses.join(' AND ');
   }
 
-  async #each(
-    query: string,
-    take: (row: { type: string; status: string; completedAt?: Date; figures?: OrderFigures }) => void,
-  ): Promise<void> {
+  async #each(query: string, take: (row: Row) => void): Promise<void> {
     for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
       const attributes = execution.typedSearchAttributes;
       const type = attributes.get(OrderTypeAttribute);
@@ -177,13 +242,48 @@ export class StatementService {
         status,
         completedAt: attributes.get(CompletedAtAttribute),
         figures: execution.memo?.[FIGURES_MEMO] as OrderFigures | undefined,
+        settlement: execution.memo?.[SETTLEMENT_MEMO] as OrderSettlement | undefined,
       });
     }
   }
 }
 
-function add<L extends Line>(line: L, figures: OrderFigures | undefined): L {
+/** One order as a statement reads it from visibility. */
+interface Row {
+  type: string;
+  status: string;
+  completedAt?: Date;
+  figures?: OrderFigures;
+  settlement?: OrderSettlement;
+}
+
+/** The final statuses the provider's answer settles, with a debit to show. */
+const debitedStatuses = new Set(['FULFILLED', 'PARTIALLY_FULFILLED', 'REFUNDED']);
+
+function add<L extends Line>(line: L, { status, figures, settlement }: Row): L {
   line.orders += 1;
+  if (debitedStatuses.has(status)) {
+    const debit = settlement?.debit;
+    if (debit) line.debited = dinars((line.debited ?? 0) + debit.amount);
+    else line.debitUnrecorded = (line.debitUnrecorded ?? 0) + 1;
+  }
+  const partial = settlement?.partial;
+  if (status === 'PARTIALLY_FULFILLED' && partial) {
+    const sum = (line.partial ??= {
+      orders: 0,
+      cardsOrdered: 0,
+      cardsDelivered: 0,
+      cardsRefunded: 0,
+    });
+    sum.orders += 1;
+    sum.cardsOrdered += partial.quantity;
+    sum.cardsDelivered += partial.fulfilledQuantity;
+    sum.cardsRefunded += partial.refundedQuantity;
+    if (partial.fulfilledAmount !== undefined)
+      sum.deliveredAmount = dinars((sum.deliveredAmount ?? 0) + partial.fulfilledAmount);
+    if (partial.refundedAmount !== undefined)
+      sum.refundedAmount = dinars((sum.refundedAmount ?? 0) + partial.refundedAmount);
+  }
   if (!figures) line.unknown = (line.unknown ?? 0) + 1;
   else if ('planCode' in figures) {
     if (figures.amount === undefined) line.unpriced = (line.unpriced ?? 0) + 1;
@@ -206,6 +306,9 @@ function add<L extends Line>(line: L, figures: OrderFigures | undefined): L {
   }
   return line;
 }
+
+/** Sums of dinars kept to the centime: prices per card need not be whole. */
+const dinars = (amount: number) => Math.round(amount * 100) / 100;
 
 function clientNotFound(client: string): ApiError {
   return new ApiError('client-not-found', `No statement of client ${client} is visible to you.`);

@@ -12,7 +12,12 @@ import type { Problem } from '../../src/api/errors';
 import type { Statement } from '../../src/api/statements';
 import { startTestApi, testClients, type TestApi } from '../../src/api/testing';
 import type { OrderStatus } from '../../contract/schemas';
-import { OrderClientAttribute, orderWorkflowId, type OrderRequest } from '../../contract/order';
+import {
+  OrderClientAttribute,
+  orderWorkflowId,
+  type OrderRequest,
+  type OrderSettlement,
+} from '../../contract/order';
 import { giftCardRequest, internetRequest, mobileRequest, seedListedOrder } from '../helpers/orders';
 import { useTemporal, type TestTemporal } from '../helpers/temporal';
 import { idleProvider } from '../helpers/stack';
@@ -42,15 +47,66 @@ describe('GET /v1/statements', () => {
     status: OrderStatus;
     completedAt?: number;
     figures?: false;
+    settlement?: OrderSettlement;
   }
+  const balance = (amount: number) => ({ debit: { amount, source: 'balance_amount' as const } });
   const seeds: Seed[] = [
-    { request: mobileRequest(ref()), status: 'FULFILLED', completedAt: day1 + HOUR },
-    { request: { ...mobileRequest(ref()), amount: 1500 }, status: 'FULFILLED', completedAt: day1 + 2 * HOUR },
+    {
+      request: mobileRequest(ref()),
+      status: 'FULFILLED',
+      completedAt: day1 + HOUR,
+      settlement: balance(500),
+    },
+    {
+      request: { ...mobileRequest(ref()), amount: 1500 },
+      status: 'FULFILLED',
+      completedAt: day1 + 2 * HOUR,
+      settlement: balance(1470),
+    },
+    // Settled before debits were recorded.
     { request: fixedPlan(ref()), status: 'FULFILLED', completedAt: day1 + 3 * HOUR },
-    { request: mobileRequest(ref()), status: 'REFUNDED', completedAt: day1 + 4 * HOUR },
-    { request: internetRequest(ref()), status: 'FULFILLED', completedAt: day2 + HOUR },
-    { request: giftCardRequest(ref(), 2), status: 'FULFILLED', completedAt: day2 + 2 * HOUR },
-    { request: giftCardRequest(ref(), 3), status: 'FULFILLED', completedAt: day2 + 3 * HOUR },
+    {
+      request: mobileRequest(ref()),
+      status: 'REFUNDED',
+      completedAt: day1 + 4 * HOUR,
+      settlement: balance(0),
+    },
+    // The internet check gives no debit: the order records none.
+    { request: internetRequest(ref()), status: 'FULFILLED', completedAt: day2 + HOUR, settlement: {} },
+    {
+      request: giftCardRequest(ref(), 2),
+      status: 'FULFILLED',
+      completedAt: day2 + 2 * HOUR,
+      settlement: { debit: { amount: 2000, source: 'fulfilled_amount', pricePerCard: 1000 } },
+    },
+    {
+      request: giftCardRequest(ref(), 3),
+      status: 'FULFILLED',
+      completedAt: day2 + 3 * HOUR,
+      settlement: { debit: { amount: 2850, source: 'price_per_card', pricePerCard: 950 } },
+    },
+    // Partial: one with the amounts, one whose answer gave neither amounts nor a price.
+    {
+      request: giftCardRequest(ref(), 4),
+      status: 'PARTIALLY_FULFILLED',
+      completedAt: day2 + 5 * HOUR,
+      settlement: {
+        debit: { amount: 1000.5, source: 'fulfilled_amount', pricePerCard: 1000.5 },
+        partial: {
+          quantity: 4,
+          fulfilledQuantity: 1,
+          refundedQuantity: 3,
+          fulfilledAmount: 1000.5,
+          refundedAmount: 3001.5,
+        },
+      },
+    },
+    {
+      request: giftCardRequest(ref(), 3),
+      status: 'PARTIALLY_FULFILLED',
+      completedAt: day2 + 6 * HOUR,
+      settlement: { partial: { quantity: 3, fulfilledQuantity: 2, refundedQuantity: 1 } },
+    },
     { request: mobileRequest(ref()), status: 'CANCELLED', completedAt: day2 + 4 * HOUR, figures: false },
     // Open: in review, and in flight; neither has a completion.
     { request: mobileRequest(ref()), status: 'NEEDS_REVIEW' },
@@ -77,6 +133,7 @@ describe('GET /v1/statements', () => {
           acceptedAt: new Date(day1 - HOUR),
           ...(seed.completedAt ? { completedAt: new Date(seed.completedAt) } : {}),
           figures: seed.figures !== false,
+          ...(seed.settlement && { settlement: seed.settlement }),
         }),
       ),
     );
@@ -109,8 +166,17 @@ describe('GET /v1/statements', () => {
     from,
     to,
     days: [
-      { date: date(day1), type: 'mobile_topup', status: 'FULFILLED', orders: 3, amount: 2000, unpriced: 1 },
-      { date: date(day1), type: 'mobile_topup', status: 'REFUNDED', orders: 1, amount: 500 },
+      {
+        date: date(day1),
+        type: 'mobile_topup',
+        status: 'FULFILLED',
+        orders: 3,
+        amount: 2000,
+        unpriced: 1,
+        debited: 1970,
+        debitUnrecorded: 1,
+      },
+      { date: date(day1), type: 'mobile_topup', status: 'REFUNDED', orders: 1, amount: 500, debited: 0 },
       {
         date: date(day2),
         type: 'gift_card',
@@ -118,8 +184,34 @@ describe('GET /v1/statements', () => {
         orders: 2,
         cards: 5,
         products: [{ productId: 'GOOGLE_PLAY', typeId: 'GOOGLE_PLAY_1000', orders: 2, cards: 5 }],
+        debited: 4850,
       },
-      { date: date(day2), type: 'internet_topup', status: 'FULFILLED', orders: 1, value: 1000 },
+      {
+        date: date(day2),
+        type: 'gift_card',
+        status: 'PARTIALLY_FULFILLED',
+        orders: 2,
+        cards: 7,
+        products: [{ productId: 'GOOGLE_PLAY', typeId: 'GOOGLE_PLAY_1000', orders: 2, cards: 7 }],
+        debited: 1000.5,
+        debitUnrecorded: 1,
+        partial: {
+          orders: 2,
+          cardsOrdered: 7,
+          cardsDelivered: 3,
+          cardsRefunded: 4,
+          deliveredAmount: 1000.5,
+          refundedAmount: 3001.5,
+        },
+      },
+      {
+        date: date(day2),
+        type: 'internet_topup',
+        status: 'FULFILLED',
+        orders: 1,
+        value: 1000,
+        debitUnrecorded: 1,
+      },
       { date: date(day2), type: 'mobile_topup', status: 'CANCELLED', orders: 1, unknown: 1 },
     ],
     open: [
@@ -128,7 +220,7 @@ describe('GET /v1/statements', () => {
     ],
   });
 
-  it('the owner: per day, type and final status, orders and sums; open orders apart; the day after the range left out', async () => {
+  it('the owner: per day, type and final status, orders and sums, what the provider debited, partial orders split; open orders apart; the day after the range left out', async () => {
     const res = await api.request<Statement>('GET', `/v1/statements?${range}`, key('ledger'));
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.body, expected());

@@ -10,7 +10,7 @@ import {
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Runtime } from '@temporalio/worker';
-import { orderFigures } from '../../src/orders/figures';
+import { FIGURES_MEMO, orderFigures } from '../../src/orders/figures';
 import { createWorkerLogger } from '../../src/worker/logger';
 import { createActivities, type OrderProvider } from '../../activities';
 import type { AccountProvider } from '../../activities/account';
@@ -30,6 +30,8 @@ import {
   OrderStatusAttribute,
   OrderTypeAttribute,
   orderWorkflowId,
+  SETTLEMENT_MEMO,
+  type OrderSettlement,
   workflowTypeByOrderType,
   type OrderInput,
   type OrderRequest,
@@ -365,6 +367,8 @@ export function seedListedOrder(
     acceptedAt: Date;
     completedAt?: Date;
     figures?: boolean;
+    /** What the order recorded as it settled (the workflow's memo `settlement`). */
+    settlement?: OrderSettlement;
     /** The workflow's input, when a test reads the order's view; none otherwise. */
     input?: OrderInput;
   },
@@ -374,7 +378,10 @@ export function seedListedOrder(
     taskQueue: order.taskQueue,
     workflowId: orderWorkflowId(request.ref, order.owner),
     args: order.input ? [order.input] : [],
-    ...(order.figures ? { memo: { figures: orderFigures(request) } } : {}),
+    memo: {
+      ...(order.figures && { [FIGURES_MEMO]: orderFigures(request) }),
+      ...(order.settlement && { [SETTLEMENT_MEMO]: order.settlement }),
+    },
     typedSearchAttributes: [
       { key: OrderTypeAttribute, value: request.type },
       { key: OrderStatusAttribute, value: order.status },

@@ -12,6 +12,7 @@ import { sandboxSpecialNumbers, sandboxTestTypes } from '../../src/provider/wire
 import { sandboxRefundMessages } from '../../src/sandbox/simulation';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
+import type { Statement } from '../../src/api/statements';
 import { internetRequest, mobileRequest, scaledTimings } from '../helpers/orders';
 import {
   clientOrders,
@@ -67,8 +68,9 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
     return res.body.orders.map((o) => o.ref);
   }
 
-  it('a gift card the provider PARTIALLY_FILLED ends PARTIALLY_FULFILLED: the delivered cards, quantities and refund, its event, the list filter', async () => {
+  it('a gift card the provider PARTIALLY_FILLED ends PARTIALLY_FULFILLED: the delivered cards, quantities and refund, the debit, its event, the list filter, the statement', async () => {
     const ref = newRef('partial');
+    const submittedAt = new Date(Date.now() - 1_000);
     await submit({
       type: 'gift_card',
       ref,
@@ -88,11 +90,44 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
       ],
       [4, 2, 2],
     );
+    const partial = view.result?.partial;
+    assert.ok(
+      partial?.fulfilledAmount !== undefined && partial.refundedAmount !== undefined,
+      'amounts given',
+    );
+    // What the provider debited, from its answer: the delivered cards' amount.
+    assert.equal(view.result?.debit?.source, 'fulfilled_amount');
+    assert.equal(view.result?.debit?.amount, partial.fulfilledAmount);
     assert.ok((await listed('PARTIALLY_FULFILLED')).includes(ref));
     await eventually(
       () => eventsOf(ref),
       (e) => e.includes('order.partially_fulfilled'),
       'order.partially_fulfilled delivered',
+    );
+    // Recorded on the order as it settled (its memo), so the statement shows it split.
+    const range = `from=${submittedAt.toISOString()}&to=${new Date(Date.now() + 1_000).toISOString()}`;
+    const line = await eventually(
+      async () => {
+        const statement = await call<Statement>('GET', `/v1/statements?${range}`);
+        assert.equal(statement.status, 200, statement.text);
+        return statement.body.days.find((l) => l.status === 'PARTIALLY_FULFILLED');
+      },
+      (l) => l?.partial !== undefined,
+      'the statement shows the partial order',
+    );
+    assert.deepEqual(
+      { debited: line?.debited, partial: line?.partial },
+      {
+        debited: partial.fulfilledAmount,
+        partial: {
+          orders: 1,
+          cardsOrdered: 4,
+          cardsDelivered: 2,
+          cardsRefunded: 2,
+          deliveredAmount: partial.fulfilledAmount,
+          refundedAmount: partial.refundedAmount,
+        },
+      },
     );
   });
 

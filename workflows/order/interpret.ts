@@ -2,7 +2,7 @@
  * What a provider check answer means for an order, by the provider's documented statuses: open,
  * final (with the order's result) or one a person must review. Deterministic workflow code.
  */
-import type { OrderRequest } from '../../contract/order';
+import type { OrderRequest, OrderResult } from '../../contract/order';
 import { refundOf } from './failures';
 import type { Interpretation, OrderAdapter, ProviderCheck } from './types';
 
@@ -19,7 +19,11 @@ export function interpretCheck<R extends OrderRequest, C extends ProviderCheck>(
     case 'QUEUED':
       return { kind: 'open', status: 'QUEUED' };
     case 'REFUNDED':
-      return { kind: 'final', status: 'REFUNDED', result: refundOf(check) };
+      return {
+        kind: 'final',
+        status: 'REFUNDED',
+        result: withDebit(adapter, request, check, refundOf(check)),
+      };
     case 'UNKNOWN_ERROR':
       return {
         kind: 'review',
@@ -37,7 +41,7 @@ export function interpretCheck<R extends OrderRequest, C extends ProviderCheck>(
             reason: 'the provider reports FULFILLED with an unusable answer',
             evidence: result.problem,
           }
-        : { kind: 'final', status: 'FULFILLED', result };
+        : { kind: 'final', status: 'FULFILLED', result: withDebit(adapter, request, check, result) };
     }
     case 'PARTIALLY_FILLED': {
       const result = adapter.partialResult?.(check, request) ?? {
@@ -49,7 +53,11 @@ export function interpretCheck<R extends OrderRequest, C extends ProviderCheck>(
             reason: 'the provider reports PARTIALLY_FILLED with an unusable answer',
             evidence: result.problem,
           }
-        : { kind: 'final', status: 'PARTIALLY_FULFILLED', result };
+        : {
+            kind: 'final',
+            status: 'PARTIALLY_FULFILLED',
+            result: withDebit(adapter, request, check, result),
+          };
     }
     default:
       // A status nobody documented:
@@ -60,4 +68,15 @@ export function interpretCheck<R extends OrderRequest, C extends ProviderCheck>(
         evidence: `provider status ${check.status}`,
       };
   }
+}
+
+/** A final answer's result with what the provider debited, when its answer says. */
+function withDebit<R extends OrderRequest, C extends ProviderCheck>(
+  adapter: OrderAdapter<R, C>,
+  request: R,
+  check: C,
+  result: OrderResult,
+): OrderResult {
+  const debit = adapter.debit?.(check, request);
+  return debit ? { ...result, debit } : result;
 }

@@ -38,6 +38,7 @@ import {
 import { countDecisionOutcome } from '../decision-metrics';
 import { orderDetails, type ReviewNotice } from '../../contract/ui-metadata';
 import { interpretCheck } from './interpret';
+import { recordSettlement } from './debit';
 import { publishSearchAttributes, reviewRunAttributes } from './search-attributes';
 import type {
   AdaptedOrder,
@@ -188,6 +189,7 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
       this.view.review.resolution = { ...outcome.resolution, at: now };
     this.view.completedAt = now;
     this.transition(status, event);
+    recordSettlement(this.view);
   }
 
   transition(

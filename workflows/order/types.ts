@@ -3,6 +3,7 @@ import type { OrderActivities } from '../../activities';
 import type { CheckOutcome, PollOutcome, PollPlan, Submission } from '../../contract/activity-outcomes';
 import type {
   DecisionOutcome,
+  OrderDebit,
   OrderInput,
   OrderRequest,
   OrderResult,
@@ -66,6 +67,8 @@ export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
    * accepted as is; absent for order types the provider never fills in part.
    */
   partialResult?(check: C, request: R): OrderResult | { problem: string };
+  /** What the provider debited for an order this answer settles, when the answer says (debit.ts). */
+  debit?(check: C, request: R): OrderDebit | undefined;
   /**
    * Why a check answer found under this order's ref cannot be this order's (another number or
    * amount; another topupId than the send returned), or undefined.

@@ -2,6 +2,7 @@
 import type { GiftCardRequest } from '../../../contract/schemas';
 import type { GiftCardOrderCheck } from '../../../activities';
 import type { OrderAdapter } from '../types';
+import { giftCardDebit } from '../debit';
 
 export const giftCardAdapter: OrderAdapter<GiftCardRequest, GiftCardOrderCheck> = {
   // placeOrder carries no reference of ours: an attempt whose answer was lost cannot be looked up.
@@ -35,4 +36,5 @@ export const giftCardAdapter: OrderAdapter<GiftCardRequest, GiftCardOrderCheck> 
       },
     };
   },
+  debit: (check, request) => giftCardDebit(check, request.quantity),
 };

@@ -3,6 +3,7 @@ import type { InternetTopupRequest } from '../../../contract/schemas';
 import type { InternetCheck } from '../../../activities';
 import type { OrderAdapter } from '../types';
 import { otherTopup } from './other-topup';
+import { topupDebit } from '../debit';
 
 export const internetTopupAdapter: OrderAdapter<InternetTopupRequest, InternetCheck> = {
   submitRetry: 'lookup',
@@ -14,6 +15,8 @@ export const internetTopupAdapter: OrderAdapter<InternetTopupRequest, InternetCh
     check.card_code && check.num_trans
       ? { cardCode: check.card_code, transactionNumber: check.num_trans }
       : { problem: 'FULFILLED without card_code or num_trans' },
+  // The internet check documents no balance_amount: recorded only if the provider gives one.
+  debit: topupDebit,
   notThisOrder: (check, { request }, topupId) => {
     // The spec shows only the status here; a provider that also shows the line is held to it.
     const differs = (value: unknown, ours: unknown) => value !== undefined && value !== ours;

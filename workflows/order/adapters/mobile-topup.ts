@@ -3,6 +3,7 @@ import type { MobileTopupRequest } from '../../../contract/schemas';
 import type { MobileCheck } from '../../../activities';
 import type { OrderAdapter } from '../types';
 import { otherTopup, sameAmount } from './other-topup';
+import { topupDebit } from '../debit';
 
 export const mobileTopupAdapter: OrderAdapter<MobileTopupRequest, MobileCheck> = {
   submitRetry: 'lookup',
@@ -15,6 +16,7 @@ export const mobileTopupAdapter: OrderAdapter<MobileTopupRequest, MobileCheck> =
     check.MSSIDN === request.msisdn && sameAmount(check.topup_amount, request.amount)
       ? { msisdn: check.MSSIDN, amount: check.topup_amount }
       : { problem: 'the fulfilled top-up under this ref has another number or amount than the order' },
+  debit: topupDebit,
   notThisOrder: (check, { request }, topupId) =>
     check.MSSIDN !== request.msisdn || !sameAmount(check.topup_amount, request.amount)
       ? 'the top-up under this ref has another number or amount than the order'
