@@ -358,11 +358,15 @@ export function createReconciliationActivities(
       const { status } = answer;
       const providerSays = `provider status ${status}`;
       const ours = view.status;
-      const providerStatus = contradiction(ours, status);
-      if (!providerStatus) {
-        const final = status === 'FULFILLED' || status === 'REFUNDED' || status === 'PARTIALLY_FILLED';
-        return final ? item('agreed', providerSays) : item('unreachable', `${providerSays}, not final`);
+      const verdict = reconcileStatus(view, status);
+      if (verdict.kind === 'overridden')
+        return item('agreed', `${providerSays}, which an operator saw and forced past`);
+      if (verdict.kind !== 'contradicted') {
+        return verdict.kind === 'agreed'
+          ? item('agreed', providerSays)
+          : item('unreachable', `${providerSays}, not final`);
       }
+      const { providerStatus } = verdict;
       const evidence = `${providerSays}; ledger: ${describeRows(mismatch.rows)}`;
       try {
         await client().workflow.start(latest.type, {
@@ -423,11 +427,37 @@ async function askProvider(
   }
 }
 
-/** The provider's status when it is the other final status than ours. */
-function contradiction(ours: OrderStatus, status: ProviderStatus): 'FULFILLED' | 'REFUNDED' | undefined {
-  if (status === 'REFUNDED' && (ours === 'FULFILLED' || ours === 'PARTIALLY_FULFILLED')) return 'REFUNDED';
-  if (status === 'FULFILLED' && (ours === 'REFUNDED' || ours === 'FAILED')) return 'FULFILLED';
-  return undefined;
+/**
+ * The provider's final status against the order's: the same (agreed); another (contradicted, the
+ * order reopens as DISPUTED) — partial fills included, as the watch reopens on them; or one an
+ * operator saw and forced past (overridden: the decision stands, as the watch lets it stand).
+ */
+export function reconcileStatus(
+  view: Pick<OrderView, 'status' | 'review'>,
+  status: ProviderStatus,
+):
+  | { kind: 'agreed' | 'not-final' | 'overridden' }
+  | { kind: 'contradicted'; providerStatus: ReconciledDispute['providerStatus'] } {
+  if (!isFinalProviderStatus(status)) return { kind: 'not-final' };
+  const ours: OrderStatus = view.status;
+  const agrees =
+    (status === 'FULFILLED' && ours === 'FULFILLED') ||
+    (status === 'PARTIALLY_FILLED' && ours === 'PARTIALLY_FULFILLED') ||
+    (status === 'REFUNDED' && (ours === 'REFUNDED' || ours === 'FAILED'));
+  if (agrees) return { kind: 'agreed' };
+  const resolution = view.review?.resolution;
+  if (resolution?.forcedPast !== undefined && resolution.provider?.status === status)
+    return { kind: 'overridden' };
+  // Ours PARTIALLY_FULFILLED against a FULFILLED answer has no dispute shape yet (decision is
+  // FULFILLED or REFUNDED); it is reported agreed-in-part rather than reopened.
+  if (ours === 'PARTIALLY_FULFILLED' && status === 'FULFILLED') return { kind: 'agreed' };
+  if (ours !== 'FULFILLED' && ours !== 'PARTIALLY_FULFILLED' && ours !== 'REFUNDED' && ours !== 'FAILED')
+    return { kind: 'not-final' };
+  return { kind: 'contradicted', providerStatus: status };
+}
+
+function isFinalProviderStatus(status: ProviderStatus): status is ReconciledDispute['providerStatus'] {
+  return status === 'FULFILLED' || status === 'REFUNDED' || status === 'PARTIALLY_FILLED';
 }
 
 function describeRows(rows: LedgerRow[]): string {

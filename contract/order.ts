@@ -193,7 +193,7 @@ export interface OrderInput {
 export interface ReconciledDispute {
   /** The reconciled day (YYYY-MM-DD). */
   date: string;
-  providerStatus: 'FULFILLED' | 'REFUNDED';
+  providerStatus: 'FULFILLED' | 'REFUNDED' | 'PARTIALLY_FILLED';
   /** The provider's answer and the ledger rows, in words (no personal data). */
   evidence: string;
 }

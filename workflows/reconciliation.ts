@@ -23,6 +23,7 @@ import {
   metricMeter,
   isCancellation,
 } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { ReconciliationActivities } from '../activities/reconciliation';
 import { metricCatalog } from '../contract/metrics';
 import {
@@ -61,11 +62,21 @@ const { recheckReconciled } = proxyActivities<ReconciliationActivities>({
   priority: RECONCILIATION_PRIORITY,
 });
 
+/** Set by Temporal on every workflow a Schedule starts. */
+const ScheduledStartTimeAttribute = defineSearchAttributeKey(
+  'TemporalScheduledStartTime',
+  SearchAttributeType.DATETIME,
+);
+
 export async function scheduledReconciliationWorkflow(
   input: ScheduledReconciliationInput,
 ): Promise<ReconciliationReport> {
+  // The time the Schedule meant this run for: a run caught up after an outage reconciles the day
+  // before its own slot, not the day before it happened to start.
+  const scheduledFor =
+    workflowInfo().typedSearchAttributes.get(ScheduledStartTimeAttribute) ?? workflowInfo().startTime;
   const day = await reconciliationDayBefore({
-    at: workflowInfo().startTime.toISOString(),
+    at: scheduledFor.toISOString(),
     timeZone: input.timeZone,
   });
   return executeChild(reconcileDayWorkflow, {

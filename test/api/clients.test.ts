@@ -46,6 +46,7 @@ import {
   scaledTimings,
   waitForView,
   type TestSandbox,
+  mobileResultBesidesDebit,
 } from '../helpers/orders';
 import { rawHistory } from '../helpers/raw-history';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
@@ -599,8 +600,14 @@ describe('clients, scopes and tenant isolation', () => {
         waitForStatus('shop', ref, (v) => v.status === 'FULFILLED'),
         waitForStatus('acme', ref, (v) => v.status === 'FULFILLED'),
       ]);
-      assert.deepEqual(shopView.result, { msisdn: shopRequest.msisdn, amount: 500 });
-      assert.deepEqual(acmeView.result, { msisdn: acmeRequest.msisdn, amount: 900 });
+      assert.deepEqual(mobileResultBesidesDebit(shopView.result), {
+        msisdn: shopRequest.msisdn,
+        amount: 500,
+      });
+      assert.deepEqual(mobileResultBesidesDebit(acmeView.result), {
+        msisdn: acmeRequest.msisdn,
+        amount: 900,
+      });
 
       const report = await sandbox.report();
       assert.deepEqual(

@@ -41,6 +41,7 @@ import {
   testProvider,
   type OrderTestWorkers,
   type TestSandbox,
+  mobileResultBesidesDebit,
 } from '../helpers/orders';
 
 const newRef = (label: string) => `REV-${label}-${randomUUID().slice(0, 8)}`;
@@ -178,7 +179,10 @@ describe('review decisions checked against the provider', { concurrency: true },
     await sandboxes.main.changeTopup(providerRefOf(request.ref), { status: 'FULFILLED' });
     const settled = await pollUntil(apis.stuck, request.ref, (v) => v.status !== 'NEEDS_REVIEW');
     assert.equal(settled.status, 'FULFILLED');
-    assert.deepEqual(settled.result, { msisdn: request.msisdn, amount: request.amount });
+    assert.deepEqual(mobileResultBesidesDebit(settled.result), {
+      msisdn: request.msisdn,
+      amount: request.amount,
+    });
   });
 
   it('the same, forced: applied and recorded as forced; when the provider later fulfils it the watch makes the order DISPUTED, listed and shown; an operator then settles it FULFILLED', async () => {
@@ -236,7 +240,10 @@ describe('review decisions checked against the provider', { concurrency: true },
     });
     assert.equal(settled.status, 200, settled.text);
     assert.equal(settled.body.status, 'FULFILLED');
-    assert.deepEqual(settled.body.result, { msisdn: request.msisdn, amount: request.amount });
+    assert.deepEqual(mobileResultBesidesDebit(settled.body.result), {
+      msisdn: request.msisdn,
+      amount: request.amount,
+    });
     const final = (await handleOf(request.ref).result()) as OrderView;
     assert.equal(final.status, 'FULFILLED', 'confirmed by the provider: not watched, the workflow is done');
   });
@@ -408,7 +415,10 @@ describe('review decisions checked against the provider', { concurrency: true },
         note: 'x',
       });
       assert.equal(res.status, 200, res.text);
-      assert.deepEqual(res.body.result, { msisdn: request.msisdn, amount: request.amount });
+      assert.deepEqual(mobileResultBesidesDebit(res.body.result), {
+        msisdn: request.msisdn,
+        amount: request.amount,
+      });
       assert.equal(res.body.watch, undefined);
       assert.match(lastEvent(res.body), /the provider confirms it/);
       assert.equal(((await handleOf(request.ref).result()) as OrderView).status, 'FULFILLED');

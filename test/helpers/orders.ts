@@ -2,6 +2,7 @@
  * What the order workflow tests share: a sandbox with its admin surface, a provider client with
  * short timeouts, scaled timings, order requests and a way to start an order as the API does.
  */
+import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import {
   Client,
@@ -35,6 +36,7 @@ import {
   workflowTypeByOrderType,
   type OrderInput,
   type OrderRequest,
+  type OrderResult,
   type OrderStatus,
   type OrderTimings,
   type OrderView,
@@ -390,4 +392,20 @@ export function seedListedOrder(
       ...(completedAt ? [{ key: CompletedAtAttribute, value: completedAt }] : []),
     ],
   }) as Promise<WorkflowHandle>;
+}
+
+/**
+ * A fulfilled mobile top-up's result without what the provider debited, once that is checked to be
+ * the provider's own figure: the sandbox debits a plan's cost per dinar (`balance_amount`), never
+ * more than the amount sent.
+ */
+export function mobileResultBesidesDebit(result: OrderResult | undefined): OrderResult | undefined {
+  if (!result) return result;
+  const { debit, ...rest } = result;
+  assert.equal(debit?.source, 'balance_amount', 'the debit is the provider’s balance_amount');
+  assert.ok(
+    debit.amount > 0 && debit.amount <= (rest.amount ?? 0),
+    `debit ${debit.amount} of ${rest.amount}`,
+  );
+  return rest;
 }

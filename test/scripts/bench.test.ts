@@ -176,7 +176,9 @@ describe('npm run bench', () => {
       assert.equal(type.checkActivities.max, 1, `${type.type}: one polling activity`);
       assert.ok(type.checkAttempts.min >= 1, `${type.type}: checks counted`);
       assert.ok(type.providerCalls.max <= 4, `${type.type}: ${type.providerCalls.max} provider calls`);
-      assert.ok(type.events.max <= 15, `${type.type}: ${type.events.max} history events`);
+      // The lean lifecycle's 15, plus what the patches in use record until they are retired
+      // (docs/contributors.md): first-send-decides 2 (marker, change-version upsert), settlement-memo 3.
+      assert.ok(type.events.max <= 15 + 2 + 3, `${type.type}: ${type.events.max} history events`);
     }
     assert.ok(saved.targets.length >= 5);
     assert.ok(saved.targets.some((t) => /end-to-end/.test(t.name)));
