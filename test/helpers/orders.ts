@@ -409,3 +409,10 @@ export function mobileResultBesidesDebit(result: OrderResult | undefined): Order
   );
   return rest;
 }
+
+/**
+ * A normal order's history events at most: the lean lifecycle's 15, plus what the patches in use
+ * record until they are retired (docs/contributors.md "Patches in use"): first-send-decides 2
+ * (its marker and the SDK's change-version upsert), settlement-memo 3 (the same, and the memo update).
+ */
+export const NORMAL_ORDER_MAX_EVENTS = 15 + 2 + 3;

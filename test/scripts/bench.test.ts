@@ -12,6 +12,7 @@ import { after, describe, it } from 'node:test';
 import { parseBenchArgs, type BenchOptions } from '../../scripts/bench/args';
 import type { NormalReport } from '../../scripts/bench/run-normal';
 import { percentile, ratio, summarize } from '../../scripts/bench/stats';
+import { NORMAL_ORDER_MAX_EVENTS } from '../helpers/orders';
 
 const root = resolve(__dirname, '..', '..');
 
@@ -176,9 +177,10 @@ describe('npm run bench', () => {
       assert.equal(type.checkActivities.max, 1, `${type.type}: one polling activity`);
       assert.ok(type.checkAttempts.min >= 1, `${type.type}: checks counted`);
       assert.ok(type.providerCalls.max <= 4, `${type.type}: ${type.providerCalls.max} provider calls`);
-      // The lean lifecycle's 15, plus what the patches in use record until they are retired
-      // (docs/contributors.md): first-send-decides 2 (marker, change-version upsert), settlement-memo 3.
-      assert.ok(type.events.max <= 15 + 2 + 3, `${type.type}: ${type.events.max} history events`);
+      assert.ok(
+        type.events.max <= NORMAL_ORDER_MAX_EVENTS,
+        `${type.type}: ${type.events.max} history events`,
+      );
     }
     assert.ok(saved.targets.length >= 5);
     assert.ok(saved.targets.some((t) => /end-to-end/.test(t.name)));
