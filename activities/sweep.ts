@@ -72,7 +72,8 @@ export type SweepActivities = ReturnType<typeof createSweepActivities>;
  * deadline of a whole order from now (the closed run's deadline is not in its view).
  */
 function resumedInput(input: OrderInput, view: OrderView | undefined, closedAs: string): OrderInput {
-  const { continued, ...rest } = input;
+  // A reconciliation's dispute is reopened once: the resumed run carries its view, not the order to reopen again.
+  const { continued, reconciled: _reopenedOnce, ...rest } = input;
   const { deadlineMs } = { ...defaultOrderTimings[input.request.type], ...input.timings };
   const at = new Date().toISOString();
   return {
