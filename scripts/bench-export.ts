@@ -18,7 +18,8 @@ import { startDevServer } from '../src/temporal/dev-server';
 import { startTestApi, testClients } from '../src/api/testing';
 import { idleProvider } from '../test/helpers/stack';
 import { seedListedOrder } from '../test/helpers/orders';
-import { OrderClientAttribute, type OrderRequest } from '../contract/order';
+import { OrderClientAttribute } from '../contract/order';
+import { benchOrderRequest } from './bench/order-mix';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const ORDERS = Number(positional[0] ?? 20_000);
@@ -57,24 +58,7 @@ async function main(): Promise<void> {
         Array.from({ length: ORDERS }, (_, i) =>
           limit(async () => {
             const ref = `EXPORT-${i}-${randomUUID().slice(0, 6)}`;
-            const request: OrderRequest =
-              i % 3 === 0
-                ? {
-                    type: 'mobile_topup',
-                    ref,
-                    planCode: 'PREPAID_DJEZZY',
-                    msisdn: '0551234567',
-                    amount: 100 + (i % 50),
-                  }
-                : i % 3 === 1
-                  ? { type: 'internet_topup', ref, lineType: 'ADSL', number: '021123456', value: 1000 }
-                  : {
-                      type: 'gift_card',
-                      ref,
-                      productId: 'GOOGLE_PLAY',
-                      typeId: 'GOOGLE_PLAY_1000',
-                      quantity: 1 + (i % 3),
-                    };
+            const request = benchOrderRequest(i, ref);
             const acceptedAt = new Date(start + Math.floor((i / ORDERS) * 30 * DAY));
             await seedListedOrder(client, {
               taskQueue: TASK_QUEUE,

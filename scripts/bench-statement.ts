@@ -22,6 +22,7 @@ import {
   type OrderSettlement,
   type OrderStatus,
 } from '../contract/order';
+import { benchOrderRequest } from './bench/order-mix';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const ORDERS = Number(positional[0] ?? 20_000);
@@ -55,24 +56,7 @@ async function main(): Promise<void> {
         Array.from({ length: ORDERS }, (_, i) =>
           limit(async () => {
             const ref = `BENCH-${i}-${randomUUID().slice(0, 6)}`;
-            const request: OrderRequest =
-              i % 3 === 0
-                ? {
-                    type: 'mobile_topup',
-                    ref,
-                    planCode: 'PREPAID_DJEZZY',
-                    msisdn: '0551234567',
-                    amount: 100 + (i % 50),
-                  }
-                : i % 3 === 1
-                  ? { type: 'internet_topup', ref, lineType: 'ADSL', number: '021123456', value: 1000 }
-                  : {
-                      type: 'gift_card',
-                      ref,
-                      productId: 'GOOGLE_PLAY',
-                      typeId: 'GOOGLE_PLAY_1000',
-                      quantity: 1 + (i % 3),
-                    };
+            const request = benchOrderRequest(i, ref);
             const drawn = statuses[i % statuses.length]!;
             const status =
               drawn === 'PARTIALLY_FULFILLED' && request.type !== 'gift_card' ? 'FULFILLED' : drawn;
