@@ -128,8 +128,10 @@ export function faultLabel(rule: Pick<FaultRule, 'kind'> & { afterCommit?: boole
  */
 const promisedPhases: Record<number, (rng: Random, operator?: OperatorName) => FaultPhase> = {
   1: lateCommitPhase,
-  2: balanceOutagePhase,
-  3: operatorDownPhase,
+  // Before the balance outage: while orders wait for the balance the gate holds every send for
+  // the balance first, so an operator down after it may find no order to hold for its own reason.
+  2: operatorDownPhase,
+  3: balanceOutagePhase,
 };
 
 /**

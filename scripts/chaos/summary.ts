@@ -48,7 +48,7 @@ export function formatSummary(s: ChaosSummary): string {
     ...Object.entries(s.specials).map(([msisdn, t]) => `  ${msisdn} → ${t.expected}: ${t.ok}/${t.total}`),
     `control orders (after the chaos, no faults) as expected: ${s.control.asExpected}/${s.control.total}`,
     'legitimate outcomes of faults (counted, not failed):',
-    `  top-ups in NEEDS_REVIEW: ${underFaults.topupsInReview}; gift cards in NEEDS_REVIEW (uncertain placement): ${underFaults.giftCardsInReview}; FAILED with nothing sent: ${underFaults.failedNothingSent}`,
+    `  top-ups in NEEDS_REVIEW: ${underFaults.topupsInReview}; gift cards in NEEDS_REVIEW (uncertain placement): ${underFaults.giftCardsInReview}; FAILED with nothing sent: ${underFaults.failedNothingSent}; REFUNDED by the provider for an operator down: ${underFaults.refundedOperatorDown}`,
     ...Object.entries(underFaults.reviewReasons).map(([reason, n]) => `    ${n} × ${reason}`),
     `orders HELD during the run: ${s.held.orders} (for the balance ${s.held.balance}, for an operator down ${s.held.operator}); most held at once on /readyz: balance ${chaos.heldSeen.balance}, operator ${chaos.heldSeen.operator}`,
     `money check: ${s.money.providerFulfilled} sends the provider fulfilled, reported FAILED or REFUNDED: ${s.money.reportedFailedOrRefunded}`,

@@ -8,6 +8,7 @@ import { providerRefFor } from '../../src/orders/provider-ref';
 import type { SendReport } from '../../src/sandbox/state';
 import type { OrderType } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
+import { sandboxRefundMessages } from '../../src/sandbox/simulation';
 import type { OrderView } from '../../contract/order';
 import type { IntakeStats } from './intake';
 import type { ProviderRecords } from './provider-records';
@@ -37,6 +38,8 @@ export interface Verdict {
     topupsInReview: number;
     giftCardsInReview: number;
     failedNothingSent: number;
+    /** Sent while the provider reported its operator down (the gate's reading lagged): the provider refunded it. */
+    refundedOperatorDown: number;
     /** Why those orders went to review (the view's review.reason). */
     reviewReasons: Record<string, number>;
   };
@@ -150,6 +153,7 @@ export async function verify(input: {
     topupsInReview: 0,
     giftCardsInReview: 0,
     failedNothingSent: 0,
+    refundedOperatorDown: 0,
     reviewReasons: {},
   };
   const held = { orders: 0, balance: 0, operator: 0 };
@@ -248,6 +252,13 @@ export async function verify(input: {
       bump(underFaults.reviewReasons, view.review?.reason ?? '(no reason given)');
     } else if (view.status === 'FAILED' && trouble) {
       underFaults.failedNothingSent++;
+    } else if (
+      view.status === 'REFUNDED' &&
+      view.result?.refundMessage === sandboxRefundMessages.operatorDown
+    ) {
+      // The sandbox refunds a send to an operator /v3/ping reports down (docs/contributors.md
+      // "Provider sandbox"): one the gate let through on a reading older than the phase.
+      underFaults.refundedOperatorDown++;
     } else {
       problems.push(
         `${name}: expected FULFILLED, got ${view.status} ${trouble ? `(${trouble})` : 'with no fault in its history'}`,
