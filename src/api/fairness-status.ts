@@ -29,11 +29,11 @@ export function fairnessStatus(deps: {
   /** Default: the worker's probe. */
   probe?: (client: Client, taskQueue: string) => Promise<FairnessProbeResult>;
   onProbeFailed?: (error: string) => void;
-}): () => FairnessStatus {
+}): (() => FairnessStatus) & { settled: () => Promise<void> } {
   const probe = deps.probe ?? ((client, taskQueue) => probeFairness(client, { taskQueue }));
   let known: { at: number; honoured: boolean } | undefined;
   let failedAt: number | undefined;
-  let probing = false;
+  let probing: Promise<void> | undefined;
 
   const due = () => {
     const now = deps.now();
@@ -42,10 +42,9 @@ export function fairnessStatus(deps: {
     return known === undefined || now - known.at >= RECHECK_MS;
   };
 
-  return () => {
+  const status = (): FairnessStatus => {
     if (due()) {
-      probing = true;
-      probe(deps.client, deps.taskQueue)
+      probing = probe(deps.client, deps.taskQueue)
         .then(
           (result) => {
             known = { at: deps.now(), honoured: result.honoured };
@@ -56,9 +55,11 @@ export function fairnessStatus(deps: {
             deps.onProbeFailed?.(err instanceof Error ? err.message : String(err));
           },
         )
-        .finally(() => (probing = false));
+        .finally(() => (probing = undefined));
     }
     if (!known) return { fairness: 'unknown' };
     return known.honoured ? { fairness: 'on' } : { fairness: 'off', notice: FAIRNESS_NOT_HONOURED };
   };
+  // A probe still polling when the API closes must end before the Temporal connection does.
+  return Object.assign(status, { settled: () => probing ?? Promise.resolve() });
 }
