@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Problem } from '../../src/api/errors';
-import { apiTestConfig, startTestApi, testClients, type TestApi } from '../../src/api/testing';
+import { apiTestConfig, testClients, type TestApi } from '../../src/api/testing';
 import type { OrderView } from '../../src/api/orders';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import {
@@ -17,21 +17,15 @@ import {
   mobileRequest,
   NORMAL_NUMBER,
   scaledTimings,
-  startOrderTestWorkers,
-  startTestSandbox,
-  testProvider,
-  type OrderTestWorkers,
-  type TestSandbox,
 } from '../helpers/orders';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
 type Row = Record<string, string | number | undefined>;
 
 describe('GET /v1/orders/export', () => {
-  let sandbox: TestSandbox;
-  let provider: ReturnType<typeof testProvider>;
-  let env: OrderTestWorkers<'main'>;
+  let stack: OrderStack<'main'>;
   let api: TestApi;
   const run = randomUUID().slice(0, 8);
   const ref = (label: string) => `EXP-${run}-${label}`;
@@ -48,16 +42,12 @@ describe('GET /v1/orders/export', () => {
   const views = new Map<string, OrderView>();
 
   before(async () => {
-    sandbox = await startTestSandbox();
-    provider = testProvider(sandbox.url);
-    env = await startOrderTestWorkers({ main: provider.client });
-    api = await startTestApi({
-      client: env.client,
-      taskQueue: env.taskQueues.main,
-      provider: provider.client,
-      timingsFor: () => scaledTimings(),
-      config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000' }),
+    stack = await startOrderStack({
+      name: 'export',
+      workers: { main: {} },
+      api: { timingsFor: () => scaledTimings(), config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000' }) },
     });
+    api = stack.api;
     for (const request of requests) {
       const res = await api.request('POST', '/v1/orders', { body: request, ...key('acme') });
       assert.equal(res.status, 201, res.text);
@@ -87,10 +77,7 @@ describe('GET /v1/orders/export', () => {
   });
 
   after(async () => {
-    await api?.close();
-    await env?.stop();
-    await provider?.close();
-    await sandbox?.close();
+    await stack?.stop();
   });
 
   const range = () => `from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`;

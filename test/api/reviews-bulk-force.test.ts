@@ -7,28 +7,19 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { apiTestConfig, startTestApi, testClients, type TestApi } from '../../src/api/testing';
+import { apiTestConfig, testClients, type TestApi } from '../../src/api/testing';
 import type { BulkReviewAnswer } from '../../src/api/bulk-review';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { orderWorkflowId, type OrderView } from '../../contract/order';
-import {
-  mobileRequest,
-  scaledTimings,
-  startOrderTestWorkers,
-  startTestSandbox,
-  testProvider,
-  type OrderTestWorkers,
-  type TestSandbox,
-} from '../helpers/orders';
+import { mobileRequest, scaledTimings } from '../helpers/orders';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const ORDERS = 3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const guidance = /UNKNOWN_ERROR: its support resolves it to FULFILLED or REFUNDED within 1-24 h/;
 
 describe('POST /v1/reviews/bulk: REFUNDED on UNKNOWN_ERROR is refused per order, and applied with force', () => {
-  let sandbox: TestSandbox;
-  let provider: ReturnType<typeof testProvider>;
-  let env: OrderTestWorkers<'main'>;
+  let stack: OrderStack<'main'>;
   let api: TestApi;
   const run = randomUUID().slice(0, 8);
   const refs = Array.from({ length: ORDERS }, (_, i) => `BULKF-${run}-${i}`);
@@ -47,17 +38,16 @@ describe('POST /v1/reviews/bulk: REFUNDED on UNKNOWN_ERROR is refused per order,
   const viewOf = async (ref: string) => (await api.request<OrderView>('GET', `/v1/orders/${ref}`)).body;
 
   before(async () => {
-    sandbox = await startTestSandbox();
-    provider = testProvider(sandbox.url);
-    env = await startOrderTestWorkers({ main: provider.client });
-    api = await startTestApi({
-      client: env.client,
-      taskQueue: env.taskQueues.main,
-      provider: provider.client,
-      // In review the order re-checks only after an hour: only the decisions settle it.
-      timingsFor: () => scaledTimings({ reviewRecheckMs: 3_600_000 }),
-      config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000' }),
+    stack = await startOrderStack({
+      name: 'bulk-force',
+      workers: { main: {} },
+      api: {
+        // In review the order re-checks only after an hour: only the decisions settle it.
+        timingsFor: () => scaledTimings({ reviewRecheckMs: 3_600_000 }),
+        config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000' }),
+      },
     });
+    api = stack.api;
     for (const ref of refs) {
       const res = await api.request('POST', '/v1/orders', {
         body: mobileRequest(ref, sandboxSpecialNumbers.unknownError),
@@ -74,13 +64,10 @@ describe('POST /v1/reviews/bulk: REFUNDED on UNKNOWN_ERROR is refused per order,
   });
 
   after(async () => {
-    await api?.close();
     await Promise.allSettled(
-      refs.map((ref) => env.client.workflow.getHandle(orderWorkflowId(ref)).terminate('test done')),
+      refs.map((ref) => stack.client.workflow.getHandle(orderWorkflowId(ref)).terminate('test done')),
     );
-    await env?.stop();
-    await provider?.close();
-    await sandbox?.close();
+    await stack?.stop();
   });
 
   it('without force: every order answers refused (unconfirmed, forceable, quoting the provider) and stays in review; with force: every one is REFUNDED, recorded as forced', async () => {

@@ -10,33 +10,25 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Problem } from '../../src/api/errors';
-import { apiTestConfig, startTestApi, testClients, type TestApi } from '../../src/api/testing';
+import { apiTestConfig, testClients, type TestApi } from '../../src/api/testing';
 import type { BulkReviewAnswer } from '../../src/api/bulk-review';
 import { OrderClientAttribute, OrderStatusAttribute, orderWorkflowId } from '../../contract/order';
-import {
-  mobileRequest,
-  scaledTimings,
-  startOrderTestWorkers,
-  startTestSandbox,
-  testProvider,
-  type OrderTestWorkers,
-  type TestSandbox,
-} from '../helpers/orders';
+import { mobileRequest, scaledTimings, type TestSandbox } from '../helpers/orders';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const ORDERS = 200;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
 
 describe('POST /v1/reviews/bulk: one RECHECK after a provider outage', () => {
+  let stack: OrderStack<'main'>;
   let sandbox: TestSandbox;
-  let provider: ReturnType<typeof testProvider>;
-  let env: OrderTestWorkers<'main'>;
   let api: TestApi;
   let client: Client;
   const run = randomUUID().slice(0, 8);
   const refs = Array.from({ length: ORDERS }, (_, i) => `BULK-${run}-${String(i).padStart(3, '0')}`);
   const inReviewQuery = () =>
-    `TaskQueue = '${env.taskQueues.main}' AND ${OrderClientAttribute.name} = 'acme' AND ${OrderStatusAttribute.name} = 'NEEDS_REVIEW'`;
+    `TaskQueue = '${stack.taskQueues.main}' AND ${OrderClientAttribute.name} = 'acme' AND ${OrderStatusAttribute.name} = 'NEEDS_REVIEW'`;
 
   /** Sends the bulk until it is done (a 202 is collected by sending it again). */
   async function bulk(body: object, as: keyof typeof testClients): Promise<BulkReviewAnswer> {
@@ -50,18 +42,16 @@ describe('POST /v1/reviews/bulk: one RECHECK after a provider outage', () => {
   }
 
   before(async () => {
-    sandbox = await startTestSandbox();
-    provider = testProvider(sandbox.url);
-    env = await startOrderTestWorkers({ main: provider.client });
-    client = env.client;
-    api = await startTestApi({
-      client,
-      taskQueue: env.taskQueues.main,
-      provider: provider.client,
-      // Stuck after 2 s; in review, the order itself re-checks only after an hour.
-      timingsFor: () => scaledTimings({ deadlineMs: 2_000, reviewRecheckMs: 3_600_000 }),
-      config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000' }),
+    stack = await startOrderStack({
+      name: 'bulk',
+      workers: { main: {} },
+      api: {
+        // Stuck after 2 s; in review, the order itself re-checks only after an hour.
+        timingsFor: () => scaledTimings({ deadlineMs: 2_000, reviewRecheckMs: 3_600_000 }),
+        config: apiTestConfig({ API_TEMPORAL_TIMEOUT_MS: '5000' }),
+      },
     });
+    ({ client, sandbox, api } = stack);
 
     // The outage: every status check fails; sends still go through.
     await sandbox.addFault({ kind: 'error', status: 503, routes: ['mobile.check', 'mobile.checkId'] });
@@ -83,13 +73,10 @@ describe('POST /v1/reviews/bulk: one RECHECK after a provider outage', () => {
   });
 
   after(async () => {
-    await api?.close();
     await Promise.allSettled(
       refs.map((ref) => client.workflow.getHandle(orderWorkflowId(ref, 'acme')).terminate('test done')),
     );
-    await env?.stop();
-    await provider?.close();
-    await sandbox?.close();
+    await stack?.stop();
   });
 
   it('another client without the operator role reaches none of them: its own bulk matches nothing, and naming acme is a 404', async () => {

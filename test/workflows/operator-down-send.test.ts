@@ -10,50 +10,38 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { SandboxAdmin } from '../../src/sandbox/admin-client';
 import { sandboxRefundMessages } from '../../src/sandbox/simulation';
-import {
-  ADMIN_TOKEN,
-  mobileRequest,
-  newRef,
-  scaledTimings,
-  startOrder,
-  startOrderTestWorkers,
-  startTestSandbox,
-  testProvider,
-  type OrderTestWorkers,
-  type TestSandbox,
-} from '../helpers/orders';
+import { ADMIN_TOKEN, mobileRequest, newRef, scaledTimings, startOrder } from '../helpers/orders';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 describe('a send that reaches the provider while its operator is down', () => {
-  let sandbox: TestSandbox;
-  let provider: ReturnType<typeof testProvider>;
-  let env: OrderTestWorkers<'ungated'>;
+  let stack: OrderStack<'ungated'>;
   let admin: SandboxAdmin;
 
   before(async () => {
-    sandbox = await startTestSandbox();
-    provider = testProvider(sandbox.url);
-    env = await startOrderTestWorkers({ ungated: provider.client });
-    admin = new SandboxAdmin(sandbox.url, ADMIN_TOKEN);
+    stack = await startOrderStack({ name: 'operator-down', workers: { ungated: {} } });
+    admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
   });
   after(async () => {
-    await env?.stop();
-    await provider?.close();
-    await sandbox?.close();
+    await stack?.stop();
   });
 
   it('ends REFUNDED with the provider’s refund_message, sent once, the debit given back', async () => {
     await admin.operators({ djezzy: 'down' });
-    const balanceBefore = (await provider.client.getBalance()).balance;
+    const balanceBefore = (await stack.provider.client.getBalance()).balance;
     const request = mobileRequest(newRef('operator-down'));
     assert.equal(request.planCode, 'PREPAID_DJEZZY', 'an order for the operator that is down');
-    const handle = await startOrder(env.client, env.taskQueues.ungated, request, {
+    const handle = await startOrder(stack.client, stack.taskQueues.ungated, request, {
       timings: scaledTimings(),
     });
     const view = await handle.result();
     assert.equal(view.status, 'REFUNDED', JSON.stringify(view.timeline));
     assert.equal(view.providerStatus, 'REFUNDED');
     assert.equal(view.result?.refundMessage, sandboxRefundMessages.operatorDown);
-    assert.equal((await sandbox.sendsOf(request.ref)).accepted, 1, 'sent once');
-    assert.equal((await provider.client.getBalance()).balance, balanceBefore, 'the debit was given back');
+    assert.equal((await stack.sandbox.sendsOf(request.ref)).accepted, 1, 'sent once');
+    assert.equal(
+      (await stack.provider.client.getBalance()).balance,
+      balanceBefore,
+      'the debit was given back',
+    );
   });
 });

@@ -13,36 +13,34 @@ import {
   newRef,
   scaledTimings,
   startOrder,
-  startOrderTestWorkers,
-  startTestSandbox,
-  testProvider,
   waitForView,
-  type OrderTestWorkers,
   type TestSandbox,
 } from '../helpers/orders';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 describe('the watch after a decision, when the provider then fills the gift-card order in part', () => {
+  let stack: OrderStack<'main'>;
   let sandbox: TestSandbox;
-  let provider: ReturnType<typeof testProvider>;
-  let env: OrderTestWorkers<'main'>;
 
   before(async () => {
-    sandbox = await startTestSandbox();
+    stack = await startOrderStack({ name: 'partial-fill', workers: { main: {} } });
+    sandbox = stack.sandbox;
     // Every placement's answer is lost: the order goes to review without the provider's orderId.
     await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'] });
-    provider = testProvider(sandbox.url);
-    env = await startOrderTestWorkers({ main: provider.client });
   });
   after(async () => {
-    await env?.stop();
-    await provider?.close();
-    await sandbox?.close();
+    await stack?.stop();
   });
 
   it('REFUNDED forced while HANDLING, then PARTIALLY_FILLED: DISPUTED with what was delivered; neither decision settles it, a RECHECK does (PARTIALLY_FULFILLED, the delivered cards)', async () => {
-    const handle = await startOrder(env.client, env.taskQueues.main, giftCardRequest(newRef('partial'), 4), {
-      timings: scaledTimings({ reviewWatchMs: 30_000, reviewWatchFirstCheckMs: 300 }),
-    });
+    const handle = await startOrder(
+      stack.client,
+      stack.taskQueues.main,
+      giftCardRequest(newRef('partial'), 4),
+      {
+        timings: scaledTimings({ reviewWatchMs: 30_000, reviewWatchFirstCheckMs: 300 }),
+      },
+    );
     await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 30_000);
     const [placed] = await sandbox.giftCardOrders();
     assert.ok(placed, 'the sandbox placed the order');
