@@ -264,6 +264,60 @@ describe('statements: kept days against listing every order', () => {
     assert.deepEqual(await kept(), expected);
   });
 
+  it('the default client: its orders and those with no client are kept apart (two keys) and summed together', async () => {
+    const shop = { id: 'shop', name: 'shop', scopes: new Set(['orders:read']), keyId: 'k1' } as never;
+    const day = Date.UTC(2001, 0, 1) + Math.floor(Math.random() * 300) * DAY;
+    const shopRange = { from: new Date(day), to: new Date(day + DAY - 1) };
+    const orders = [0, 1, 2, 3].map((i) => ({
+      ...seedOf(day + (i + 1) * HOUR, true),
+      status: 'FULFILLED' as const,
+      closed: true,
+    }));
+    const handles = await Promise.all(
+      orders.map(async (order, i) => {
+        const handle = await seedListedOrder(client, {
+          taskQueue,
+          owner: 'shop',
+          request: order.request,
+          status: order.status,
+          acceptedAt: new Date(order.acceptedAt),
+          completedAt: new Date(order.completedAt!),
+          figures: true,
+          ...(order.settlement && { settlement: order.settlement }),
+          // The first two as before clients: no OrderClient.
+          ...(i < 2 && { noClient: true }),
+        });
+        await handle.terminate('seeded closed');
+        return handle;
+      }),
+    );
+    assert.equal(handles.length, 4);
+    const closedQuery = `ExecutionStatus = 'Terminated' AND CompletedAt >= '${shopRange.from.toISOString()}' AND CompletedAt < '${new Date(day + DAY).toISOString()}'`;
+    for (const deadline = Date.now() + 30_000; ; await sleep(200)) {
+      const { count } = await client.workflow.count(
+        `${closedQuery} AND (OrderClient = 'shop' OR OrderClient IS NULL)`,
+      );
+      if (count === 4) break;
+      assert.ok(Date.now() < deadline, 'the orders are visible');
+    }
+    const registry = new ClientRegistry(testClientsFile);
+    const expected = await new StatementService(client, registry).statement(shop, shopRange);
+    assert.equal(totalOrders(expected), 4);
+    assert.deepEqual(
+      await new StatementService(client, registry, { taskQueue }).statement(shop, shopRange),
+      expected,
+    );
+    const keptDays = await new StatementDays(client, taskQueue).stored(['shop', '-'], [date(day)]);
+    assert.deepEqual([...keptDays.values()].map((summary) => [summary.key, summary.orders]).sort(), [
+      ['-', 2],
+      ['shop', 2],
+    ]);
+    assert.deepEqual(
+      await new StatementService(client, registry, { taskQueue }).statement(shop, shopRange),
+      expected,
+    );
+  });
+
   it('the nightly precompute sums the last days for every client; a statement then sums none', async () => {
     const days = new StatementDays(client, taskQueue);
     // As if the night after day3: day1 and day2 are up to date (unchanged), day0 and day3 new.
