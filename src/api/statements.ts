@@ -189,7 +189,7 @@ export class StatementService {
       opens.set(key, addRow(opens.get(key) ?? { type: row.type, status: row.status, orders: 0 }, row));
     };
 
-    // Whole UTC days in the range that ended a while ago: kept, unless the client's orders carry no client.
+    // Whole UTC days in the range that ended a while ago are kept (not in a legacy single-client deployment).
     const kept = this.#days && !this.#clients.legacy ? this.#keptSpan(from, to) : undefined;
     const limit = pLimit(2 * this.#slices);
     const each = (listing: string, take: (row: StatementRow) => void) =>

@@ -124,8 +124,14 @@ export class StatementDays {
   /**
    * Sums the closed runs of the whole UTC days [fromMs, toMs), one listing: per day, for `key`
    * (every day, an empty summary for a day without orders), or for every key met when undefined.
+   * `progress` is called every page.
    */
-  async sum(fromMs: number, toMs: number, key?: string): Promise<StatementDaySummary[]> {
+  async sum(
+    fromMs: number,
+    toMs: number,
+    key?: string,
+    progress?: () => void,
+  ): Promise<StatementDaySummary[]> {
     const computedAt = new Date().toISOString();
     const summaries = new Map<string, StatementDaySummary & { byLine: Map<string, StatementDayLine> }>();
     const summaryOf = (rowKey: string, date: string) => {
@@ -139,7 +145,9 @@ export class StatementDays {
     };
     if (key !== undefined) for (let day = fromMs; day < toMs; day += DAY_MS) summaryOf(key, dateOf(day));
     const query = closedRunsQuery(fromMs, toMs, key);
+    let listed = 0;
     for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
+      if (++listed % PAGE_SIZE === 0) progress?.();
       const completedAt = execution.typedSearchAttributes.get(CompletedAtAttribute);
       if (!completedAt) continue;
       const row = statementRow(execution);
@@ -191,7 +199,7 @@ export class StatementDays {
     for (let day = today - days * DAY_MS; day < today; day += DAY_MS) {
       const date = dateOf(day);
       report.dates.push(date);
-      const summed = await this.sum(day, day + DAY_MS);
+      const summed = await this.sum(day, day + DAY_MS, undefined, progress);
       progress?.();
       report.orders += summed.reduce((n, s) => n + s.orders, 0);
       // A client whose closed runs of the day were all deleted keeps its summary: the read's count sees it.
