@@ -35,6 +35,7 @@ import type { Client } from '@temporalio/client';
 import { createSweepActivities } from './sweep';
 import { createBulkReviewActivities } from './bulk-review';
 import { createReconciliationActivities, type ReconciliationProvider } from './reconciliation';
+import { createStatementDaysActivities, type StatementDaysSummarizer } from './statement-days';
 import { createAccountActivities, createAccountGate, type AccountOptions } from './account';
 import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
 
@@ -83,6 +84,8 @@ export interface ActivityOptions {
   account?: AccountOptions;
   /** The nightly reconciliation's provider calls (the ledger, one check per mismatch); with `temporal`. */
   reconciliation?: ReconciliationProvider;
+  /** The nightly precompute of statements' closed days (src/orders/statement-days.ts). */
+  statementDays?: StatementDaysSummarizer;
 }
 
 export function createActivities({
@@ -93,6 +96,7 @@ export function createActivities({
   temporal,
   account,
   reconciliation,
+  statementDays,
 }: ActivityOptions) {
   const gate = account && createAccountGate(account, temporal);
   const sendOnce = async <C>(
@@ -111,6 +115,7 @@ export function createActivities({
     ...createSweepActivities(temporal),
     ...createBulkReviewActivities(temporal),
     ...createReconciliationActivities(reconciliation, temporal),
+    ...createStatementDaysActivities(statementDays),
 
     sendMobileTopup(
       request: MobileTopupRequest,

@@ -1,19 +1,29 @@
 /**
  * How long a statement takes over N orders (default 20,000): a fresh dev server (SQLite
  * visibility), N order workflows started as the intake API starts them (search attributes and the
- * memo's figures; no worker, so nothing else loads the server) and completed over 30 days, then
- * GET /v1/statements over the whole range, timed three times. Also how long reading each order's
- * figures would take the other way (a history read per order), on a sample, for the comparison.
+ * memo's figures and settlement; no worker, so nothing else loads the server), completed over 30
+ * days and closed (terminated once seeded, as most orders end: only those in review stay open).
  *
- *   npx tsx scripts/bench-statement.ts [orders=20000]
+ * Then GET /v1/statements over the whole range: listing every order (the old path, `stored:
+ * false`), and with kept days — cold (no day kept yet: every day summed and kept), warm, and warm
+ * while another caller floods visibility with whole-range listings — each checked to give the
+ * same statement as listing every order; and the nightly precompute of three days, with nothing
+ * to write and with every day to write.
+ *
+ *   npx tsx scripts/bench-statement.ts [orders=20000] [--db=FILE] [--rounds=3] [--slices]
+ *
+ * `--db=FILE` keeps the seeded server file for the next run; `--slices` also times 2, 4 and 8
+ * time slices of the old path, and a describe per order, as measured before days were kept.
  */
 import { seedListedOrder } from '../test/helpers/orders';
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
+import { isDeepStrictEqual } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { ClientRegistry } from '../src/clients/registry';
-import { StatementService } from '../src/api/statements';
+import { StatementService, type Statement } from '../src/api/statements';
+import { StatementDays } from '../src/orders/statement-days';
 import { startDevServer } from '../src/temporal/dev-server';
 import { testClientsFile } from '../src/api/testing';
 import {
@@ -50,6 +60,7 @@ async function main(): Promise<void> {
     const limit = pLimit(32);
     const seeded = Date.now();
     const already = (await client.workflow.count(`${OrderClientAttribute.name} = 'acme'`)).count;
+    const open = Math.ceil(ORDERS / statuses.length);
     if (already >= ORDERS) console.log(`reusing ${already} orders seeded in ${dbFile}`);
     else
       await Promise.all(
@@ -61,7 +72,7 @@ async function main(): Promise<void> {
             const status =
               drawn === 'PARTIALLY_FULFILLED' && request.type !== 'gift_card' ? 'FULFILLED' : drawn;
             const acceptedAt = start + Math.floor((i / ORDERS) * 30 * DAY);
-            await seedListedOrder(client, {
+            const handle = await seedListedOrder(client, {
               taskQueue: 'bench-statement-no-worker',
               owner: 'acme',
               request,
@@ -71,12 +82,17 @@ async function main(): Promise<void> {
               figures: true,
               ...settlementOf(request, status),
             });
+            if (status !== 'NEEDS_REVIEW') await handle.terminate('seeded closed');
           }),
         ),
       );
     console.log(`seeded ${ORDERS} orders in ${((Date.now() - seeded) / 1000).toFixed(1)} s`);
     const visible = Date.now() + 120_000;
-    while ((await client.workflow.count(`${OrderClientAttribute.name} = 'acme'`)).count < ORDERS) {
+    const running = `${OrderClientAttribute.name} = 'acme' AND ExecutionStatus = 'Running'`;
+    while (
+      (await client.workflow.count(`${OrderClientAttribute.name} = 'acme'`)).count < ORDERS ||
+      (await client.workflow.count(running)).count > open
+    ) {
       if (Date.now() > visible) throw new Error('orders not visible');
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -85,54 +101,136 @@ async function main(): Promise<void> {
 
     const clients = new ClientRegistry(testClientsFile);
     const caller = { id: 'acme', name: 'acme', scopes: new Set(['orders:read']), keyId: 'k1' } as never;
-    const range = { from: new Date(start), to: new Date(start + 31 * DAY) };
-    const baseline = await new StatementService(client, clients, { slices: 1 }).statement(caller, range);
-    // Interleaved, so each variant meets the same load: the ratio is to the one listing of the same round.
-    const variants = [1, 2, 4, 8];
-    const times = new Map<number, number[]>(variants.map((k) => [k, []]));
-    for (let round = 1; round <= ROUNDS; round++) {
-      for (const slices of variants) {
-        const t0 = performance.now();
-        const statement = await new StatementService(client, clients, { slices }).statement(caller, range);
-        const ms = performance.now() - t0;
-        times.get(slices)!.push(ms);
-        const same = JSON.stringify(statement) === JSON.stringify(baseline);
-        const orders =
-          statement.days.reduce((sum, line) => sum + line.orders, 0) +
-          statement.open.reduce((sum, line) => sum + line.orders, 0);
-        console.log(
-          `round ${round}, ${slices} slice(s) at once: ${orders} orders, ${statement.days.length} lines, ` +
-            `${ms.toFixed(0)} ms (${(ms / times.get(1)![round - 1]!).toFixed(2)} × one listing)` +
-            `${same ? '' : ' — FIGURES DIFFER from one listing'}; load ${loadavg()[0]!.toFixed(1)}`,
-        );
-      }
-    }
-    for (const slices of variants) {
-      const sorted = [...times.get(slices)!].sort((a, b) => a - b);
+    const range = { from: new Date(start), to: new Date(start + 31 * DAY - 1) };
+    const listingAll = new StatementService(client, clients);
+    const kept = new StatementService(client, clients, { taskQueue: 'bench-statement-days' });
+    const timed = async (label: string, service: StatementService, baseline?: Statement) => {
+      const t0 = performance.now();
+      const statement = await service.statement(caller, range);
+      const ms = performance.now() - t0;
+      const same = baseline === undefined || isDeepStrictEqual(statement, baseline);
       console.log(
-        `${slices} slice(s): median ${(sorted[Math.floor(sorted.length / 2)]! / 1000).toFixed(1)} s, ` +
-          `range ${(sorted[0]! / 1000).toFixed(1)}–${(sorted.at(-1)! / 1000).toFixed(1)} s`,
+        `${label}: ${ordersIn(statement)} orders, ${statement.days.length} lines, ${(ms / 1000).toFixed(2)} s` +
+          `${same ? '' : ' — FIGURES DIFFER from listing every order'}; load ${loadavg()
+            .map((l) => l.toFixed(1))
+            .join(' ')}`,
       );
-    }
+      if (!same) process.exitCode = 1;
+      return { statement, ms };
+    };
 
-    // The other source: one history read per order (what an export-scan statement would add per order).
-    const sample: string[] = [];
-    for await (const execution of client.workflow.list({ query: `${OrderClientAttribute.name} = 'acme'` })) {
-      sample.push(execution.workflowId);
-      if (sample.length >= 500) break;
+    const days = new StatementDays(client, 'bench-statement-days');
+    const dates = Array.from({ length: 31 }, (_, d) => new Date(start + d * DAY).toISOString().slice(0, 10));
+    const keptBefore = (await days.stored(['acme'], dates)).size;
+    if (keptBefore > 0) {
+      // Kept by an earlier run on the same file: made out of date, so the cold statement sums every day again.
+      console.log(`${keptBefore} days kept by an earlier run on ${dbFile}: made out of date first`);
+      const kept = await days.stored(['acme'], dates);
+      const stale = [...kept.values()].map((summary) => ({
+        ...summary,
+        orders: -1,
+        computedAt: new Date().toISOString(),
+      }));
+      await days.store(stale);
+      await new Promise((r) => setTimeout(r, 2_000));
     }
-    const t1 = performance.now();
-    await Promise.all(sample.map((id) => limit(() => client.workflow.getHandle(id).describe())));
-    const perOrder = (performance.now() - t1) / sample.length;
-    console.log(
-      `one describe per order (8-32 at once): ${perOrder.toFixed(2)} ms per order, ` +
-        `${((perOrder * ORDERS) / 1000).toFixed(1)} s for ${ORDERS} orders`,
+    const { statement: baseline } = await timed('listing every order (old path)', listingAll);
+    await timed('kept days, cold (every day summed and kept)', kept, baseline);
+    for (let round = 1; round <= ROUNDS; round++)
+      await timed(`kept days, warm, round ${round}`, kept, baseline);
+
+    // Another caller lists the whole range over and over meanwhile: visibility is busy.
+    let flooding = true;
+    let floods = 0;
+    const flood = (async () => {
+      while (flooding) {
+        await listingAll.statement(caller, range);
+        floods++;
+      }
+    })();
+    for (let round = 1; round <= ROUNDS; round++)
+      await timed(`kept days, warm, flooded, round ${round}`, kept, baseline);
+    flooding = false;
+    await flood;
+    console.log(`(${floods} whole-range listings by the flood meanwhile)`);
+
+    // The nightly precompute, as the night after the range's 10th day: three days, one listing each.
+    const night = start + 10 * DAY + 30 * 60_000;
+    const nightly = async (label: string) => {
+      const t0 = performance.now();
+      const report = await days.summarizeRecentDays(night, 3);
+      console.log(
+        `nightly precompute, ${label}: ${report.dates.length} days, ${report.orders} orders, ` +
+          `${report.written} written, ${report.unchanged} unchanged, ${((performance.now() - t0) / 1000).toFixed(2)} s; ` +
+          `load ${loadavg()[0]!.toFixed(1)}`,
+      );
+    };
+    await nightly('nothing changed');
+    // Out of date on purpose (a count that no longer matches): every day is written again.
+    const stale = await days.sum(night - 3 * DAY - 30 * 60_000, night - 30 * 60_000, 'acme');
+    await days.store(
+      stale.map((summary) => ({ ...summary, orders: -1, computedAt: new Date().toISOString() })),
     );
+    await new Promise((r) => setTimeout(r, 2_000));
+    await nightly('every day to write');
+
+    if (process.argv.includes('--slices')) await slices(client, clients, caller, range, limit);
   } finally {
     await connection.close();
     await server.stop();
   }
 }
+
+/** The old path cut into time slices read at once, and a describe per order (as measured before days were kept). */
+async function slices(
+  client: Client,
+  clients: ClientRegistry,
+  caller: never,
+  range: { from: Date; to: Date },
+  limit: ReturnType<typeof pLimit>,
+): Promise<void> {
+  const baseline = await new StatementService(client, clients, { slices: 1 }).statement(caller, range);
+  const variants = [1, 2, 4, 8];
+  const times = new Map<number, number[]>(variants.map((k) => [k, []]));
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const slices of variants) {
+      const t0 = performance.now();
+      const statement = await new StatementService(client, clients, { slices }).statement(caller, range);
+      const ms = performance.now() - t0;
+      times.get(slices)!.push(ms);
+      const same = isDeepStrictEqual(statement, baseline);
+      console.log(
+        `round ${round}, ${slices} slice(s) at once: ${ordersIn(statement)} orders, ${statement.days.length} lines, ` +
+          `${ms.toFixed(0)} ms (${(ms / times.get(1)![round - 1]!).toFixed(2)} × one listing)` +
+          `${same ? '' : ' — FIGURES DIFFER from one listing'}; load ${loadavg()[0]!.toFixed(1)}`,
+      );
+    }
+  }
+  for (const slices of variants) {
+    const sorted = [...times.get(slices)!].sort((a, b) => a - b);
+    console.log(
+      `${slices} slice(s): median ${(sorted[Math.floor(sorted.length / 2)]! / 1000).toFixed(1)} s, ` +
+        `range ${(sorted[0]! / 1000).toFixed(1)}–${(sorted.at(-1)! / 1000).toFixed(1)} s`,
+    );
+  }
+  // The other source: one history read per order (what an export-scan statement would add per order).
+  const sample: string[] = [];
+  for await (const execution of client.workflow.list({ query: `${OrderClientAttribute.name} = 'acme'` })) {
+    sample.push(execution.workflowId);
+    if (sample.length >= 500) break;
+  }
+  const t1 = performance.now();
+  await Promise.all(sample.map((id) => limit(() => client.workflow.getHandle(id).describe())));
+  const perOrder = (performance.now() - t1) / sample.length;
+  console.log(
+    `one describe per order (8-32 at once): ${perOrder.toFixed(2)} ms per order, ` +
+      `${((perOrder * ORDERS) / 1000).toFixed(1)} s for ${ORDERS} orders`,
+  );
+}
+
+const ordersIn = (statement: Statement) =>
+  statement.days.reduce((sum, line) => sum + line.orders, 0) +
+  statement.open.reduce((sum, line) => sum + line.orders, 0);
 
 /**
  * One visibility listing of the orders taken apart: the server's pages alone (no decoding), the

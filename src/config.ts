@@ -271,6 +271,14 @@ const schema = z.object({
   /** The IANA time zone of the business day the reconciliation closes (and of RECONCILE_AT). */
   RECONCILE_TIME_ZONE: z.string().refine(isTimeZone, 'an IANA time zone, e.g. Africa/Algiers').default('UTC'),
   /**
+   * When statements' closed days are summed each night (a Temporal Schedule `statement-days`,
+   * created by `npm run temporal:setup`), `HH:MM` UTC: statements' days are UTC days.
+   */
+  STATEMENT_DAYS_AT: z
+    .string()
+    .regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'HH:MM, e.g. 00:30')
+    .default('00:30'),
+  /**
    * How long an order an operator resolved without the provider's confirmation keeps being checked
    * against the provider (a later contradiction makes it DISPUTED). A day: providers reverse or
    * complete stuck orders within hours, not weeks. 0 = no watch.

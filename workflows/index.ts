@@ -11,6 +11,7 @@ export { orderSweepWorkflow } from './order-sweep';
 export { bulkReviewWorkflow } from './bulk-review';
 export { reconcileDayWorkflow, scheduledReconciliationWorkflow } from './reconciliation';
 export { providerAccountWorkflow } from './provider-account';
+export { scheduledStatementDaysWorkflow, statementDayWorkflow } from './statement-days';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 
 export const mobileTopupWorkflow = defineOrderWorkflow('mobile_topup', mobileTopupAdapter);

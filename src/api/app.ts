@@ -201,7 +201,11 @@ export function createApp(deps: AppDeps): Express {
   const limits = new ApiLimits(defaultLimitsFromConfig(config));
   app.use('/v1', identifyCaller(clients), limits.requests(), requireApiKey);
   app.use(
-    financeRouter(orders, new StatementService(deps.client, clients), new ReconciliationService(deps.client)),
+    financeRouter(
+      orders,
+      new StatementService(deps.client, clients, { taskQueue: deps.taskQueue }),
+      new ReconciliationService(deps.client),
+    ),
   );
   app.use(
     ordersRouter(orders, webhooks, {

@@ -3,11 +3,16 @@
  * order type, per final status: orders and sums (mobile `amount`, internet `value`, gift cards'
  * cards by product and type) — and the orders still open counted apart, by status.
  *
- * Where the numbers come from, chosen by measuring (docs/operators.md "Statements"): one
- * visibility listing of the orders, reading each order's final status (OrderStatus), completion
- * time (CompletedAt) and figures (memo `figures`, set at intake from the request: src/orders/figures.ts).
- * No history is read and no workflow is asked, so the cost is visibility's pages of 1,000 orders;
- * an export scan reads each order's view and is far slower.
+ * Where the numbers come from (docs/operators.md "Statements and reconciliation"): Temporal
+ * visibility, each order's final status (OrderStatus), completion time (CompletedAt), figures
+ * (memo `figures`, set at intake: src/orders/figures.ts) and settlement (memo `settlement`). No
+ * history is read and no workflow is asked.
+ *
+ * Whole past days are not listed order by order: each client's closed orders of a day are summed
+ * once and kept (src/orders/statement-days.ts), checked by one count before they are trusted, and
+ * summed again when missing or out of date. What is left is listed live: the parts of days at the
+ * range's ends, today, and the runs still open (a watch after a decision, orders not final yet).
+ * Listing everything (`stored: false`) gives the same figures, slower.
  *
  * Which statuses are final and which are open comes from the contract (`finalStatuses`), so a
  * final status added later is summed, and an open one (a hold, a queue) is counted apart, unchanged.
@@ -17,18 +22,18 @@ import pLimit from 'p-limit';
 import { z } from 'zod';
 import type { Caller, ClientRegistry } from '../clients/registry';
 import { ClientId } from '../clients/model';
-import { FIGURES_MEMO, type OrderFigures } from '../orders/figures';
 import { OrderStatus, OrderType } from '../../contract/schemas';
+import { CompletedAtAttribute, finalStatuses, OrderStatusAttribute } from '../../contract/order';
+import { NO_CLIENT_KEY, statementDayWorkflowId, type StatementDaySummary } from '../../contract/statement';
+import { addRow, mergeLines, sortProducts, statementRow, type StatementRow } from '../orders/statement-lines';
 import {
-  CompletedAtAttribute,
-  finalStatuses,
-  OrderStatusAttribute,
-  OrderTypeAttribute,
-  workflowTypeByOrderType,
-  AcceptedAtAttribute,
-  SETTLEMENT_MEMO,
-  type OrderSettlement,
-} from '../../contract/order';
+  dateOf,
+  DAY_MS,
+  finalStatusesClause,
+  orderRunsClause,
+  PAGE_SIZE,
+  StatementDays,
+} from '../orders/statement-days';
 import { ApiError } from './errors';
 import { ownedByClause, rangeClauses } from './order-list';
 import { checkRange, MAX_RANGE_DAYS, RangeBound } from './schemas';
@@ -124,9 +129,6 @@ export const Statement = z
 export type Statement = z.infer<typeof Statement>;
 type Line = Omit<Statement['open'][number], 'type' | 'status'>;
 
-/** Visibility rows per page: its largest. */
-const PAGE_SIZE = 1_000;
-
 /**
  * Listings of disjoint time slices read at once, each way (completed and open): one, as measured
  * on the dev server, where more did not answer sooner (docs/operators.md "Statements and
@@ -134,36 +136,164 @@ const PAGE_SIZE = 1_000;
  */
 export const STATEMENT_SLICES = 1;
 
+/**
+ * A day is summed and kept only once it ended this long ago: visibility trails each change by a
+ * moment, and an order that closed at the day's last second must be in its count.
+ */
+export const STORE_AFTER_MS = 10 * 60_000;
+
+export interface StatementOptions {
+  /** Time slices of the live listings (STATEMENT_SLICES). */
+  slices?: number;
+  /**
+   * Where kept days' workflows run (the orders' task queue). Without it every order is listed
+   * (the slow path: what the kept days are tested against).
+   */
+  taskQueue?: string;
+  now?: () => number;
+}
+
+type DayLine = Line & { date: string; type: string; status: string };
+type OpenLine = Line & { type: string; status: string };
+
 export class StatementService {
   readonly #client: Client;
   readonly #clients: ClientRegistry;
   readonly #slices: number;
+  readonly #days: StatementDays | undefined;
+  readonly #now: () => number;
 
-  constructor(client: Client, clients: ClientRegistry, { slices = STATEMENT_SLICES } = {}) {
+  constructor(client: Client, clients: ClientRegistry, options: StatementOptions = {}) {
     this.#client = client;
     this.#clients = clients;
-    this.#slices = slices;
+    this.#slices = options.slices ?? STATEMENT_SLICES;
+    this.#days = options.taskQueue === undefined ? undefined : new StatementDays(client, options.taskQueue);
+    this.#now = options.now ?? Date.now;
   }
 
   async statement(caller: Caller, query: StatementQuery): Promise<Statement> {
     const client = query.client ?? caller.id;
     const base = this.#baseQuery(caller, client);
-    const finals = finalStatuses.map((s) => `'${s}'`).join(', ');
     const from = query.from!;
     const to = query.to!;
-    const completed = this.#slice(from, to).map(([sliceFrom, sliceTo]) =>
-      [
-        base,
-        `${OrderStatusAttribute.name} IN (${finals})`,
-        ...rangeClauses({ completedFrom: sliceFrom, completedTo: sliceTo }),
-      ].join(' AND '),
+    const days = new Map<string, DayLine>();
+    const opens = new Map<string, OpenLine>();
+    const addCompleted = (row: StatementRow) => {
+      if (!row.completedAt) return;
+      const date = row.completedAt.toISOString().slice(0, 10);
+      const key = `${date}|${row.type}|${row.status}`;
+      days.set(key, addRow(days.get(key) ?? { date, type: row.type, status: row.status, orders: 0 }, row));
+    };
+    const addOpen = (row: StatementRow) => {
+      const key = `${row.type}|${row.status}`;
+      opens.set(key, addRow(opens.get(key) ?? { type: row.type, status: row.status, orders: 0 }, row));
+    };
+
+    // Whole UTC days in the range that ended a while ago are kept (not in a legacy single-client deployment).
+    const kept = this.#days && !this.#clients.legacy ? this.#keptSpan(from, to) : undefined;
+    const limit = pLimit(2 * this.#slices);
+    const each = (listing: string, take: (row: StatementRow) => void) =>
+      limit(() => this.#each(listing, take));
+    const listings: Promise<void>[] = this.#openListings(base, from, to).map((listing) =>
+      each(listing, addOpen),
     );
+    if (!kept) {
+      listings.push(...this.#completedListings(base, from, to).map((listing) => each(listing, addCompleted)));
+    } else {
+      // Live: the range's ends outside the kept days, and the runs still open in them.
+      const live = [
+        base,
+        finalStatusesClause(),
+        ...rangeClauses({ completedFrom: from, completedTo: to }),
+        `(ExecutionStatus = 'Running' OR ${CompletedAtAttribute.name} < '${iso(kept.from)}' OR ` +
+          `${CompletedAtAttribute.name} >= '${iso(kept.to)}')`,
+      ].join(' AND ');
+      listings.push(each(live, addCompleted));
+      listings.push(
+        this.#keptDays(client, kept).then((summaries) => {
+          for (const summary of summaries) {
+            for (const { type, status, ...sums } of summary.lines) {
+              const key = `${summary.date}|${type}|${status}`;
+              const line = days.get(key) ?? { date: summary.date, type, status, orders: 0 };
+              days.set(key, mergeLines(line, sums));
+            }
+          }
+        }),
+      );
+    }
+    await Promise.all(listings);
+
+    const byKey = <T extends { type: string; status: string }>(
+      a: T & { date?: string },
+      b: T & { date?: string },
+    ) =>
+      (a.date ?? '').localeCompare(b.date ?? '') ||
+      a.type.localeCompare(b.type) ||
+      a.status.localeCompare(b.status);
+    const sorted = <T extends Line & { type: string; status: string }>(lines: Iterable<T>) => {
+      const all = [...lines].sort(byKey);
+      all.forEach(sortProducts);
+      return all;
+    };
+    return {
+      client,
+      from: from.toISOString(),
+      to: to.toISOString(),
+      days: sorted(days.values()) as Statement['days'],
+      open: sorted(opens.values()) as Statement['open'],
+    };
+  }
+
+  /** The whole UTC days of [from, to] that ended STORE_AFTER_MS ago or more; undefined if none. */
+  #keptSpan(from: Date, to: Date): { from: number; to: number } | undefined {
+    const start = Math.ceil(from.getTime() / DAY_MS) * DAY_MS;
+    const end = Math.min(
+      Math.floor((to.getTime() + 1) / DAY_MS) * DAY_MS,
+      Math.floor((this.#now() - STORE_AFTER_MS) / DAY_MS) * DAY_MS,
+    );
+    return end > start ? { from: start, to: end } : undefined;
+  }
+
+  /**
+   * The client's kept days of the span: read, each checked by a count, and those missing or out of
+   * date summed again (one listing per run of consecutive days) and kept.
+   */
+  async #keptDays(client: string, span: { from: number; to: number }): Promise<StatementDaySummary[]> {
+    const store = this.#days!;
+    const keys = client === this.#clients.defaultClientId ? [client, NO_CLIENT_KEY] : [client];
+    const dates: string[] = [];
+    for (let day = span.from; day < span.to; day += DAY_MS) dates.push(dateOf(day));
+    const stored = await store.stored(keys, dates);
+    const valid = await store.stillValid([...stored.values()]);
+    const validIds = new Set(valid.map((s) => statementDayWorkflowId(s.key, s.date)));
+    const summed = await Promise.all(
+      keys.flatMap((key) =>
+        missingRuns(dates, (date) => validIds.has(statementDayWorkflowId(key, date))).map(([first, last]) =>
+          store.sum(Date.parse(`${first}T00:00:00Z`), Date.parse(`${last}T00:00:00Z`) + DAY_MS, key),
+        ),
+      ),
+    );
+    const fresh = summed.flat();
+    await store.store(fresh);
+    return [...valid, ...fresh];
+  }
+
+  #completedListings(base: string, from: Date, to: Date): string[] {
+    return this.#slice(from, to).map(([sliceFrom, sliceTo]) =>
+      [base, finalStatusesClause(), ...rangeClauses({ completedFrom: sliceFrom, completedTo: sliceTo })].join(
+        ' AND ',
+      ),
+    );
+  }
+
+  #openListings(base: string, from: Date, to: Date): string[] {
+    const finals = finalStatuses.map((s) => `'${s}'`).join(', ');
     // Sliced, open orders accepted before the range (a long review) have a slice of their own.
     const openSlices: (readonly [Date | undefined, Date])[] =
       this.#slices === 1
         ? [[undefined, to]]
         : [[undefined, new Date(from.getTime() - 1)], ...this.#slice(from, to)];
-    const open = openSlices.map(([sliceFrom, sliceTo]) =>
+    return openSlices.map(([sliceFrom, sliceTo]) =>
       [
         base,
         `${OrderStatusAttribute.name} NOT IN (${finals})`,
@@ -172,40 +302,6 @@ export class StatementService {
         ...rangeClauses({ acceptedFrom: sliceFrom, acceptedTo: sliceTo }),
       ].join(' AND '),
     );
-
-    const days = new Map<string, Line & { date: string; type: string; status: string }>();
-    const opens = new Map<string, Line & { type: string; status: string }>();
-    const slices = pLimit(2 * this.#slices);
-    const each = (queries: string[], take: (row: Row) => void) =>
-      queries.map((listing) => slices(() => this.#each(listing, take)));
-    await Promise.all([
-      ...each(completed, (row) => {
-        if (!row.completedAt) return;
-        const date = row.completedAt.toISOString().slice(0, 10);
-        const key = `${date}|${row.type}|${row.status}`;
-        const line = days.get(key) ?? { date, type: row.type, status: row.status, orders: 0 };
-        days.set(key, add(line, row));
-      }),
-      ...each(open, (row) => {
-        const key = `${row.type}|${row.status}`;
-        const line = opens.get(key) ?? { type: row.type, status: row.status, orders: 0 };
-        opens.set(key, add(line, row));
-      }),
-    ]);
-    const byKey = <T extends { type: string; status: string }>(
-      a: T & { date?: string },
-      b: T & { date?: string },
-    ) =>
-      (a.date ?? '').localeCompare(b.date ?? '') ||
-      a.type.localeCompare(b.type) ||
-      a.status.localeCompare(b.status);
-    return {
-      client,
-      from: from.toISOString(),
-      to: to.toISOString(),
-      days: [...days.values()].sort(byKey) as Statement['days'],
-      open: [...opens.values()].sort(byKey) as Statement['open'],
-    };
   }
 
   /** [from, to] cut into this.#slices disjoint ranges of equal length, each with its last millisecond. */
@@ -220,8 +316,7 @@ export class StatementService {
 
   /** The client's orders, within the caller's reach: its own, or any client's with audit:read. */
   #baseQuery(caller: Caller, client: string): string {
-    const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
-    const clauses = [`WorkflowType IN (${types.join(', ')})`, `ExecutionStatus != 'ContinuedAsNew'`];
+    const clauses = [orderRunsClause()];
     if (client !== caller.id && !caller.scopes.has('audit:read')) throw clientNotFound(client);
     if (this.#clients.legacy) {
       if (client !== caller.id) throw clientNotFound(client);
@@ -231,84 +326,28 @@ export class StatementService {
     return clauses.join(' AND ');
   }
 
-  async #each(query: string, take: (row: Row) => void): Promise<void> {
+  async #each(query: string, take: (row: StatementRow) => void): Promise<void> {
     for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
-      const attributes = execution.typedSearchAttributes;
-      const type = attributes.get(OrderTypeAttribute);
-      const status = attributes.get(OrderStatusAttribute);
-      if (!type || !status || attributes.get(AcceptedAtAttribute) === undefined) continue;
-      take({
-        type,
-        status,
-        completedAt: attributes.get(CompletedAtAttribute),
-        figures: execution.memo?.[FIGURES_MEMO] as OrderFigures | undefined,
-        settlement: execution.memo?.[SETTLEMENT_MEMO] as OrderSettlement | undefined,
-      });
+      const row = statementRow(execution);
+      if (row) take(row);
     }
   }
 }
 
-/** One order as a statement reads it from visibility. */
-interface Row {
-  type: string;
-  status: string;
-  completedAt?: Date;
-  figures?: OrderFigures;
-  settlement?: OrderSettlement;
+/** Runs of consecutive dates (first and last of each) that are not `present`. */
+function missingRuns(dates: readonly string[], present: (date: string) => boolean): [string, string][] {
+  const runs: [string, string][] = [];
+  for (const date of dates) {
+    if (present(date)) continue;
+    const last = runs.at(-1);
+    const previous = last && dateOf(Date.parse(`${date}T00:00:00Z`) - DAY_MS);
+    if (last && last[1] === previous) last[1] = date;
+    else runs.push([date, date]);
+  }
+  return runs;
 }
 
-/** The final statuses the provider's answer settles, with a debit to show. */
-const debitedStatuses = new Set(['FULFILLED', 'PARTIALLY_FULFILLED', 'REFUNDED']);
-
-function add<L extends Line>(line: L, { status, figures, settlement }: Row): L {
-  line.orders += 1;
-  if (debitedStatuses.has(status)) {
-    const debit = settlement?.debit;
-    if (debit) line.debited = dinars((line.debited ?? 0) + debit.amount);
-    else line.debitUnrecorded = (line.debitUnrecorded ?? 0) + 1;
-  }
-  const partial = settlement?.partial;
-  if (status === 'PARTIALLY_FULFILLED' && partial) {
-    const sum = (line.partial ??= {
-      orders: 0,
-      cardsOrdered: 0,
-      cardsDelivered: 0,
-      cardsRefunded: 0,
-    });
-    sum.orders += 1;
-    sum.cardsOrdered += partial.quantity;
-    sum.cardsDelivered += partial.fulfilledQuantity;
-    sum.cardsRefunded += partial.refundedQuantity;
-    if (partial.fulfilledAmount !== undefined)
-      sum.deliveredAmount = dinars((sum.deliveredAmount ?? 0) + partial.fulfilledAmount);
-    if (partial.refundedAmount !== undefined)
-      sum.refundedAmount = dinars((sum.refundedAmount ?? 0) + partial.refundedAmount);
-  }
-  if (!figures) line.unknown = (line.unknown ?? 0) + 1;
-  else if ('planCode' in figures) {
-    if (figures.amount === undefined) line.unpriced = (line.unpriced ?? 0) + 1;
-    else line.amount = (line.amount ?? 0) + figures.amount;
-  } else if ('value' in figures) line.value = (line.value ?? 0) + figures.value;
-  else {
-    line.cards = (line.cards ?? 0) + figures.quantity;
-    const products = (line.products ??= []);
-    const product = products.find((p) => p.productId === figures.productId && p.typeId === figures.typeId);
-    if (product) {
-      product.orders += 1;
-      product.cards += figures.quantity;
-    } else
-      products.push({
-        productId: figures.productId,
-        typeId: figures.typeId,
-        orders: 1,
-        cards: figures.quantity,
-      });
-  }
-  return line;
-}
-
-/** Sums of dinars kept to the centime: prices per card need not be whole. */
-const dinars = (amount: number) => Math.round(amount * 100) / 100;
+const iso = (ms: number) => new Date(ms).toISOString();
 
 function clientNotFound(client: string): ApiError {
   return new ApiError('client-not-found', `No statement of client ${client} is visible to you.`);

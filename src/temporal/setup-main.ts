@@ -2,8 +2,9 @@
  * `npm run temporal:setup` (in the image: `node dist/src/temporal/setup-main.js`, docker-compose's
  * `temporal-setup` job): makes sure TEMPORAL_NAMESPACE exists with TEMPORAL_NAMESPACE_RETENTION and
  * that every search attribute the service needs is registered and served (src/temporal/setup.ts),
- * and creates or updates the order sweep's Schedule (src/temporal/sweep-schedule.ts) and the nightly
- * reconciliation's (src/temporal/reconciliation-schedule.ts).
+ * and creates or updates the order sweep's Schedule (src/temporal/sweep-schedule.ts), the nightly
+ * reconciliation's (src/temporal/reconciliation-schedule.ts) and that of statements' closed days
+ * (src/temporal/statement-days-schedule.ts).
  * Exits 0 when Temporal is ready for orders; otherwise 1, with a message that says what is missing.
  */
 import { Client, Connection } from '@temporalio/client';
@@ -13,6 +14,7 @@ import { temporalConnectionOptions } from './connection';
 import { ensureTemporalSetup, TemporalSetupError } from './setup';
 import { ensureOrderSweepSchedule } from './sweep-schedule';
 import { ensureReconciliationSchedule } from './reconciliation-schedule';
+import { ensureStatementDaysSchedule } from './statement-days-schedule';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -50,11 +52,16 @@ async function main(): Promise<void> {
       at: config.RECONCILE_AT,
       timeZone: config.RECONCILE_TIME_ZONE,
     });
+    const statementDays = await ensureStatementDaysSchedule(client, {
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      at: config.STATEMENT_DAYS_AT,
+    });
     logger.info(
       {
         ...result,
         sweepSchedule: sweep,
         reconciliationSchedule: reconciliation,
+        statementDaysSchedule: statementDays,
         namespace: config.TEMPORAL_NAMESPACE,
       },
       'Temporal is set up for orders',

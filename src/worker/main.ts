@@ -13,6 +13,7 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { createActivities } from '../../activities';
+import { StatementDays } from '../orders/statement-days';
 import { createDeliveryActivities, DIRECT_DELIVERY_DEFAULTS } from '../../activities/webhooks';
 import type { ClientsFile } from '../clients/model';
 import { ClientRegistry, readClientsFile, reloadClientsOnSighup } from '../clients/registry';
@@ -102,6 +103,7 @@ async function main(): Promise<void> {
           pingMaxAgeMs: config.PROVIDER_ACCOUNT_CHECK_MS,
         },
         reconciliation: provider.client,
+        statementDays: new StatementDays(temporal, config.TEMPORAL_TASK_QUEUE),
         webhooks: {
           temporal,
           taskQueue: config.WEBHOOK_TASK_QUEUE,

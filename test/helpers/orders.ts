@@ -373,6 +373,8 @@ export function seedListedOrder(
     settlement?: OrderSettlement;
     /** The workflow's input, when a test reads the order's view; none otherwise. */
     input?: OrderInput;
+    /** Accepted before clients: no OrderClient attribute (counted as the default client's). */
+    noClient?: boolean;
   },
 ): Promise<WorkflowHandle> {
   const { request, completedAt } = order;
@@ -387,7 +389,7 @@ export function seedListedOrder(
     typedSearchAttributes: [
       { key: OrderTypeAttribute, value: request.type },
       { key: OrderStatusAttribute, value: order.status },
-      { key: OrderClientAttribute, value: order.owner },
+      ...(order.noClient ? [] : [{ key: OrderClientAttribute, value: order.owner }]),
       { key: AcceptedAtAttribute, value: order.acceptedAt },
       ...(completedAt ? [{ key: CompletedAtAttribute, value: completedAt }] : []),
     ],

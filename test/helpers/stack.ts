@@ -10,6 +10,7 @@ import { Client, Connection, type ClientOptions } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createActivities, type OrderProvider } from '../../activities';
+import { StatementDays } from '../../src/orders/statement-days';
 import type { ProviderPort } from '../../src/api/health';
 import { startTestApi, type TestApi } from '../../src/api/testing';
 import type { Tracing } from '../../src/observability/tracing';
@@ -133,6 +134,7 @@ export async function startOrderStack<K extends string = never>(
         localSends: !spec.queueSendsOnly,
         temporal: client,
         reconciliation: orderProvider as unknown as ReconciliationProvider,
+        statementDays: new StatementDays(client, taskQueues[name]),
         ...(spec.account && {
           account: {
             provider: orderProvider as unknown as AccountProvider,

@@ -1,0 +1,230 @@
+/**
+ * Closed days of statements, summed once and kept in Temporal (contract/statement.ts; why and how
+ * fast: docs/operators.md "Statements and reconciliation").
+ *
+ * A day's summary holds only order runs that have closed: a closed run's search attributes and
+ * memo never change again, so a summary can go out of date in two ways only, and both change the
+ * number of closed runs of the day, which one visibility count tells:
+ * - a run still open (a watch after a decision) closes later with its completion in the day: one more;
+ * - a closed run is deleted (the namespace's retention, or by hand): one fewer.
+ * Open runs that carry a final status are never summed; the statement reads them live.
+ */
+import type { Client } from '@temporalio/client';
+import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
+import pLimit from 'p-limit';
+import {
+  CompletedAtAttribute,
+  finalStatuses,
+  OrderClientAttribute,
+  OrderStatusAttribute,
+  workflowTypeByOrderType,
+} from '../../contract/order';
+import {
+  NO_CLIENT_KEY,
+  STATEMENT_DAY_MEMO,
+  STATEMENT_DAY_WORKFLOW,
+  statementDayWorkflowId,
+  type StatementDayLine,
+  type StatementDaySummary,
+  type StatementDaysReport,
+} from '../../contract/statement';
+import { addRow, sortProducts, statementRow, type StatementRow } from './statement-lines';
+
+export const DAY_MS = 86_400_000;
+/** Visibility rows per page: its largest. */
+export const PAGE_SIZE = 1_000;
+/** Workflow IDs per listing of stored summaries (a query names each). */
+const IDS_PER_LISTING = 100;
+/** Counts, reads and writes of summaries in flight at once. */
+const AT_ONCE = 8;
+
+/** YYYY-MM-DD of a UTC instant. */
+export const dateOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/** Clauses of every order run listed by a statement: the order workflows, not a run continued as new. */
+export function orderRunsClause(): string {
+  const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
+  return `WorkflowType IN (${types.join(', ')}) AND ExecutionStatus != 'ContinuedAsNew'`;
+}
+
+export const finalStatusesClause = () =>
+  `${OrderStatusAttribute.name} IN (${finalStatuses.map((s) => `'${s}'`).join(', ')})`;
+
+/** The orders of a key: its client's, or those with no client. */
+export function keyClause(key: string): string {
+  return key === NO_CLIENT_KEY
+    ? `${OrderClientAttribute.name} IS NULL`
+    : `${OrderClientAttribute.name} = '${key}'`;
+}
+
+/** Closed final order runs completed in [fromMs, toMs) (whole UTC days), of one key or of all. */
+function closedRunsQuery(fromMs: number, toMs: number, key?: string): string {
+  return [
+    orderRunsClause(),
+    `ExecutionStatus != 'Running'`,
+    finalStatusesClause(),
+    `${CompletedAtAttribute.name} >= '${new Date(fromMs).toISOString()}'`,
+    `${CompletedAtAttribute.name} < '${new Date(toMs).toISOString()}'`,
+    ...(key === undefined ? [] : [keyClause(key)]),
+  ].join(' AND ');
+}
+
+export class StatementDays {
+  readonly #client: Client;
+  readonly #taskQueue: string;
+
+  /** `taskQueue`: where the summaries' workflows run (they end at once; a worker of the orders' queue ends them). */
+  constructor(client: Client, taskQueue: string) {
+    this.#client = client;
+    this.#taskQueue = taskQueue;
+  }
+
+  /** The stored summaries of these keys and days, by workflow ID: the newest run of each. */
+  async stored(keys: readonly string[], dates: readonly string[]): Promise<Map<string, StatementDaySummary>> {
+    const ids = keys.flatMap((key) => dates.map((date) => statementDayWorkflowId(key, date)));
+    const found = new Map<string, StatementDaySummary>();
+    const chunks: string[][] = [];
+    for (let i = 0; i < ids.length; i += IDS_PER_LISTING) chunks.push(ids.slice(i, i + IDS_PER_LISTING));
+    const limit = pLimit(AT_ONCE);
+    await Promise.all(
+      chunks.map((chunk) =>
+        limit(async () => {
+          const query =
+            `WorkflowType = '${STATEMENT_DAY_WORKFLOW}' AND ` +
+            `WorkflowId IN (${chunk.map((id) => `'${id}'`).join(', ')})`;
+          for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
+            const summary = execution.memo?.[STATEMENT_DAY_MEMO] as StatementDaySummary | undefined;
+            if (!summary) continue;
+            const before = found.get(execution.workflowId);
+            if (!before || before.computedAt < summary.computedAt) found.set(execution.workflowId, summary);
+          }
+        }),
+      ),
+    );
+    return found;
+  }
+
+  /** Those of `summaries` whose day still has as many closed runs as they summed (one count each). */
+  async stillValid(summaries: readonly StatementDaySummary[]): Promise<StatementDaySummary[]> {
+    const limit = pLimit(AT_ONCE);
+    const valid = await Promise.all(
+      summaries.map((summary) =>
+        limit(async () => {
+          const from = Date.parse(`${summary.date}T00:00:00Z`);
+          const { count } = await this.#client.workflow.count(
+            closedRunsQuery(from, from + DAY_MS, summary.key),
+          );
+          return count === summary.orders;
+        }),
+      ),
+    );
+    return summaries.filter((_, i) => valid[i]);
+  }
+
+  /**
+   * Sums the closed runs of the whole UTC days [fromMs, toMs), one listing: per day, for `key`
+   * (every day, an empty summary for a day without orders), or for every key met when undefined.
+   * `progress` is called every page.
+   */
+  async sum(
+    fromMs: number,
+    toMs: number,
+    key?: string,
+    progress?: () => void,
+  ): Promise<StatementDaySummary[]> {
+    const computedAt = new Date().toISOString();
+    const summaries = new Map<string, StatementDaySummary & { byLine: Map<string, StatementDayLine> }>();
+    const summaryOf = (rowKey: string, date: string) => {
+      const id = statementDayWorkflowId(rowKey, date);
+      let summary = summaries.get(id);
+      if (!summary) {
+        summary = { key: rowKey, date, orders: 0, lines: [], computedAt, byLine: new Map() };
+        summaries.set(id, summary);
+      }
+      return summary;
+    };
+    if (key !== undefined) for (let day = fromMs; day < toMs; day += DAY_MS) summaryOf(key, dateOf(day));
+    const query = closedRunsQuery(fromMs, toMs, key);
+    let listed = 0;
+    for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
+      if (++listed % PAGE_SIZE === 0) progress?.();
+      const completedAt = execution.typedSearchAttributes.get(CompletedAtAttribute);
+      if (!completedAt) continue;
+      const row = statementRow(execution);
+      const rowKey = key ?? execution.typedSearchAttributes.get(OrderClientAttribute) ?? NO_CLIENT_KEY;
+      const summary = summaryOf(rowKey, dateOf(completedAt.getTime()));
+      // Counted as the validity check counts: every run the query lists, summed or not.
+      summary.orders += 1;
+      if (row) addTo(summary.byLine, row);
+    }
+    return [...summaries.values()].map(({ byLine, ...summary }) => ({
+      ...summary,
+      lines: [...byLine.values()].sort(
+        (a, b) => a.type.localeCompare(b.type) || a.status.localeCompare(b.status),
+      ),
+    }));
+  }
+
+  /** Keeps summaries: each a new run of its day's workflow, which replaces an older one. */
+  async store(summaries: readonly StatementDaySummary[]): Promise<void> {
+    const limit = pLimit(AT_ONCE);
+    await Promise.all(
+      summaries.map((summary) =>
+        limit(() =>
+          this.#client.workflow.start(STATEMENT_DAY_WORKFLOW, {
+            taskQueue: this.#taskQueue,
+            workflowId: statementDayWorkflowId(summary.key, summary.date),
+            args: [],
+            memo: { [STATEMENT_DAY_MEMO]: summary },
+            workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+            // Two statements summing the same day at once write the same figures; the later stays.
+            workflowIdConflictPolicy: WorkflowIdConflictPolicy.TERMINATE_EXISTING,
+          }),
+        ),
+      ),
+    );
+  }
+
+  /**
+   * The nightly precompute: the last `days` whole UTC days before `nowMs`, one listing each (every
+   * client), and a summary written for each client and day that has none or a different one.
+   */
+  async summarizeRecentDays(
+    nowMs: number,
+    days: number,
+    progress?: () => void,
+  ): Promise<StatementDaysReport> {
+    const today = Math.floor(nowMs / DAY_MS) * DAY_MS;
+    const report: StatementDaysReport = { dates: [], orders: 0, written: 0, unchanged: 0 };
+    for (let day = today - days * DAY_MS; day < today; day += DAY_MS) {
+      const date = dateOf(day);
+      report.dates.push(date);
+      const summed = await this.sum(day, day + DAY_MS, undefined, progress);
+      progress?.();
+      report.orders += summed.reduce((n, s) => n + s.orders, 0);
+      // A client whose closed runs of the day were all deleted keeps its summary: the read's count sees it.
+      const stored = await this.stored(
+        summed.map((s) => s.key),
+        [date],
+      );
+      const changed = summed.filter((s) => {
+        const before = stored.get(statementDayWorkflowId(s.key, date));
+        return (
+          !before || before.orders !== s.orders || JSON.stringify(before.lines) !== JSON.stringify(s.lines)
+        );
+      });
+      await this.store(changed);
+      progress?.();
+      report.written += changed.length;
+      report.unchanged += summed.length - changed.length;
+    }
+    return report;
+  }
+}
+
+function addTo(lines: Map<string, StatementDayLine>, row: StatementRow): void {
+  const id = `${row.type}|${row.status}`;
+  const line = lines.get(id) ?? { type: row.type, status: row.status, orders: 0 };
+  lines.set(id, addRow(line, row));
+  sortProducts(line);
+}

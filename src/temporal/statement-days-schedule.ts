@@ -1,0 +1,57 @@
+/**
+ * The nightly precompute of statements' closed days (workflows/statement-days.ts): created or
+ * brought up to date by `npm run temporal:setup`, as the reconciliation's. Every day at `at` (UTC,
+ * the statements' days) it sums the last days for every client; one at a time (overlap SKIP), and
+ * a run missed while Temporal was down is caught up within a day.
+ */
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import {
+  SCHEDULED_STATEMENT_DAYS_WORKFLOW,
+  STATEMENT_DAYS_PRIORITY,
+  STATEMENT_DAYS_SCHEDULE_ID,
+  type ScheduledStatementDaysInput,
+} from '../../contract/statement';
+
+export interface StatementDaysScheduleOptions {
+  /** The orders' task queue: where the worker that sums them runs. */
+  taskQueue: string;
+  /** `HH:MM`, UTC. */
+  at: string;
+  /** Default STATEMENT_DAYS_SCHEDULE_ID; tests give their own. */
+  scheduleId?: string;
+}
+
+/** Creates the schedule, or updates its time and task queue; says which. */
+export async function ensureStatementDaysSchedule(
+  client: Client,
+  { taskQueue, at, scheduleId = STATEMENT_DAYS_SCHEDULE_ID }: StatementDaysScheduleOptions,
+): Promise<'created' | 'updated'> {
+  const [hour, minute] = at.split(':').map(Number);
+  const spec = { calendars: [{ hour: hour!, minute: minute! }], timezone: 'UTC' };
+  const input: ScheduledStatementDaysInput = {};
+  const action = {
+    type: 'startWorkflow' as const,
+    workflowType: SCHEDULED_STATEMENT_DAYS_WORKFLOW,
+    workflowId: scheduleId,
+    taskQueue,
+    args: [input],
+    priority: STATEMENT_DAYS_PRIORITY,
+  };
+  const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 day' as const };
+  try {
+    await client.schedule.create({
+      scheduleId,
+      spec,
+      action,
+      policies,
+      memo: { purpose: 'sum the closed days of statements' },
+    });
+    return 'created';
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+  }
+  await client.schedule
+    .getHandle(scheduleId)
+    .update((previous) => ({ ...previous, spec, action, policies: { ...previous.policies, ...policies } }));
+  return 'updated';
+}
