@@ -23,6 +23,21 @@ import { reconciliationDayOf, previousDay } from '../../activities/reconciliatio
 import { mobileRequest, newRef, scaledTimings, startOrder, waitForView } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 import { ensureReconciliationSchedule } from '../../src/temporal/reconciliation-schedule';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { historiesDir, historyToJson } from '../helpers/histories';
+
+/**
+ * With RECORD_RECONCILIATION_HISTORIES=1, writes a run's history as a replay fixture
+ * (test/fixtures/histories/reconciliation-<name>.json; docs/contributors.md "Changing a workflow safely").
+ */
+async function recordFixture(name: string, handle: WorkflowHandle): Promise<void> {
+  if (process.env.RECORD_RECONCILIATION_HISTORIES !== '1') return;
+  writeFileSync(
+    join(historiesDir, `reconciliation-${name}.json`),
+    historyToJson(await handle.fetchHistory()),
+  );
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
@@ -164,6 +179,11 @@ describe('the nightly reconciliation against the provider ledger', () => {
     }))
       runs.push(execution.status.name);
     assert.ok(runs.includes('CONTINUED_AS_NEW'), JSON.stringify(runs));
+    await recordFixture(
+      'day-continued-lifecycle-1',
+      stack.client.workflow.getHandle(reconciliation.workflowId, reconciliation.firstExecutionRunId),
+    );
+    await recordFixture('day-rechecked-lifecycle-1', reconciliation);
 
     // The order reopened as DISPUTED, in a new run under its workflow ID, with the evidence.
     const disputed = await waitForView(
