@@ -301,7 +301,8 @@ export function createReconciliationActivities(
     const dayFrom = Date.parse(input.from);
     const inDay = (row: LedgerRow) => Date.parse(row.time) >= dayFrom;
     const explained = new Set<string>();
-    const reported = new Set<string>();
+    // Orders whose latest run is listed itself (final, or final in its watch) speak through it.
+    const reported = new Set(orders.filter((o) => !o.superseded).map((o) => o.workflowId));
     const mismatches: Mismatch[] = [];
     let counted = 0;
     let matched = 0;
@@ -315,12 +316,12 @@ export function createReconciliationActivities(
       if (order.superseded) {
         // Its open run speaks for it (a re-run of the day finds the disputes the first run opened).
         if (!order.reopened || !ofTheDay || reported.has(order.workflowId)) continue;
+        reported.add(order.workflowId);
         kind = 'reopened';
       } else {
         if (!ofTheDay) continue;
         kind = mismatchOf(order.view.status, rows);
       }
-      reported.add(order.workflowId);
       counted++;
       if (!kind) {
         matched++;
@@ -592,17 +593,7 @@ export function createReconciliationActivities(
     async matchReconciliationChunk(
       input: MatchInput & { after?: string; limit: number },
     ): Promise<MatchChunk> {
-      const day = await matchDay(input);
-      const { after } = input;
-      const rest = after === undefined ? day.mismatches : day.mismatches.filter((m) => m.key! > after);
-      return {
-        ...day,
-        unexplained: after === undefined ? day.unexplained.slice(0, UNEXPLAINED_LISTED) : [],
-        mismatches: rest
-          .slice(0, input.limit)
-          .map((m) => ({ ...m, rows: m.rows.slice(0, ROWS_PER_MISMATCH) })),
-        more: rest.length > input.limit,
-      };
+      return chunkOf(await matchDay(input), input.after, input.limit);
     },
 
     /**
@@ -721,6 +712,20 @@ function describeRows(rows: LedgerRow[]): string {
   const named = rows.slice(0, ROWS_PER_MISMATCH).map((r) => `${r.type} ${r.amount} at ${r.time} (${r.id})`);
   const more = rows.length - named.length;
   return named.join(', ') + (more > 0 ? ` and ${more} more` : '');
+}
+
+/**
+ * One chunk of a day's matching: the mismatches (sorted by key) after `after`, at most `limit`,
+ * each naming at most ROWS_PER_MISMATCH rows; the unexplained rows listed with the first chunk only.
+ */
+export function chunkOf(day: Omit<MatchChunk, 'more'>, after: string | undefined, limit: number): MatchChunk {
+  const rest = after === undefined ? day.mismatches : day.mismatches.filter((m) => m.key! > after);
+  return {
+    ...day,
+    unexplained: after === undefined ? day.unexplained.slice(0, UNEXPLAINED_LISTED) : [],
+    mismatches: rest.slice(0, limit).map((m) => ({ ...m, rows: m.rows.slice(0, ROWS_PER_MISMATCH) })),
+    more: rest.length > limit,
+  };
 }
 
 /** Which check-id route a ledger row's objid is for. */

@@ -45,7 +45,7 @@ export interface ReconcileDayInput extends ReconciliationDay {
   heartbeatTimeoutMs?: number;
   /** Re-checks per run before the run continues as new (default 200; lowered by tests). */
   recheckPerRun?: number;
-  /** Mismatches the matching hands over at once, at most (default 1,000; lowered by tests). */
+  /** Mismatches the matching hands over at once, at most (default 500; lowered by tests). */
   mismatchesPerChunk?: number;
   /**
    * Set only by the workflow itself when it continues as new. Starters leave it unset.

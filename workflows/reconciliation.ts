@@ -46,8 +46,11 @@ import {
 const DEFAULT_LOOKBACK_MS = 24 * 60 * 60_000;
 const DEFAULT_CONCURRENCY = 4;
 const DEFAULT_RECHECKS_PER_RUN = 200;
-/** A chunk of mismatches is a few hundred kB at most: well under a payload's 2 MB. */
-const DEFAULT_MISMATCHES_PER_CHUNK = 1_000;
+/**
+ * A chunk of the largest mismatches is about 650 kB (test/activities/reconcile-chunks.test.ts), and
+ * a continue-as-new carries at most that beside the bounded report: well under a payload's 2 MB.
+ */
+const DEFAULT_MISMATCHES_PER_CHUNK = 500;
 /** Above a ledger page's and a visibility page's longest wait (the provider client's HTTP timeouts). */
 const DEFAULT_HEARTBEAT_TIMEOUT_MS = 60_000;
 
