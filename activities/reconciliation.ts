@@ -1,26 +1,43 @@
 /**
  * The nightly reconciliation's activities (workflows/reconciliation.ts): which day "yesterday" is,
- * the day's orders and the provider's ledger matched (only the mismatches leave the activity), and
- * the re-check of one mismatch at the provider — which, when the provider contradicts us, reopens
- * the order as DISPUTED with the evidence (a new run of its workflow, as the sweep starts one).
+ * the day's orders and the provider's ledger matched (only the mismatches leave the activity, one
+ * chunk at a time), and the re-check of one mismatch at the provider — which, when the provider
+ * contradicts us, reopens the order as DISPUTED with the evidence (a new run of its workflow, as
+ * the sweep starts one). A ledger row no order explains is checked by its own id (check-id), and
+ * traced back to the order whose ref the provider shows, when there is one.
  *
  * All reads: a retried attempt (after a worker kill) reads again and finds the same. The one write,
  * reopening an order, is recognised on a retry by the order's view (`dispute.reconciliation`).
  */
 import { heartbeat, log } from '@temporalio/activity';
-import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle } from '@temporalio/client';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type Client,
+  type WorkflowExecutionDescription,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
 import type { ProviderClient } from '../src/provider/client';
 import { isProviderError } from '../src/provider/errors';
 import {
+  AcceptedAtAttribute,
   CompletedAtAttribute,
   defaultOrderTimings,
+  finalStatuses,
+  OrderClientAttribute,
   orderInputQuery,
   OrderStatusAttribute,
+  OrderTypeAttribute,
+  orderWorkflowId,
   parseOrderWorkflowId,
+  PROVIDER_REF_MEMO,
+  ReviewSinceAttribute,
   statusQuery,
   workflowTypeByOrderType,
   type OrderInput,
   type OrderStatus,
+  type OrderType,
   type ReconciledDispute,
   type OrderView,
   type ProviderStatus,
@@ -28,8 +45,10 @@ import {
 import {
   orderDebitTypes,
   orderRefundTypes,
+  UNEXPLAINED_LISTED,
   type ItemOutcome,
   type LedgerRow,
+  type MatchChunk,
   type Mismatch,
   type MismatchKind,
   type ReconcileDayInput,
@@ -39,13 +58,23 @@ import {
 
 export type ReconciliationProvider = Pick<
   ProviderClient,
-  'listTransactions' | 'checkMobileTopup' | 'checkInternetTopup' | 'checkGiftCardOrder'
+  | 'listTransactions'
+  | 'checkMobileTopup'
+  | 'checkInternetTopup'
+  | 'checkGiftCardOrder'
+  | 'checkMobileTopupById'
+  | 'checkInternetTopupById'
 >;
 
 const LEDGER_PAGE_SIZE = 100;
 /** Orders' results read at once while matching. */
 const READS_AT_ONCE = 8;
-const reconciledStatuses: readonly OrderStatus[] = ['FULFILLED', 'PARTIALLY_FULFILLED', 'REFUNDED', 'FAILED'];
+/** Every final status: a cancelled order the provider debited anyway is money lost too. */
+const reconciledStatuses: readonly OrderStatus[] = finalStatuses;
+/** Ledger rows named in one mismatch's evidence (the rest are counted). */
+const ROWS_PER_MISMATCH = 6;
+/** Sorts after every workflow ID: a chunk's order mismatches come before the rows no order explains. */
+const ROW_KEY_PREFIX = '~row:';
 const DAY_MS = 24 * 60 * 60_000;
 
 /** The date (YYYY-MM-DD) an instant falls on in `timeZone`. */
@@ -127,6 +156,7 @@ export function mismatchOf(status: OrderStatus, rows: OrderRows): MismatchKind |
       return debited ? undefined : 'fulfilled-without-debit';
     case 'REFUNDED':
     case 'FAILED':
+    case 'CANCELLED':
       return debited && !refunded ? 'debit-without-refund' : undefined;
     default:
       return undefined;
@@ -146,6 +176,8 @@ interface ListedOrder {
   inDay: boolean;
   /** Not the order's latest run: its rows are explained, the order is not checked by it. */
   superseded: boolean;
+  /** Superseded by a run that is open now (a dispute, a resumed run): reported as it stands. */
+  reopened: boolean;
 }
 
 /**
@@ -188,7 +220,7 @@ export function createReconciliationActivities(
           ...(row.objid !== undefined && { objid: row.objid }),
         });
       }
-      heartbeat({ ledgerPage: page });
+      heartbeat({ phase: 'ledger', page });
       if (items.length === 0 || !pagination || page >= pagination.totalPages) break;
     }
     return [...rows.values()];
@@ -215,13 +247,20 @@ export function createReconciliationActivities(
     const orders: (ListedOrder | undefined)[] = new Array<ListedOrder | undefined>(listed.length);
     let next = 0;
     const dayFrom = Date.parse(input.from);
+    // One describe per order, however many of its runs are listed.
+    const latestOf = new Map<string, Promise<WorkflowExecutionDescription>>();
+    const describeLatest = (workflowId: string) => {
+      const found = latestOf.get(workflowId) ?? client().workflow.getHandle(workflowId).describe();
+      latestOf.set(workflowId, found);
+      return found;
+    };
     const lane = async () => {
       while (next < listed.length) {
         const index = next++;
         const { workflowId, runId, status, completedAt } = listed[index]!;
         const run = client().workflow.getHandle(workflowId, runId);
         // A later run (reopened as DISPUTED, resumed by the sweep) speaks for the order now.
-        const latest = await client().workflow.getHandle(workflowId).describe();
+        const latest = await describeLatest(workflowId);
         const view = await readView(run, latest.runId === runId ? latest.status.name : status);
         if (!view) {
           // Unreadable (closed without a result and not replayable): its rows stay unexplained, reported.
@@ -237,12 +276,285 @@ export function createReconciliationActivities(
           view,
           inDay: completedAt !== undefined && completedAt.getTime() >= dayFrom,
           superseded: latest.runId !== runId,
+          reopened: latest.runId !== runId && latest.status.name === 'RUNNING',
         };
-        heartbeat({ read: index });
+        heartbeat({ phase: 'orders', read: index });
       }
     };
     await Promise.all(Array.from({ length: READS_AT_ONCE }, lane));
     return orders.filter((o) => o !== undefined);
+  }
+
+  /** The day's orders and ledger matched: every mismatch (orders and unexplained rows), sorted by key. */
+  async function matchDay(input: MatchInput): Promise<Omit<MatchChunk, 'more'>> {
+    const from = new Date(Date.parse(input.from) - input.lookbackMs).toISOString();
+    const ledger = await readLedger(from, input.to);
+    const orders = await listOrders(input, from);
+    const byObjid = new Map<string, OrderRows>();
+    for (const row of ledger) {
+      if (row.objid === undefined) continue;
+      const entry = byObjid.get(row.objid) ?? { debits: [], refunds: [] };
+      if (orderDebitTypes.includes(row.type)) entry.debits.push(row);
+      else if (orderRefundTypes.includes(row.type)) entry.refunds.push(row);
+      byObjid.set(row.objid, entry);
+    }
+    const dayFrom = Date.parse(input.from);
+    const inDay = (row: LedgerRow) => Date.parse(row.time) >= dayFrom;
+    const explained = new Set<string>();
+    // Orders whose latest run is listed itself (final, or final in its watch) speak through it.
+    const reported = new Set(orders.filter((o) => !o.superseded).map((o) => o.workflowId));
+    const mismatches: Mismatch[] = [];
+    let counted = 0;
+    let matched = 0;
+    for (const order of orders) {
+      const reference = order.view.providerReference;
+      const rows = (reference !== undefined && byObjid.get(reference)) || { debits: [], refunds: [] };
+      if (reference !== undefined) explained.add(reference);
+      // An order settled in the look-back is checked only for what the ledger says of it today.
+      const ofTheDay = order.inDay || [...rows.debits, ...rows.refunds].some(inDay);
+      let kind: MismatchKind | undefined;
+      if (order.superseded) {
+        // Its open run speaks for it (a re-run of the day finds the disputes the first run opened).
+        if (!order.reopened || !ofTheDay || reported.has(order.workflowId)) continue;
+        reported.add(order.workflowId);
+        kind = 'reopened';
+      } else {
+        if (!ofTheDay) continue;
+        kind = mismatchOf(order.view.status, rows);
+      }
+      counted++;
+      if (!kind) {
+        matched++;
+        continue;
+      }
+      mismatches.push({
+        kind,
+        key: order.workflowId,
+        workflowId: order.workflowId,
+        runId: order.runId,
+        ref: order.ref,
+        ...(order.client !== undefined && { client: order.client }),
+        orderType: order.view.type,
+        status: order.view.status,
+        ...(reference !== undefined && { providerReference: reference }),
+        rows: [...rows.debits, ...rows.refunds],
+      });
+    }
+    const moneyTypes = [...orderDebitTypes, ...orderRefundTypes];
+    const unexplained = ledger.filter(
+      (row) =>
+        inDay(row) && moneyTypes.includes(row.type) && (row.objid === undefined || !explained.has(row.objid)),
+    );
+    for (const row of unexplained) {
+      mismatches.push({
+        kind: 'unexplained-row',
+        key: `${ROW_KEY_PREFIX}${row.id}`,
+        workflowId: '',
+        runId: '',
+        ref: '',
+        orderType: orderTypeOfRow(row),
+        rows: [row],
+      });
+    }
+    mismatches.sort((a, b) => (a.key! < b.key! ? -1 : a.key! > b.key! ? 1 : 0));
+    return {
+      orders: counted,
+      matched,
+      ledgerRows: ledger.filter(inDay).length,
+      unexplainedRows: unexplained.length,
+      unexplained,
+      mismatches,
+    };
+  }
+
+  /** The latest run of an order, described; undefined when it never existed. */
+  async function describeOrder(workflowId: string): Promise<WorkflowExecutionDescription | undefined> {
+    try {
+      return await client().workflow.getHandle(workflowId).describe();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw err;
+    }
+  }
+
+  /** A closed run's last view: its result when it completed, else a replay (undefined if it fails). */
+  async function closedView(workflowId: string, latest: WorkflowExecutionDescription) {
+    const run = client().workflow.getHandle(workflowId, latest.runId);
+    if (latest.status.name === 'COMPLETED') return (await run.result()) as OrderView;
+    return run.query(statusQuery).catch(() => undefined);
+  }
+
+  /**
+   * An order whose latest run is open (or closed again since the matching): reported as it stands.
+   * A dispute, by this reconciliation or an earlier one or by the watch, counts as disputed with its
+   * evidence, so a re-run of a day reports what the first run found.
+   */
+  async function asItStands(
+    workflowId: string,
+    latest: WorkflowExecutionDescription,
+    item: (outcome: ItemOutcome, evidence: string) => ReconciliationItem,
+  ): Promise<ReconciliationItem> {
+    const handle = client().workflow.getHandle(workflowId, latest.runId);
+    const view: OrderView | undefined =
+      latest.status.name === 'COMPLETED'
+        ? ((await handle.result()) as OrderView)
+        : await handle.query(statusQuery).catch(() => undefined);
+    if (view?.status === 'DISPUTED') {
+      const by = view.dispute?.reconciliation
+        ? `the reconciliation of ${view.dispute.reconciliation}`
+        : 'the watch after a decision';
+      return item(
+        'disputed',
+        `DISPUTED since ${view.review?.since ?? '?'} (by ${by}): ${view.review?.evidence ?? view.review?.reason ?? ''}`,
+      );
+    }
+    return item(
+      'open',
+      `the order's latest run is ${latest.status.name} (${view?.status ?? 'status unknown'})`,
+    );
+  }
+
+  /**
+   * The provider's answer `status` against a closed order's final view: agreed, or the order is
+   * reopened as DISPUTED. The start is safe against a change since the order was read: the latest
+   * run is described again right before it and must still be the one read, and the start fails if
+   * any run of the order is open (conflict policy FAIL).
+   */
+  async function settle(
+    order: { workflowId: string; runId: string },
+    view: OrderView,
+    status: ProviderStatus,
+    date: string,
+    evidence: string,
+    item: (outcome: ItemOutcome, evidence: string) => ReconciliationItem,
+  ): Promise<ReconciliationItem> {
+    const providerSays = `provider status ${status}`;
+    const verdict = reconcileStatus(view, status);
+    if (verdict.kind === 'overridden')
+      return item('agreed', `${providerSays}, which an operator saw and forced past`);
+    if (verdict.kind !== 'contradicted') {
+      return verdict.kind === 'agreed'
+        ? item('agreed', providerSays)
+        : item('unreachable', `${providerSays}, not final`);
+    }
+    const run = client().workflow.getHandle(order.workflowId, order.runId);
+    const input = await run.query(orderInputQuery);
+    const latest = await describeOrder(order.workflowId);
+    if (!latest) return item('unreachable', 'the order’s workflow is gone');
+    // Changed since it was read: a decision needs a running order, so only another start can have.
+    if (latest.runId !== order.runId || latest.status.name === 'RUNNING')
+      return asItStands(order.workflowId, latest, item);
+    try {
+      await client().workflow.start(latest.type, {
+        workflowId: order.workflowId,
+        taskQueue: latest.taskQueue,
+        args: [reopenedInput(input, view, { date, providerStatus: verdict.providerStatus, evidence })],
+        // This one start only: the closed run's ID is taken again for the dispute's run.
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        workflowIdConflictPolicy: 'FAIL',
+        memo: latest.memo,
+        // As the new run will publish them: listed DISPUTED, not final, from its start.
+        typedSearchAttributes: reopenedSearchAttributes(latest),
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      return item('open', 'the order was started again meanwhile');
+    }
+    log.warn('reconciliation: order reopened as DISPUTED', {
+      workflowId: order.workflowId,
+      status: view.status,
+      providerStatus: status,
+    });
+    return item('disputed', providerSays);
+  }
+
+  /**
+   * A ledger row no order explains, checked by its own id: the provider's ref leads back to an
+   * order of ours (one whose view never named this id: a cancelled order the provider debited
+   * anyway), which is then settled against it; otherwise it is foreign.
+   */
+  async function recheckRow(mismatch: Mismatch, date: string): Promise<ReconciliationItem> {
+    const row = mismatch.rows[0]!;
+    const item = (
+      outcome: ItemOutcome,
+      evidence: string,
+      order?: { workflowId: string; ref: string; client?: string; status?: OrderStatus },
+    ): ReconciliationItem => ({
+      kind: 'unexplained-row',
+      ref: order?.ref ?? '',
+      ...(order?.client !== undefined && { client: order.client }),
+      workflowId: order?.workflowId ?? '',
+      ...(order?.status !== undefined && { status: order.status }),
+      row,
+      outcome,
+      evidence: `${evidence}; ledger: ${describeRows([row])}`,
+    });
+    if (row.objid === undefined) return item('unreachable', 'the row names no provider id');
+    const answer = await askById(upstream(), mismatch.orderType, row.objid);
+    if (answer.kind === 'unreachable') return item('unreachable', answer.detail);
+    const providerSays = `the provider's ${mismatch.orderType} ${row.objid} is ${answer.status}`;
+    const order = answer.ref !== undefined ? await orderByProviderRef(answer.ref) : undefined;
+    if (!order) {
+      const where = answer.ref !== undefined ? `ref ${answer.ref}` : 'no ref';
+      return item(
+        'foreign',
+        `${providerSays} (${where}${answer.createdAt ? `, created ${answer.createdAt}` : ''}), no order of ours has it`,
+      );
+    }
+    const parsed = parseOrderWorkflowId(order.workflowId);
+    const ours = {
+      workflowId: order.workflowId,
+      ref: parsed?.ref ?? '',
+      ...(parsed?.client && { client: parsed.client }),
+    };
+    const { latest } = order;
+    if (latest.status.name === 'RUNNING')
+      return asItStands(order.workflowId, latest, (o, e) => item(o, e, ours));
+    const view = await closedView(order.workflowId, latest);
+    if (!view || !finalStatuses.includes(view.status))
+      return item('open', `the order's workflow closed without a final view (${latest.status.name})`, ours);
+    const named = { ...ours, status: view.status };
+    if (view.providerReference !== undefined && view.providerReference !== row.objid)
+      return item(
+        'foreign',
+        `${providerSays}: a second top-up under the ref of the order, whose own is ${view.providerReference}`,
+        named,
+      );
+    return settle(
+      { workflowId: order.workflowId, runId: latest.runId },
+      view,
+      answer.status,
+      date,
+      `${providerSays}, an id the order never named; ledger: ${describeRows([row])}`,
+      (o, e) => item(o, e, named),
+    );
+  }
+
+  /**
+   * The order a provider ref was sent for. Our refs are `<client>.<ref>.<hash>` (src/orders/
+   * provider-ref.ts), recorded in the order's memo, which confirms the match; an order from before
+   * them sent its own ref. A ref whose readable part was cut short leads nowhere: reported foreign.
+   */
+  async function orderByProviderRef(
+    ref: string,
+  ): Promise<{ workflowId: string; latest: WorkflowExecutionDescription } | undefined> {
+    const candidates: { workflowId: string; sentAs?: string }[] = [];
+    const parts = /^([^.]+)\.(.+)\.[0-9a-f]+$/.exec(ref);
+    if (parts) {
+      // The default client's orders have the unscoped ID.
+      candidates.push(
+        { workflowId: orderWorkflowId(parts[2]!, parts[1]!), sentAs: ref },
+        { workflowId: orderWorkflowId(parts[2]!), sentAs: ref },
+      );
+    }
+    candidates.push({ workflowId: orderWorkflowId(ref) });
+    for (const { workflowId, sentAs } of candidates) {
+      const latest = await describeOrder(workflowId);
+      if (!latest || !Object.values<string>(workflowTypeByOrderType).includes(latest.type)) continue;
+      const recorded = latest.memo?.[PROVIDER_REF_MEMO];
+      if (recorded === sentAs) return { workflowId, latest };
+    }
+    return undefined;
   }
 
   return {
@@ -252,8 +564,8 @@ export function createReconciliationActivities(
     },
 
     /**
-     * Matches the day's final orders with the provider's ledger. Returns the counts and only what
-     * does not match: mismatched orders (re-checked next) and ledger rows of the day no order explains.
+     * The matching as the code before the `reconciliation-chunked` patch calls it (runs of it still
+     * in flight): every order mismatch in one result, the unexplained rows reported only.
      */
     async findReconciliationMismatches(input: MatchInput): Promise<{
       orders: number;
@@ -262,132 +574,68 @@ export function createReconciliationActivities(
       mismatches: Mismatch[];
       unexplained: LedgerRow[];
     }> {
-      const from = new Date(Date.parse(input.from) - input.lookbackMs).toISOString();
-      const ledger = await readLedger(from, input.to);
-      const orders = await listOrders(input, from);
-      const byObjid = new Map<string, OrderRows>();
-      for (const row of ledger) {
-        if (row.objid === undefined) continue;
-        const entry = byObjid.get(row.objid) ?? { debits: [], refunds: [] };
-        if (orderDebitTypes.includes(row.type)) entry.debits.push(row);
-        else if (orderRefundTypes.includes(row.type)) entry.refunds.push(row);
-        byObjid.set(row.objid, entry);
-      }
-      const dayFrom = Date.parse(input.from);
-      const inDay = (row: LedgerRow) => Date.parse(row.time) >= dayFrom;
-      const explained = new Set<string>();
-      const mismatches: Mismatch[] = [];
-      let counted = 0;
-      let matched = 0;
-      for (const order of orders) {
-        const reference = order.view.providerReference;
-        const rows = (reference !== undefined && byObjid.get(reference)) || { debits: [], refunds: [] };
-        if (reference !== undefined) explained.add(reference);
-        if (order.superseded) continue;
-        // An order settled in the look-back is checked only for what the ledger says of it today.
-        if (!order.inDay && ![...rows.debits, ...rows.refunds].some(inDay)) continue;
-        counted++;
-        const kind = mismatchOf(order.view.status, rows);
-        if (!kind) {
-          matched++;
-          continue;
-        }
-        mismatches.push({
-          kind,
-          workflowId: order.workflowId,
-          runId: order.runId,
-          ref: order.ref,
-          ...(order.client !== undefined && { client: order.client }),
-          orderType: order.view.type,
-          status: order.view.status,
-          ...(reference !== undefined && { providerReference: reference }),
-          rows: [...rows.debits, ...rows.refunds],
-        });
-      }
-      const moneyTypes = [...orderDebitTypes, ...orderRefundTypes];
-      const unexplained = ledger.filter(
-        (row) =>
-          inDay(row) &&
-          moneyTypes.includes(row.type) &&
-          (row.objid === undefined || !explained.has(row.objid)),
-      );
+      const day = await matchDay(input);
       return {
-        orders: counted,
-        matched,
-        ledgerRows: ledger.filter(inDay).length,
-        mismatches,
-        unexplained,
+        orders: day.orders,
+        matched: day.matched,
+        ledgerRows: day.ledgerRows,
+        mismatches: day.mismatches.filter((m) => m.kind !== 'unexplained-row'),
+        unexplained: day.unexplained,
       };
     },
 
     /**
-     * Asks the provider about one mismatched order; when it reports the other final status, the
-     * order is reopened as DISPUTED with the evidence (a new run of its workflow).
+     * Matches the day's final orders with the provider's ledger. Returns the day's counts and one
+     * chunk of what does not match (the mismatches whose key is above `after`, at most `limit`),
+     * so a day of thousands of mismatches travels in results of a bounded size. Each call reads the
+     * day again: a chunk is found by its cursor, not kept anywhere between calls.
+     */
+    async matchReconciliationChunk(
+      input: MatchInput & { after?: string; limit: number },
+    ): Promise<MatchChunk> {
+      return chunkOf(await matchDay(input), input.after, input.limit);
+    },
+
+    /**
+     * Asks the provider about one mismatch: an order by its own check (when the provider reports
+     * the other final status the order is reopened as DISPUTED), a row by its id, a reopened
+     * order as it stands.
      */
     async recheckReconciled(options: { mismatch: Mismatch; date: string }): Promise<ReconciliationItem> {
       const { mismatch, date } = options;
+      if (mismatch.kind === 'unexplained-row') return recheckRow(mismatch, date);
       const item = (outcome: ItemOutcome, evidence: string): ReconciliationItem => ({
         kind: mismatch.kind,
         ref: mismatch.ref,
         ...(mismatch.client !== undefined && { client: mismatch.client }),
         workflowId: mismatch.workflowId,
-        status: mismatch.status,
+        ...(mismatch.status !== undefined && { status: mismatch.status }),
         outcome,
         evidence: `${evidence}; ledger: ${describeRows(mismatch.rows)}`,
       });
-      const latest = await client().workflow.getHandle(mismatch.workflowId).describe();
-      if (latest.runId !== mismatch.runId || latest.status.name !== 'COMPLETED') {
-        // Already reopened by this reconciliation (an attempt before a worker kill), running again,
-        // or closed without its result (terminated: the sweep's to resume).
-        const view = await client()
-          .workflow.getHandle(mismatch.workflowId, latest.runId)
-          .query(statusQuery)
-          .catch(() => undefined);
-        if (view?.dispute?.reconciliation === date)
-          return item('disputed', view.review?.evidence ?? 'disputed');
-        return item(
-          'open',
-          `the order's workflow is ${latest.status.name} again (${view?.status ?? 'status unknown'})`,
-        );
-      }
-      const run = client().workflow.getHandle(mismatch.workflowId, mismatch.runId);
-      const input = await run.query(orderInputQuery);
-      const view: OrderView = await run.result();
+      const latest = await describeOrder(mismatch.workflowId);
+      if (!latest) return item('unreachable', 'the order’s workflow is gone');
+      // Already reopened (by this reconciliation before a worker kill, an earlier one, the watch),
+      // resumed by the sweep, or in its watch: reported as it stands.
+      if (mismatch.kind === 'reopened' || latest.runId !== mismatch.runId || latest.status.name === 'RUNNING')
+        return asItStands(mismatch.workflowId, latest, item);
+      // Closed: completed, or terminated (or timed out) with a final view, which the sweep leaves alone.
+      const view = await closedView(mismatch.workflowId, latest);
+      if (!view || !finalStatuses.includes(view.status))
+        return item('open', `the order's workflow closed without a final view (${latest.status.name})`);
+      const input = await client()
+        .workflow.getHandle(mismatch.workflowId, latest.runId)
+        .query(orderInputQuery);
       const answer = await askProvider(upstream(), input, view);
       if (answer.kind === 'unreachable') return item('unreachable', answer.detail);
-      const { status } = answer;
-      const providerSays = `provider status ${status}`;
-      const ours = view.status;
-      const verdict = reconcileStatus(view, status);
-      if (verdict.kind === 'overridden')
-        return item('agreed', `${providerSays}, which an operator saw and forced past`);
-      if (verdict.kind !== 'contradicted') {
-        return verdict.kind === 'agreed'
-          ? item('agreed', providerSays)
-          : item('unreachable', `${providerSays}, not final`);
-      }
-      const { providerStatus } = verdict;
-      const evidence = `${providerSays}; ledger: ${describeRows(mismatch.rows)}`;
-      try {
-        await client().workflow.start(latest.type, {
-          workflowId: mismatch.workflowId,
-          taskQueue: latest.taskQueue,
-          args: [reopenedInput(input, view, { date, providerStatus, evidence })],
-          // This one start only: the closed run's ID is taken again for the dispute's run.
-          workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-          memo: latest.memo,
-          typedSearchAttributes: latest.typedSearchAttributes,
-        });
-      } catch (err) {
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-        return item('open', 'the order was started again meanwhile');
-      }
-      log.warn('reconciliation: order reopened as DISPUTED', {
-        workflowId: mismatch.workflowId,
-        status: ours,
-        providerStatus: status,
-      });
-      return item('disputed', providerSays);
+      return settle(
+        { workflowId: mismatch.workflowId, runId: latest.runId },
+        view,
+        answer.status,
+        date,
+        `provider status ${answer.status}; ledger: ${describeRows(mismatch.rows)}`,
+        item,
+      );
     },
   };
 }
@@ -443,7 +691,7 @@ export function reconcileStatus(
   const agrees =
     (status === 'FULFILLED' && ours === 'FULFILLED') ||
     (status === 'PARTIALLY_FILLED' && ours === 'PARTIALLY_FULFILLED') ||
-    (status === 'REFUNDED' && (ours === 'REFUNDED' || ours === 'FAILED'));
+    (status === 'REFUNDED' && (ours === 'REFUNDED' || ours === 'FAILED' || ours === 'CANCELLED'));
   if (agrees) return { kind: 'agreed' };
   const resolution = view.review?.resolution;
   if (resolution?.forcedPast !== undefined && resolution.provider?.status === status)
@@ -451,8 +699,7 @@ export function reconcileStatus(
   // Ours PARTIALLY_FULFILLED against a FULFILLED answer has no dispute shape yet (decision is
   // FULFILLED or REFUNDED); it is reported agreed-in-part rather than reopened.
   if (ours === 'PARTIALLY_FULFILLED' && status === 'FULFILLED') return { kind: 'agreed' };
-  if (ours !== 'FULFILLED' && ours !== 'PARTIALLY_FULFILLED' && ours !== 'REFUNDED' && ours !== 'FAILED')
-    return { kind: 'not-final' };
+  if (!finalStatuses.includes(ours)) return { kind: 'not-final' };
   return { kind: 'contradicted', providerStatus: status };
 }
 
@@ -462,7 +709,80 @@ function isFinalProviderStatus(status: ProviderStatus): status is ReconciledDisp
 
 function describeRows(rows: LedgerRow[]): string {
   if (rows.length === 0) return 'no row for the order';
-  return rows.map((r) => `${r.type} ${r.amount} at ${r.time} (${r.id})`).join(', ');
+  const named = rows.slice(0, ROWS_PER_MISMATCH).map((r) => `${r.type} ${r.amount} at ${r.time} (${r.id})`);
+  const more = rows.length - named.length;
+  return named.join(', ') + (more > 0 ? ` and ${more} more` : '');
+}
+
+/**
+ * One chunk of a day's matching: the mismatches (sorted by key) after `after`, at most `limit`,
+ * each naming at most ROWS_PER_MISMATCH rows; the unexplained rows listed with the first chunk only.
+ */
+export function chunkOf(day: Omit<MatchChunk, 'more'>, after: string | undefined, limit: number): MatchChunk {
+  const rest = after === undefined ? day.mismatches : day.mismatches.filter((m) => m.key! > after);
+  return {
+    ...day,
+    unexplained: after === undefined ? day.unexplained.slice(0, UNEXPLAINED_LISTED) : [],
+    mismatches: rest.slice(0, limit).map((m) => ({ ...m, rows: m.rows.slice(0, ROWS_PER_MISMATCH) })),
+    more: rest.length > limit,
+  };
+}
+
+/** Which check-id route a ledger row's objid is for. */
+function orderTypeOfRow(row: LedgerRow): OrderType {
+  if (row.type.endsWith('FLEXY')) return 'mobile_topup';
+  if (row.type.endsWith('ADSL')) return 'internet_topup';
+  return 'gift_card';
+}
+
+type IdAnswer =
+  | { kind: 'status'; status: ProviderStatus; ref?: string; createdAt?: string }
+  | { kind: 'unreachable'; detail: string };
+
+/** A ledger row's own id asked at the provider (check-id; a gift card's checkOrder), one call. */
+async function askById(provider: ReconciliationProvider, type: OrderType, id: string): Promise<IdAnswer> {
+  try {
+    switch (type) {
+      case 'mobile_topup': {
+        const check = await provider.checkMobileTopupById(id);
+        return { kind: 'status', status: check.status, ref: check.ref, createdAt: check.created_at };
+      }
+      case 'internet_topup': {
+        const check = await provider.checkInternetTopupById(id);
+        return { kind: 'status', status: check.status, ref: check.ref, createdAt: check.created_at };
+      }
+      case 'gift_card': {
+        // Gift-card orders carry no ref of ours: such a row cannot lead back to an order.
+        const check = await provider.checkGiftCardOrder(id);
+        return { kind: 'status', status: check.status, createdAt: check.time };
+      }
+    }
+  } catch (err) {
+    if (isProviderError(err, 'not_found'))
+      return { kind: 'unreachable', detail: `the provider does not know ${id}` };
+    if (isProviderError(err, 'refused'))
+      return { kind: 'unreachable', detail: 'the provider refused the check' };
+    throw err;
+  }
+}
+
+/**
+ * The search attributes a reopened order's run starts with: the service's own (none of Temporal's,
+ * such as a closed run's patch versions), as its first task will publish them — DISPUTED, in review
+ * since now, no longer completed — so no list sees it final in between.
+ */
+function reopenedSearchAttributes(latest: WorkflowExecutionDescription): SearchAttributePair[] {
+  const pairs: SearchAttributePair[] = [
+    { key: OrderStatusAttribute, value: 'DISPUTED' },
+    { key: ReviewSinceAttribute, value: new Date() },
+  ];
+  const type = latest.typedSearchAttributes.get(OrderTypeAttribute);
+  if (type !== undefined) pairs.push({ key: OrderTypeAttribute, value: type });
+  const owner = latest.typedSearchAttributes.get(OrderClientAttribute);
+  if (owner !== undefined) pairs.push({ key: OrderClientAttribute, value: owner });
+  const accepted = latest.typedSearchAttributes.get(AcceptedAtAttribute);
+  if (accepted !== undefined) pairs.push({ key: AcceptedAtAttribute, value: accepted });
+  return pairs;
 }
 
 /** The closed run's input with its last view, marked as reopened by the reconciliation. */

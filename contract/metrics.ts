@@ -141,9 +141,10 @@ export const metricCatalog = {
   reconciliationOrders: counter(
     'topup_reconciliation_orders',
     'The nightly reconciliation, by outcome: orders whose ledger rows matched (matched), mismatches ' +
-      're-checked at the provider that it agreed with (agreed), that were reopened as DISPUTED (disputed), ' +
-      'that could not be checked (unreachable) or whose workflow was running again (open), and ledger ' +
-      'rows of the day no order explains (unexplained).',
+      're-checked at the provider that it agreed with (agreed), that were reopened as DISPUTED or found ' +
+      'DISPUTED already (disputed), that could not be checked (unreachable) or whose workflow was running ' +
+      'again (open), ledger rows of the day no order explains (unexplained), and those of them the ' +
+      'provider knows under an id no order of ours has (foreign).',
     ['outcome'],
   ),
   ordersDisputed: counter(

@@ -299,6 +299,11 @@ export interface OrderDebit {
  * beside the request's figures: the debit and a partial order's split. Never a card code or a number.
  */
 export const SETTLEMENT_MEMO = 'settlement';
+/**
+ * The memo key where the API records the ref a top-up is sent under (src/orders/provider-ref.ts):
+ * the reconciliation traces a ledger row's provider ref back to the order by it.
+ */
+export const PROVIDER_REF_MEMO = 'providerRef';
 export interface OrderSettlement {
   debit?: OrderDebit;
   partial?: OrderResult['partial'];

@@ -45,11 +45,50 @@ export interface ReconcileDayInput extends ReconciliationDay {
   heartbeatTimeoutMs?: number;
   /** Re-checks per run before the run continues as new (default 200; lowered by tests). */
   recheckPerRun?: number;
+  /** Mismatches the matching hands over at once, at most (default 500; lowered by tests). */
+  mismatchesPerChunk?: number;
   /**
-   * Set only by the workflow itself when it continues as new: the mismatches still to re-check
-   * and the report so far. Starters leave it unset.
+   * Set only by the workflow itself when it continues as new. Starters leave it unset.
+   * `{pending, report}`: a run of the code before chunked matching (patch `reconciliation-chunked`);
+   * `{chunk, after, report}`: the rest of the chunk being re-checked and the matching's cursor.
    */
-  continued?: { pending: Mismatch[]; report: ReconciliationReport };
+  continued?: LegacyContinuation | ChunkedContinuation;
+}
+
+/** What a run of the code before the `reconciliation-chunked` patch hands to the next. */
+export interface LegacyContinuation {
+  pending: Mismatch[];
+  report: ReconciliationReport;
+}
+
+/** What a run hands to the next: every field bounded, whatever the day's size. */
+export interface ChunkedContinuation {
+  /** The rest of the matching's current chunk, still to re-check (at most a chunk). */
+  chunk: Mismatch[];
+  /** The key of the chunk's last mismatch: the matching goes on after it; absent when it was the last chunk. */
+  after?: string;
+  report: ReconciliationReport;
+}
+
+export function isLegacyContinuation(
+  continued: ReconcileDayInput['continued'],
+): continued is LegacyContinuation {
+  return continued !== undefined && 'pending' in continued;
+}
+
+/** What one matching call hands over: the day's counts and one chunk of what does not match. */
+export interface MatchChunk {
+  orders: number;
+  matched: number;
+  ledgerRows: number;
+  /** Debit and refund rows of the day no order explains, all of them (the report keeps a few). */
+  unexplainedRows: number;
+  /** The first of them (first chunk only). */
+  unexplained: LedgerRow[];
+  /** Sorted by `key`, every key above the call's `after`, at most `limit`. */
+  mismatches: Mismatch[];
+  /** More mismatches after this chunk's last key. */
+  more: boolean;
 }
 
 /** Why an order (or a ledger row) did not match. */
@@ -58,8 +97,15 @@ export type MismatchKind =
   | 'fulfilled-without-debit'
   /** A refund in the ledger for an order we call FULFILLED. */
   | 'refund-of-fulfilled'
-  /** An order we call REFUNDED or FAILED with a debit the ledger never refunded. */
-  | 'debit-without-refund';
+  /** An order we call REFUNDED, FAILED or CANCELLED with a debit the ledger never refunded. */
+  | 'debit-without-refund'
+  /**
+   * An order whose final run was followed by a run that is open again (a dispute, by this or an
+   * earlier reconciliation or by the watch; a resumed run): reported as it stands, not re-checked.
+   */
+  | 'reopened'
+  /** A debit or refund row no order explains: checked at the provider by its own id (`objid`). */
+  | 'unexplained-row';
 
 export interface LedgerRow {
   id: string;
@@ -69,17 +115,24 @@ export interface LedgerRow {
   objid?: string;
 }
 
-/** An order whose ledger rows do not say what its status says: re-checked at the provider. */
+/**
+ * An order whose ledger rows do not say what its status says (re-checked at the provider by its
+ * own check), or a ledger row no order explains (`unexplained-row`: checked by the row's objid;
+ * `workflowId` … `status` are then empty, the row is in `rows`).
+ */
 export interface Mismatch {
   kind: MismatchKind;
+  /** The matching's sort key and cursor: the workflow ID, or `~row:<ledger id>` for a row. */
+  key?: string;
   workflowId: string;
   runId: string;
   ref: string;
   client?: string;
   orderType: OrderType;
-  status: OrderStatus;
+  /** The order's status (absent for an unexplained row). */
+  status?: OrderStatus;
   providerReference?: string;
-  /** The ledger rows found for the order (evidence). */
+  /** The ledger rows found for the order (evidence; the first few). */
   rows: LedgerRow[];
 }
 
@@ -90,15 +143,23 @@ export type ItemOutcome =
   | 'disputed'
   /** The provider could not be asked, or does not know the order. */
   | 'unreachable'
-  /** The order's workflow was running again (a review, a watch, a dispute already): left to it. */
-  | 'open';
+  /** The order's workflow was running again (a review, a watch, a resumed run): left to it. */
+  | 'open'
+  /**
+   * A ledger row the provider knows under an id no order of ours has (a top-up sent with our key
+   * outside this service, a second top-up under one of our refs, a gift-card order we never placed).
+   */
+  | 'foreign';
 
 export interface ReconciliationItem {
   kind: MismatchKind;
+  /** The order's (empty for a row no order of ours explains). */
   ref: string;
   client?: string;
   workflowId: string;
-  status: OrderStatus;
+  status?: OrderStatus;
+  /** `unexplained-row`: the ledger row. */
+  row?: LedgerRow;
   outcome: ItemOutcome;
   /** What the provider said, in words, and the ledger rows. */
   evidence: string;
@@ -121,14 +182,29 @@ export interface ReconciliationReport {
   unreachable: number;
   /** Re-checked orders whose workflow was running again: left to it. */
   open: number;
-  /** Debit and refund rows of the day no order explains (reported; nothing to re-check them by). */
+  /** Unexplained rows the provider knows under an id no order of ours has (`foreign` items). */
+  foreign?: number;
+  /** Debit and refund rows of the day no order explains (the first `UNEXPLAINED_LISTED`). */
   unexplained: LedgerRow[];
+  /** How many rows no order explains, all of them (each re-checked by its id). */
+  unexplainedRows?: number;
   /** Ledger rows of the day read. */
   ledgerRows: number;
+  /**
+   * One entry per re-check that is not `agreed` (counted only), the first `REPORT_ITEMS_KEPT`;
+   * the orders themselves carry their evidence (a dispute's `review.evidence`).
+   */
   items: ReconciliationItem[];
+  /** Items counted but not kept (beyond `REPORT_ITEMS_KEPT`). */
+  itemsOmitted?: number;
   startedAt: string;
   finishedAt?: string;
 }
+
+/** Report items kept (disputed, unreachable, open, foreign); the rest are counted in `itemsOmitted`. */
+export const REPORT_ITEMS_KEPT = 500;
+/** Unexplained rows listed in the report (all are counted and re-checked). */
+export const UNEXPLAINED_LISTED = 100;
 
 /** The report so far, while a run is going. */
 export const reconciliationReportQuery = defineQuery<ReconciliationReport>('report');

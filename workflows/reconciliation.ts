@@ -1,8 +1,9 @@
 /**
  * The nightly reconciliation (docs/operators.md "Statements and reconciliation"): one day of our
- * final orders against the provider's own ledger. The matching is one activity (the ledger and the
- * orders never enter the history, only what does not match); each mismatch is re-checked at the
- * provider, and an order the provider now contradicts is reopened as DISPUTED by that activity.
+ * final orders against the provider's own ledger. The matching is an activity that hands over what
+ * does not match one chunk at a time, by a cursor (the ledger and the orders never enter the
+ * history); each mismatch is re-checked at the provider, and an order the provider now contradicts
+ * is reopened as DISPUTED by that activity. A ledger row no order explains is checked by its own id.
  *
  * Behind every client's live orders: every activity carries the lowest priority key and a fairness
  * key of its own (contract/reconciliation.ts RECONCILIATION_PRIORITY), on the orders' task queue,
@@ -10,8 +11,9 @@
  *
  * `scheduledReconciliationWorkflow` is what the Schedule starts: it works out yesterday in the
  * configured zone and runs the day as a child under the day's own ID (`reconciliation:<date>`),
- * which GET /v1/reconciliations/{date} reads. A long day continues as new with what is left to
- * re-check. Deterministic: all I/O in activities/reconciliation.ts.
+ * which GET /v1/reconciliations/{date} reads (each run of a day is a run of that ID, readable by its
+ * run ID). A long day continues as new with the rest of its chunk, the cursor and the report, all
+ * bounded. Deterministic: all I/O in activities/reconciliation.ts.
  */
 import {
   ActivityFailure,
@@ -22,14 +24,18 @@ import {
   workflowInfo,
   metricMeter,
   isCancellation,
+  patched,
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { ReconciliationActivities } from '../activities/reconciliation';
 import { metricCatalog } from '../contract/metrics';
 import {
+  isLegacyContinuation,
   RECONCILIATION_PRIORITY,
   reconciliationReportQuery,
   reconciliationWorkflowId,
+  REPORT_ITEMS_KEPT,
+  type ChunkedContinuation,
   type Mismatch,
   type ReconcileDayInput,
   type ReconciliationItem,
@@ -40,6 +46,11 @@ import {
 const DEFAULT_LOOKBACK_MS = 24 * 60 * 60_000;
 const DEFAULT_CONCURRENCY = 4;
 const DEFAULT_RECHECKS_PER_RUN = 200;
+/**
+ * A chunk of the largest mismatches is about 650 kB (test/activities/reconcile-chunks.test.ts), and
+ * a continue-as-new carries at most that beside the bounded report: well under a payload's 2 MB.
+ */
+const DEFAULT_MISMATCHES_PER_CHUNK = 500;
 /** Above a ledger page's and a visibility page's longest wait (the provider client's HTTP timeouts). */
 const DEFAULT_HEARTBEAT_TIMEOUT_MS = 60_000;
 
@@ -48,13 +59,13 @@ const { reconciliationDayBefore } = proxyActivities<ReconciliationActivities>({
   priority: RECONCILIATION_PRIORITY,
 });
 /** The matching: a long day is long to read; the heartbeat tells a killed worker's attempt apart quickly. */
-function matcher(heartbeatTimeoutMs = DEFAULT_HEARTBEAT_TIMEOUT_MS) {
+function matchers(heartbeatTimeoutMs = DEFAULT_HEARTBEAT_TIMEOUT_MS) {
   return proxyActivities<ReconciliationActivities>({
     startToCloseTimeout: 60 * 60_000,
     heartbeatTimeout: heartbeatTimeoutMs,
     retry: { initialInterval: 1_000, maximumInterval: 5 * 60_000, maximumAttempts: 10 },
     priority: RECONCILIATION_PRIORITY,
-  }).findReconciliationMismatches;
+  });
 }
 const { recheckReconciled } = proxyActivities<ReconciliationActivities>({
   startToCloseTimeout: 60_000,
@@ -87,8 +98,122 @@ export async function scheduledReconciliationWorkflow(
   });
 }
 
+/**
+ * Patch `reconciliation-chunked` (docs/contributors.md "Patches in use"): the matching hands over
+ * its mismatches a chunk at a time, unexplained rows are re-checked by their id, and the report
+ * keeps counts and only the items that are not agreed. Runs of the code before it — started
+ * before the deploy, or continued as new by one with `{pending, report}` — finish on that code.
+ */
 export async function reconcileDayWorkflow(input: ReconcileDayInput): Promise<ReconciliationReport> {
-  let report: ReconciliationReport = input.continued?.report ?? {
+  if (isLegacyContinuation(input.continued) || !patched('reconciliation-chunked'))
+    return reconcileDayLifecycle1(input);
+  return reconcileDayChunked(input);
+}
+
+function newReport(input: ReconcileDayInput): ReconciliationReport {
+  return {
+    date: input.date,
+    timeZone: input.timeZone,
+    from: input.from,
+    to: input.to,
+    orders: 0,
+    matched: 0,
+    checked: 0,
+    agreed: 0,
+    disputed: 0,
+    unreachable: 0,
+    open: 0,
+    foreign: 0,
+    unexplained: [],
+    unexplainedRows: 0,
+    ledgerRows: 0,
+    items: [],
+    itemsOmitted: 0,
+    startedAt: new Date().toISOString(),
+  };
+}
+
+async function reconcileDayChunked(input: ReconcileDayInput): Promise<ReconciliationReport> {
+  const continued = input.continued as ChunkedContinuation | undefined;
+  const report = continued?.report ?? newReport(input);
+  setHandler(reconciliationReportQuery, () => report);
+  const limit = Math.max(1, input.mismatchesPerChunk ?? DEFAULT_MISMATCHES_PER_CHUNK);
+  const match = (after: string | undefined) =>
+    matchers(input.heartbeatTimeoutMs).matchReconciliationChunk({
+      from: input.from,
+      to: input.to,
+      lookbackMs: input.lookbackMs,
+      // The orders of the reconciliation's own task queue: a deployment's orders share one.
+      taskQueue: workflowInfo().taskQueue,
+      limit,
+      ...(after !== undefined && { after }),
+    });
+  let pending: Mismatch[];
+  /** Where the next chunk starts; undefined once the last chunk was handed over. */
+  let after: string | undefined;
+  if (continued) {
+    pending = continued.chunk;
+    after = continued.after;
+  } else {
+    const found = await match(undefined);
+    // The day's counts are the first pass's: later chunks are read after re-checks reopened orders.
+    Object.assign(report, {
+      orders: found.orders,
+      matched: found.matched,
+      ledgerRows: found.ledgerRows,
+      unexplained: found.unexplained,
+      unexplainedRows: found.unexplainedRows,
+    });
+    count('matched', found.matched);
+    count('unexplained', found.unexplainedRows);
+    pending = found.mismatches;
+    after = found.more ? found.mismatches.at(-1)?.key : undefined;
+  }
+
+  const concurrency = Math.max(1, input.concurrency ?? DEFAULT_CONCURRENCY);
+  let budget = Math.max(1, input.recheckPerRun ?? DEFAULT_RECHECKS_PER_RUN);
+  for (;;) {
+    const thisRun = pending.slice(0, budget);
+    pending = pending.slice(thisRun.length);
+    budget -= thisRun.length;
+    let next = 0;
+    const lane = async () => {
+      while (next < thisRun.length) {
+        record(report, await recheck(thisRun[next++]!, input.date));
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, lane));
+    if (pending.length > 0 || after === undefined || budget === 0) break;
+    const found = await match(after);
+    pending = found.mismatches;
+    after = found.more ? found.mismatches.at(-1)?.key : undefined;
+  }
+
+  if (pending.length > 0 || after !== undefined) {
+    // A long day: the next run goes on with the rest of the chunk and the cursor, the history stays short.
+    const { continued: _continued, ...same } = input;
+    const next: ChunkedContinuation = { chunk: pending, ...(after !== undefined && { after }), report };
+    await continueAsNew<typeof reconcileDayWorkflow>({ ...same, continued: next });
+  }
+  report.finishedAt = new Date().toISOString();
+  return report;
+}
+
+/** Counts a re-check; keeps its item only when it is not agreed, and only so many. */
+function record(report: ReconciliationReport, item: ReconciliationItem): void {
+  report.checked++;
+  if (item.outcome === 'foreign') report.foreign = (report.foreign ?? 0) + 1;
+  else report[item.outcome]++;
+  count(item.outcome, 1);
+  if (item.outcome === 'agreed') return;
+  if (report.items.length < REPORT_ITEMS_KEPT) report.items.push(item);
+  else report.itemsOmitted = (report.itemsOmitted ?? 0) + 1;
+}
+
+/** The day as the code before the `reconciliation-chunked` patch runs it (runs of it still in flight). */
+async function reconcileDayLifecycle1(input: ReconcileDayInput): Promise<ReconciliationReport> {
+  const continued = isLegacyContinuation(input.continued) ? input.continued : undefined;
+  let report: ReconciliationReport = continued?.report ?? {
     date: input.date,
     timeZone: input.timeZone,
     from: input.from,
@@ -106,11 +231,10 @@ export async function reconcileDayWorkflow(input: ReconcileDayInput): Promise<Re
     startedAt: new Date().toISOString(),
   };
   setHandler(reconciliationReportQuery, () => report);
-  let pending = input.continued?.pending;
+  let pending = continued?.pending;
   if (!pending) {
-    // The orders of the reconciliation's own task queue: a deployment's orders share one.
     const { from, to, lookbackMs } = input;
-    const found = await matcher(input.heartbeatTimeoutMs)({
+    const found = await matchers(input.heartbeatTimeoutMs).findReconciliationMismatches({
       from,
       to,
       lookbackMs,
@@ -135,7 +259,8 @@ export async function reconcileDayWorkflow(input: ReconcileDayInput): Promise<Re
     while (next < thisRun.length) {
       const item = await recheck(thisRun[next++]!, input.date);
       report.checked++;
-      report[item.outcome]++;
+      if (item.outcome === 'foreign') report.foreign = (report.foreign ?? 0) + 1;
+      else report[item.outcome]++;
       report.items.push(item);
       count(item.outcome, 1);
     }
@@ -144,7 +269,6 @@ export async function reconcileDayWorkflow(input: ReconcileDayInput): Promise<Re
 
   const rest = pending.slice(perRun);
   if (rest.length > 0) {
-    // A long day: the next run goes on with what is left, the history stays short.
     const { continued: _continued, ...same } = input;
     await continueAsNew<typeof reconcileDayWorkflow>({ ...same, continued: { pending: rest, report } });
   }
@@ -164,7 +288,8 @@ async function recheck(mismatch: Mismatch, date: string): Promise<Reconciliation
       ref: mismatch.ref,
       ...(mismatch.client !== undefined && { client: mismatch.client }),
       workflowId: mismatch.workflowId,
-      status: mismatch.status,
+      ...(mismatch.status !== undefined && { status: mismatch.status }),
+      ...(mismatch.kind === 'unexplained-row' && { row: mismatch.rows[0] }),
       outcome: 'unreachable',
       evidence: `the re-check kept failing: ${cause}`,
     };

@@ -20,7 +20,7 @@ import { BULK_REVIEW_MAX_ORDERS, BulkReviewAnswer, BulkReviewRequest } from './b
 import { CSV, ExportOrdersQuery, ExportRowSchema, NDJSON } from './order-export';
 import { MAX_RANGE_DAYS } from './schemas';
 import { Statement, StatementQuery } from './statements';
-import { ReconciliationAnswer, ReconciliationParams } from './reconciliations';
+import { ReconciliationAnswer, ReconciliationParams, ReconciliationQuery } from './reconciliations';
 import { problemKinds, type ProblemKey } from './errors';
 import { PROBLEM_CONTENT_TYPE } from './error-handler';
 import { REQUEST_ID_HEADER } from './logging';
@@ -383,9 +383,11 @@ function buildRegistry(): OpenAPIRegistry {
       'The report of the reconciliation of `date` (a Temporal Schedule runs it every night for the day ' +
         'before, docs/operators.md): final orders matched against the provider’s ledger, what did not match ' +
         're-checked at the provider (agreed, disputed — the order is then DISPUTED —, unreachable), and ledger ' +
-        'rows no order explains. Every client’s orders: auditors only. While the run goes on, the report so far.',
+        'rows no order explains, each checked by its id (foreign when no order of ours has it). Every client’s ' +
+        'orders: auditors only. While the run goes on, the report so far. The latest run of the day, with ' +
+        'the list of its runs; `run` reads an earlier one.',
     ),
-    request: { params: ReconciliationParams },
+    request: { params: ReconciliationParams, query: ReconciliationQuery },
     responses: {
       200: ok('The report.', ReconciliationAnswer),
       ...problems('reconciliation-not-found', ...commonProblems),

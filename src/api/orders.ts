@@ -33,6 +33,7 @@ import {
   OrderStatusAttribute,
   OrderTypeAttribute,
   orderWorkflowId,
+  PROVIDER_REF_MEMO,
   workflowTypeByOrderType,
   type DecisionRefusal,
   type OrderInput,
@@ -143,7 +144,7 @@ void viewMatches;
 
 /** The memo keys: the hash of the order's canonical request (never the request: personal data) and its provider ref. */
 export const REQUEST_HASH_MEMO = 'requestHash';
-export const PROVIDER_REF_MEMO = 'providerRef';
+export { PROVIDER_REF_MEMO };
 
 /**
  * RFC 8785 (JCS) canonical JSON, so the same request always hashes the same whatever its key order.

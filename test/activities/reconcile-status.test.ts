@@ -5,7 +5,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { reconcileStatus } from '../../activities/reconciliation';
+import { mismatchOf, reconcileStatus } from '../../activities/reconciliation';
 import type { OrderView } from '../../contract/order';
 
 const order = (status: OrderView['status'], review?: OrderView['review']) => ({ status, review });
@@ -15,6 +15,7 @@ describe('reconciliation verdict (reconcileStatus)', () => {
     assert.equal(reconcileStatus(order('FULFILLED'), 'FULFILLED').kind, 'agreed');
     assert.equal(reconcileStatus(order('REFUNDED'), 'REFUNDED').kind, 'agreed');
     assert.equal(reconcileStatus(order('FAILED'), 'REFUNDED').kind, 'agreed');
+    assert.equal(reconcileStatus(order('CANCELLED'), 'REFUNDED').kind, 'agreed');
     assert.equal(reconcileStatus(order('PARTIALLY_FULFILLED'), 'PARTIALLY_FILLED').kind, 'agreed');
   });
 
@@ -23,6 +24,8 @@ describe('reconciliation verdict (reconcileStatus)', () => {
       ['FULFILLED', 'REFUNDED'],
       ['REFUNDED', 'FULFILLED'],
       ['FAILED', 'FULFILLED'],
+      // Cancelled before anything was sent, yet the provider delivered: money lost.
+      ['CANCELLED', 'FULFILLED'],
       ['FULFILLED', 'PARTIALLY_FILLED'],
       ['REFUNDED', 'PARTIALLY_FILLED'],
       ['FAILED', 'PARTIALLY_FILLED'],
@@ -61,5 +64,13 @@ describe('reconciliation verdict (reconcileStatus)', () => {
     assert.equal(reconcileStatus(order('FULFILLED'), 'PENDING').kind, 'not-final');
     assert.equal(reconcileStatus(order('FULFILLED'), 'UNKNOWN_ERROR').kind, 'not-final');
     assert.equal(reconcileStatus(order('NEEDS_REVIEW'), 'FULFILLED').kind, 'not-final');
+  });
+
+  it('matches a cancelled order as a refunded one: a debit never refunded is a mismatch', () => {
+    const debit = { id: 'd', type: 'FLEXY', amount: 500, time: '2026-11-26T10:00:00.000Z', objid: 't' };
+    const refund = { ...debit, id: 'r', type: 'REFUND-FLEXY' };
+    assert.equal(mismatchOf('CANCELLED', { debits: [debit], refunds: [] }), 'debit-without-refund');
+    assert.equal(mismatchOf('CANCELLED', { debits: [debit], refunds: [refund] }), undefined);
+    assert.equal(mismatchOf('CANCELLED', { debits: [], refunds: [] }), undefined);
   });
 });

@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { Problem } from '../../src/api/errors';
 import { testClients } from '../../src/api/testing';
 import type { ReconciliationAnswer } from '../../src/api/reconciliations';
@@ -23,6 +23,22 @@ import { reconciliationDayOf, previousDay } from '../../activities/reconciliatio
 import { mobileRequest, newRef, scaledTimings, startOrder, waitForView } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 import { ensureReconciliationSchedule } from '../../src/temporal/reconciliation-schedule';
+import { writeFileSync } from 'node:fs';
+import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
+import { join } from 'node:path';
+import { historiesDir, historyToJson } from '../helpers/histories';
+
+/**
+ * With RECORD_RECONCILIATION_HISTORIES=1, writes a run's history as a replay fixture
+ * (test/fixtures/histories/reconciliation-<name>.json; docs/contributors.md "Changing a workflow safely").
+ */
+async function recordFixture(name: string, handle: WorkflowHandle): Promise<void> {
+  if (process.env.RECORD_RECONCILIATION_HISTORIES !== '1') return;
+  writeFileSync(
+    join(historiesDir, `reconciliation-${name}.json`),
+    historyToJson(await handle.fetchHistory()),
+  );
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
@@ -60,7 +76,7 @@ describe('the nightly reconciliation against the provider ledger', () => {
     date: string,
     from: number,
     extra: Partial<ReconcileDayInput> = {},
-  ): Promise<{ report: ReconciliationReport; handle: WorkflowHandle }> {
+  ): Promise<{ report: ReconciliationReport; handle: WorkflowHandleWithFirstExecutionRunId }> {
     await sleep(50);
     const input: ReconcileDayInput = {
       date,
@@ -140,10 +156,14 @@ describe('the nightly reconciliation against the provider ledger', () => {
       ref: `stray-${run}`,
     });
 
-    const { report, handle: reconciliation } = await reconcile('2001-01-02', from, { recheckPerRun: 1 });
+    // One re-check per run and one mismatch per chunk: the matching goes on by its cursor.
+    const { report, handle: reconciliation } = await reconcile('2001-01-02', from, {
+      recheckPerRun: 1,
+      mismatchesPerChunk: 1,
+    });
     assert.deepEqual(
-      [report.orders, report.checked, report.disputed, report.agreed, report.unreachable],
-      [2, 2, 2, 0, 0],
+      [report.orders, report.checked, report.disputed, report.agreed, report.unreachable, report.foreign],
+      [2, 3, 2, 0, 0, 1],
       JSON.stringify(report),
     );
     assert.deepEqual(
@@ -151,19 +171,82 @@ describe('the nightly reconciliation against the provider ledger', () => {
       [
         [plain.ref, 'refund-of-fulfilled', 'disputed'],
         [request.ref, 'refund-of-fulfilled', 'disputed'],
+        ['', 'unexplained-row', 'foreign'],
       ].sort(),
     );
     assert.deepEqual(
       report.unexplained.map((r) => [r.type, r.objid]),
       [['FLEXY', stray.topupId]],
     );
-    // Two re-checks, one per run: the day continued as new once.
+    // The row no order explains, checked by its id: the provider names the ref it was sent under.
+    const foreign = report.items.find((i) => i.outcome === 'foreign');
+    assert.equal(foreign?.row?.objid, stray.topupId);
+    assert.match(
+      foreign?.evidence ?? '',
+      new RegExp(
+        `the provider's mobile_topup ${stray.topupId} is \\w+ \\(ref stray-${run}, created .*\\), no order of ours has it`,
+      ),
+    );
+    // Three re-checks, one per run: the day continued as new twice, each run carrying at most one
+    // mismatch and the cursor, never the day's list.
     const runs = [];
     for await (const execution of stack.client.workflow.list({
       query: `WorkflowId = '${reconciliation.workflowId}'`,
     }))
       runs.push(execution.status.name);
-    assert.ok(runs.includes('CONTINUED_AS_NEW'), JSON.stringify(runs));
+    assert.equal(runs.filter((r) => r === 'CONTINUED_AS_NEW').length, 2, JSON.stringify(runs));
+    const last = await reconciliation.fetchHistory();
+    const lastStart = last.events?.[0]?.workflowExecutionStartedEventAttributes;
+    const carried = await decodeFromPayloadsAtIndex<ReconcileDayInput>(
+      stack.client.options.loadedDataConverter,
+      0,
+      lastStart?.input?.payloads,
+    );
+    assert.ok(carried.continued && 'chunk' in carried.continued, JSON.stringify(carried.continued));
+    assert.ok(carried.continued.chunk.length <= 1);
+    await recordFixture(
+      'day-chunked',
+      stack.client.workflow.getHandle(reconciliation.workflowId, reconciliation.firstExecutionRunId),
+    );
+    await recordFixture('day-chunked-continued', reconciliation);
+
+    // The same day run again: the disputes the first run opened are reported again, with their
+    // evidence (the first run's report stays readable under its run ID).
+    const rerun = await reconcile('2001-01-02', from);
+    assert.deepEqual(
+      [rerun.report.orders, rerun.report.disputed, rerun.report.foreign],
+      [2, 2, 1],
+      JSON.stringify(rerun.report),
+    );
+    for (const item of rerun.report.items.filter((i) => i.kind !== 'unexplained-row')) {
+      assert.equal(item.kind, 'reopened');
+      assert.equal(item.outcome, 'disputed');
+      assert.match(
+        item.evidence,
+        /^DISPUTED since .* \(by the reconciliation of 2001-01-02\): provider status REFUNDED; ledger: FLEXY/,
+      );
+    }
+    const day = await stack.api.request<ReconciliationAnswer>(
+      'GET',
+      '/v1/reconciliations/2001-01-02',
+      key('auditor'),
+    );
+    assert.equal(day.status, 200, day.text);
+    assert.equal(day.body.runId, (await rerun.handle.describe()).runId);
+    assert.equal(day.body.runs.length, 2, JSON.stringify(day.body.runs));
+    const first = day.body.runs.find((r) => r.runId !== day.body.runId)!;
+    const earlier = await stack.api.request<ReconciliationAnswer>(
+      'GET',
+      `/v1/reconciliations/2001-01-02?run=${first.runId}`,
+      key('auditor'),
+    );
+    assert.equal(earlier.status, 200, earlier.text);
+    assert.equal(earlier.body.runId, first.runId);
+    assert.deepEqual(earlier.body.report?.items.map((i) => i.kind).sort(), [
+      'refund-of-fulfilled',
+      'refund-of-fulfilled',
+      'unexplained-row',
+    ]);
 
     // The order reopened as DISPUTED, in a new run under its workflow ID, with the evidence.
     const disputed = await waitForView(
@@ -196,13 +279,162 @@ describe('the nightly reconciliation against the provider ledger', () => {
     assert.equal(settled.view.status, 'REFUNDED');
 
     // Run again, the day finds the first order no longer FULFILLED: no double dispute.
-    // Its earlier FULFILLED runs are superseded: only its latest (REFUNDED, refund in the ledger) counts.
+    // Its earlier FULFILLED runs are superseded: only its latest (REFUNDED, refund in the ledger)
+    // counts; the other is still DISPUTED, and reported so.
     const again = await reconcile('2001-01-03', from);
     assert.deepEqual(
       [again.report.orders, again.report.matched, again.report.disputed],
-      [1, 1, 0],
+      [2, 1, 1],
       JSON.stringify(again.report),
     );
+    assert.deepEqual(
+      again.report.items.filter((i) => i.outcome === 'disputed').map((i) => [i.ref, i.kind]),
+      [[plain.ref, 'reopened']],
+    );
+  });
+
+  it('a day run again reports the disputes its first run opened (already DISPUTED, with their evidence), and the first run stays readable', async () => {
+    const from = Date.now();
+    const order = await settledOrder();
+    await stack.sandbox.changeTopup(order.ref, { status: 'REFUNDED' });
+    const first = await reconcile('2001-03-01', from);
+    assert.deepEqual([first.report.checked, first.report.disputed], [1, 1], JSON.stringify(first.report));
+    const again = await reconcile('2001-03-01', from);
+    assert.deepEqual(
+      [again.report.orders, again.report.matched, again.report.disputed],
+      [1, 0, 1],
+      JSON.stringify(again.report),
+    );
+    assert.equal(again.report.items[0]?.kind, 'reopened');
+    assert.match(
+      again.report.items[0]?.evidence ?? '',
+      /by the reconciliation of 2001-03-01\): provider status REFUNDED/,
+    );
+    const answer = await stack.api.request<ReconciliationAnswer>(
+      'GET',
+      `/v1/reconciliations/2001-03-01?run=${first.handle.firstExecutionRunId}`,
+      key('auditor'),
+    );
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.body.report?.items[0]?.kind, 'refund-of-fulfilled');
+    assert.deepEqual(
+      answer.body.runs.map((r) => r.runId).sort(),
+      [first.handle.firstExecutionRunId, again.handle.firstExecutionRunId].sort(),
+    );
+  });
+
+  it('a CANCELLED order the provider debited anyway, and an order whose run was terminated in its watch: both re-checked and DISPUTED', async () => {
+    const from = Date.now();
+    // Cancelled while every send was refused with 429: the order says nothing reached the provider.
+    await stack.sandbox.addFault({ kind: 'rate_limit', routes: ['mobile.send'], retryAfterSeconds: 1 });
+    const cancelledRequest = mobileRequest(newRef(`rec-${run}-cancelled`));
+    const sendsBefore = (await stack.sandbox.requests('mobile.send')).length;
+    const accepted = await stack.api.request('POST', '/v1/orders', {
+      body: cancelledRequest,
+      ...key('shop'),
+    });
+    assert.equal(accepted.status, 201, accepted.text);
+    const read = await stack.api.request<OrderView & { workflowId: string }>(
+      'GET',
+      `/v1/orders/${cancelledRequest.ref}`,
+      key('shop'),
+    );
+    const cancelledHandle = stack.client.workflow.getHandle(read.body.workflowId);
+    started.push(cancelledHandle.workflowId);
+    while ((await stack.sandbox.requests('mobile.send')).length < sendsBefore + 2) await sleep(20);
+    await cancelledHandle.cancel();
+    assert.equal(((await cancelledHandle.result()) as OrderView).status, 'CANCELLED');
+    await stack.sandbox.clearFaults();
+    // Yet the provider has a top-up under the order's ref (a 429 it committed all the same).
+    const debited = await stack.provider.client.sendMobileTopup({
+      plan_code: cancelledRequest.planCode,
+      MSSIDN: cancelledRequest.msisdn,
+      amount: cancelledRequest.amount,
+      ref: providerRefFor('shop', cancelledRequest.ref),
+    });
+    while ((await stack.provider.client.checkMobileTopupById(debited.topupId)).status !== 'FULFILLED')
+      await sleep(50);
+
+    // Decided FULFILLED (forced while the provider said HANDLING), then terminated during its watch:
+    // the run closed with a final view, which the sweep leaves alone.
+    const watched = mobileRequest(newRef(`rec-${run}-terminated`), sandboxSpecialNumbers.unknownError);
+    assert.equal(
+      (await stack.api.request('POST', '/v1/orders', { body: watched, ...key('shop') })).status,
+      201,
+    );
+    const watchedId = (
+      await stack.api.request<OrderView & { workflowId: string }>(
+        'GET',
+        `/v1/orders/${watched.ref}`,
+        key('shop'),
+      )
+    ).body.workflowId;
+    const watchedHandle = stack.client.workflow.getHandle(watchedId);
+    started.push(watchedId);
+    await waitForView(watchedHandle, (v) => v.status === 'NEEDS_REVIEW');
+    const watchedRef = providerRefFor('shop', watched.ref);
+    await stack.sandbox.changeTopup(watchedRef, { status: 'HANDLING' });
+    const decided = await watchedHandle.executeUpdate(decideReviewUpdate, {
+      args: [{ decision: 'FULFILLED', operator: 'amina', note: 'customer confirmed', force: true }],
+    });
+    assert.equal(decided.view.status, 'FULFILLED');
+    await watchedHandle.terminate('stuck worker');
+    await stack.sandbox.changeTopup(watchedRef, { status: 'REFUNDED' });
+
+    const { report } = await reconcile('2001-03-02', from);
+    const byRef = new Map(report.items.map((i) => [i.ref, i]));
+    const cancelled = byRef.get(cancelledRequest.ref);
+    assert.deepEqual(
+      [cancelled?.kind, cancelled?.outcome, cancelled?.status],
+      ['unexplained-row', 'disputed', 'CANCELLED'],
+      JSON.stringify(report),
+    );
+    assert.equal(cancelled?.row?.objid, debited.topupId);
+    const terminated = byRef.get(watched.ref);
+    assert.deepEqual(
+      [terminated?.kind, terminated?.outcome],
+      ['refund-of-fulfilled', 'disputed'],
+      JSON.stringify(report),
+    );
+
+    const reopened = await waitForView(cancelledHandle, (v) => v.status === 'DISPUTED');
+    assert.deepEqual(
+      [reopened.dispute?.decision, reopened.dispute?.providerStatus, reopened.dispute?.reconciliation],
+      ['REFUNDED', 'FULFILLED', '2001-03-02'],
+    );
+    assert.match(
+      reopened.review?.evidence ?? '',
+      new RegExp(`${debited.topupId} is FULFILLED, an id the order never named`),
+    );
+    const resumed = await waitForView(watchedHandle, (v) => v.status === 'DISPUTED');
+    assert.deepEqual([resumed.dispute?.decision, resumed.dispute?.providerStatus], ['FULFILLED', 'REFUNDED']);
+  });
+
+  it('a run continued as new by the code before chunked matching ({pending, report}) finishes on that code', async () => {
+    const report: ReconciliationReport = {
+      date: '2001-05-01',
+      timeZone: 'UTC',
+      from: new Date().toISOString(),
+      to: new Date().toISOString(),
+      orders: 3,
+      matched: 3,
+      checked: 0,
+      agreed: 0,
+      disputed: 0,
+      unreachable: 0,
+      open: 0,
+      unexplained: [],
+      ledgerRows: 3,
+      items: [],
+      startedAt: new Date().toISOString(),
+    };
+    const { report: finished, handle } = await reconcile('2001-05-01', Date.now(), {
+      continued: { pending: [], report },
+    });
+    assert.deepEqual([finished.orders, finished.matched, finished.checked], [3, 3, 0]);
+    assert.ok(finished.finishedAt);
+    const events = (await handle.fetchHistory()).events ?? [];
+    assert.equal(events.filter((e) => e.markerRecordedEventAttributes).length, 0, 'no patch marker');
   });
 
   it('GET /v1/reconciliations/{date}: an auditor reads the report; a client without audit:read, no key, a bad date and a day never reconciled are refused', async () => {
@@ -232,6 +464,22 @@ describe('the nightly reconciliation against the provider ledger', () => {
         ['date'],
       );
     }
+    const badRun = await stack.api.request<Problem>(
+      'GET',
+      '/v1/reconciliations/2001-02-01?run=first',
+      key('auditor'),
+    );
+    assert.equal(badRun.status, 400, badRun.text);
+    assert.deepEqual(
+      badRun.body.errors?.map((e) => e.field),
+      ['run'],
+    );
+    const otherRun = await stack.api.request<Problem>(
+      'GET',
+      `/v1/reconciliations/2001-02-01?run=${randomUUID()}`,
+      key('auditor'),
+    );
+    assert.equal(otherRun.status, 404, otherRun.text);
     const never = await stack.api.request<Problem>('GET', '/v1/reconciliations/1999-12-31', key('auditor'));
     assert.equal(never.status, 404);
     assert.equal(never.body.type, '/problems/reconciliation-not-found');

@@ -9,7 +9,7 @@ import { ApiError } from '../errors';
 import { CSV, ExportOrdersQuery, NDJSON, streamExport } from '../order-export';
 import type { OrderService } from '../orders';
 import { StatementQuery, type StatementService } from '../statements';
-import { ReconciliationParams, type ReconciliationService } from '../reconciliations';
+import { ReconciliationParams, ReconciliationQuery, type ReconciliationService } from '../reconciliations';
 import { validateRequest } from '../validation';
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
@@ -37,8 +37,11 @@ export function financeRouter(
 
   // The ledger is the whole account's: only auditors read it (reconciliations.ts).
   router.get('/v1/reconciliations/:date', requireScope('audit:read'), async (req, res) => {
-    const { path } = validateRequest({ path: ReconciliationParams }, parts(req));
-    res.json(await reconciliations.read(path.date));
+    const { path, query } = validateRequest(
+      { path: ReconciliationParams, query: ReconciliationQuery },
+      parts(req),
+    );
+    res.json(await reconciliations.read(path.date, query.run));
   });
 
   return router;
