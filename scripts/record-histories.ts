@@ -766,8 +766,13 @@ async function recordWebhookScenarios(
  * for both), then one held for its operator down, let go once it is up; recorded once the account
  * workflow has ended (idle). `account-held-signals-lifecycle-1` was recorded by the code before
  * patch account-lists-held (held orders registered by signal); `account-held-listed` by the code after.
+ * `mobile-held-let-go-by-account` is the first order's history (patch hold-search-attributes).
  */
-const accountScenarios = ['account-held-signals-lifecycle-1', 'account-held-listed'] as const;
+const accountScenarios = [
+  'account-held-signals-lifecycle-1',
+  'account-held-listed',
+  'mobile-held-let-go-by-account',
+] as const;
 
 async function recordAccountScenarios(
   timeScale: number,
@@ -815,8 +820,8 @@ async function recordAccountScenarios(
       'the account workflow ended (idle)',
       180_000,
     );
-    const history = await account.fetchHistory();
     for (const name of names) {
+      const history = await (name.startsWith('mobile-') ? first : account).fetchHistory();
       writeFileSync(join(historiesDir, `${name}.json`), historyToJson(history));
       rows.push(`| ${name} | ${history.events?.length ?? 0} events |`);
     }
