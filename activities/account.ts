@@ -61,6 +61,13 @@ const DEFAULT_PING_MAX_AGE_MS = 30_000;
 /** The gate runs inside the send's attempt (a local send has seconds): a slow reading opens it. */
 const GATE_READ_TIMEOUT_MS = 1_000;
 const DEFAULT_PLANS_MAX_AGE_MS = 60 * 60_000;
+/**
+ * The account workflow's task-queue priority, inherited by its rounds: ahead of every order
+ * (singles 2, batch items 4, src/orders/priority.ts). It shares the orders' queue, and at the
+ * default 3 its tasks waited minutes behind a backlog of singles (the long chaos run: its first
+ * task 194 s), while the orders it would let go waited for it. A round every `checkMs` is little work.
+ */
+const ACCOUNT_PRIORITY = { priorityKey: 1, fairnessKey: 'provider-account' };
 /** Held orders let go at once by a round (signals in flight). */
 const RELEASE_CONCURRENCY = 16;
 
@@ -206,6 +213,7 @@ export function createAccountActivities(
           taskQueue,
           args: [{ checkMs: options.checkMs }],
           workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+          priority: ACCOUNT_PRIORITY,
         });
         return true as const;
       }, options?.checkMs ?? 0);

@@ -53,7 +53,9 @@ function holdUpdates(view: OrderView): SearchAttributeUpdatePair[] {
   const hold = view.status === 'HELD' ? view.hold : undefined;
   if (!hold || !patched(HOLD_SEARCH_ATTRIBUTES_PATCH)) return [];
   const current = workflowInfo().typedSearchAttributes;
-  const need = hold.reason === 'balance' ? heldNeed(hold, view.request) : undefined;
+  const exact = hold.reason === 'balance' ? heldNeed(hold, view.request) : undefined;
+  // An Int attribute: the provider's figure may have a fraction; rounded up, the line stays safe.
+  const need = exact === undefined ? undefined : Math.ceil(exact);
   const updates: SearchAttributeUpdatePair[] = [];
   if (current.get(HoldReasonAttribute) !== hold.reason) {
     updates.push({ key: HoldReasonAttribute, value: hold.reason });
