@@ -70,6 +70,9 @@ const DEFAULT_PLANS_MAX_AGE_MS = 60 * 60_000;
 const ACCOUNT_PRIORITY = { priorityKey: 1, fairnessKey: 'provider-account' };
 /** Held orders let go at once by a round (signals in flight). */
 const RELEASE_CONCURRENCY = 16;
+/** A round's calls to Temporal: one signal or query; the whole listing. Slower is the next round's. */
+const CALL_TIMEOUT_MS = 5_000;
+const LIST_TIMEOUT_MS = 10_000;
 
 /**
  * A value read at most once per `maxAgeMs`, concurrent callers sharing one read; undefined when it
@@ -247,12 +250,15 @@ export function createAccountActivities(
      * remain. A listing that fails lets nothing go (the next round lists again).
      */
     async accountRound(): Promise<AccountRound> {
+      const context = Context.current();
       const reading = await readAccount();
+      context.heartbeat();
       if (!temporal) return { reading, held: heldCounts([]), released: 0, listFailure: 'no Temporal client' };
-      const taskQueue = Context.current().info.taskQueue;
+      const taskQueue = context.info.taskQueue;
       let held: ListedHold[];
       try {
         held = await listHeld(temporal, taskQueue);
+        context.heartbeat();
       } catch (err) {
         return { reading, held: heldCounts([]), released: 0, listFailure: failureCode(err) };
       }
@@ -262,11 +268,12 @@ export function createAccountActivities(
       await Promise.all(
         Array.from({ length: Math.min(RELEASE_CONCURRENCY, queue.length) }, async () => {
           for (let order = queue.shift(); order; order = queue.shift()) {
-            Context.current().heartbeat();
+            context.heartbeat();
             // An order that closed meanwhile (it gave up, it was terminated) has nothing to resume.
-            const signalled = await temporal.workflow
-              .getHandle(order.workflowId)
-              .signal(resumeHeldSignal)
+            const signalled = await temporal
+              .withDeadline(Date.now() + CALL_TIMEOUT_MS, () =>
+                temporal.workflow.getHandle(order.workflowId).signal(resumeHeldSignal),
+              )
               .then(() => true)
               .catch(() => false);
             if (signalled) released++;
@@ -289,7 +296,12 @@ async function listHeld(temporal: Client, taskQueue: string): Promise<ListedHold
   const query = `OrderStatus = 'HELD' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
   const held: ListedHold[] = [];
   const unmarked: { workflowId: string; acceptedAt: string }[] = [];
-  for await (const info of temporal.workflow.list({ query })) {
+  const listed = await temporal.withDeadline(Date.now() + LIST_TIMEOUT_MS, async () => {
+    const all = [];
+    for await (const info of temporal.workflow.list({ query })) all.push(info);
+    return all;
+  });
+  for (const info of listed) {
     const attributes = info.typedSearchAttributes;
     const acceptedAt = (attributes.get(AcceptedAtAttribute) ?? info.startTime).toISOString();
     const reason = attributes.get(HoldReasonAttribute);
@@ -308,9 +320,10 @@ async function listHeld(temporal: Client, taskQueue: string): Promise<ListedHold
     });
   }
   for (const order of unmarked) {
-    const view = await temporal.workflow
-      .getHandle(order.workflowId)
-      .query(statusQuery)
+    const view = await temporal
+      .withDeadline(Date.now() + CALL_TIMEOUT_MS, () =>
+        temporal.workflow.getHandle(order.workflowId).query(statusQuery),
+      )
       .catch(() => undefined);
     if (view?.status !== 'HELD' || !view.hold) continue;
     const required = view.hold.reason === 'balance' ? heldNeed(view.hold, view.request) : undefined;
