@@ -2,8 +2,9 @@
  * Holding an order the account cannot take now (docs/operators.md "Orders on hold"): the provider
  * refused it for the balance (INSUFFICIENT_BALANCE: certainly nothing sent), or the worker did not
  * send it because orders already wait for the balance or /v3/ping reports its operator down. The
- * order is HELD, registers with the account workflow (workflows/provider-account.ts), which
- * watches the account once for everyone and lets held orders go in acceptance order, and waits —
+ * order is HELD (its hold published in search attributes), makes sure the account workflow runs
+ * (workflows/provider-account.ts), which watches the account once for everyone, finds the held
+ * orders by visibility and lets them go in acceptance order, and waits —
  * no event while it waits — for that, a cancellation, or its maximum hold (then FAILED, NOT_SENT).
  * As a backstop against a lost account workflow it also tries again every `reviewRecheckMs`.
  */
