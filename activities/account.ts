@@ -2,6 +2,11 @@
  * The provider account as the worker sees it (docs/operators.md "Orders on hold"): the activities
  * of the account workflow (workflows/provider-account.ts) and of a held order, and the send gate.
  *
+ * A held order only makes sure the account workflow runs (a start that finds it running changes
+ * nothing in it); the account's round finds the held orders by visibility and lets them go with a
+ * signal each, from the activity, so neither a burst of holds nor of resumptions goes through the
+ * account workflow's history.
+ *
  * The gate is asked before every send or placement, in the worker's memory, so a held account
  * costs no provider call and no history event per order: while orders wait for the balance (the
  * account workflow says so), a new order is held without being sent — it would only be refused —
@@ -10,7 +15,7 @@
  * fails opens the gate: the provider's own answer to the send then decides.
  */
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure, type Client } from '@temporalio/client';
+import { ApplicationFailure, WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
 import type { ProviderClient } from '../src/provider/client';
 import { operatorOfPlan, type MobilePlans, type OperatorName } from '../src/provider/wire';
 import type { OrderRequest } from '../contract/schemas';
@@ -18,12 +23,23 @@ import {
   ACCOUNT_WORKFLOW_TYPE,
   accountStateQuery,
   accountWorkflowId,
-  holdOrderSignal,
-  releaseOrderSignal,
+  heldCounts,
+  resumableHeld,
+  resumeHeldSignal,
   type AccountReading,
+  type AccountRound,
   type AccountState,
   type HeldOrder,
+  type ListedHold,
 } from '../contract/account';
+import {
+  AcceptedAtAttribute,
+  heldNeed,
+  HoldOperatorAttribute,
+  HoldReasonAttribute,
+  HoldRequiredAttribute,
+  statusQuery,
+} from '../contract/order';
 import { ProviderFailureType, type ProviderFailureDetails } from '../contract/activity-outcomes';
 import { withinAttempt } from './attempt-deadline';
 
@@ -45,6 +61,18 @@ const DEFAULT_PING_MAX_AGE_MS = 30_000;
 /** The gate runs inside the send's attempt (a local send has seconds): a slow reading opens it. */
 const GATE_READ_TIMEOUT_MS = 1_000;
 const DEFAULT_PLANS_MAX_AGE_MS = 60 * 60_000;
+/**
+ * The account workflow's task-queue priority, inherited by its rounds: ahead of every order
+ * (singles 2, batch items 4, src/orders/priority.ts). It shares the orders' queue, and at the
+ * default 3 its tasks waited minutes behind a backlog of singles (the long chaos run: its first
+ * task 194 s), while the orders it would let go waited for it. A round every `checkMs` is little work.
+ */
+const ACCOUNT_PRIORITY = { priorityKey: 1, fairnessKey: 'provider-account' };
+/** Held orders let go at once by a round (signals in flight). */
+const RELEASE_CONCURRENCY = 16;
+/** A round's calls to Temporal: one signal or query; the whole listing. Slower is the next round's. */
+const CALL_TIMEOUT_MS = 5_000;
+const LIST_TIMEOUT_MS = 10_000;
 
 /**
  * A value read at most once per `maxAgeMs`, concurrent callers sharing one read; undefined when it
@@ -158,49 +186,156 @@ export function createAccountActivities(
   temporal: Client | undefined,
   gate: AccountGate | undefined,
 ) {
+  /** The account's balance and each operator's state; a failed read says why (codes only). */
+  async function readAccount(): Promise<AccountReading> {
+    if (!options) return { failure: 'this worker watches no account' };
+    const [balance, ping] = await Promise.allSettled([
+      options.provider.getBalance(withinAttempt()),
+      options.provider.ping(withinAttempt()),
+    ]);
+    const reading: AccountReading = {};
+    const failures: string[] = [];
+    if (balance.status === 'fulfilled') reading.balance = balance.value.balance;
+    else failures.push(`balance: ${failureCode(balance.reason)}`);
+    if (ping.status === 'fulfilled') {
+      reading.operators = ping.value.operators as AccountReading['operators'];
+    } else failures.push(`ping: ${failureCode(ping.reason)}`);
+    if (failures.length > 0) reading.failure = failures.join('; ');
+    return reading;
+  }
+
+  // One start per task queue and `checkMs` in this worker, whatever the number of orders held.
+  const starts = new Map<string, ReturnType<typeof cachedReading<true>>>();
+  const accountStarted = (taskQueue: string) => {
+    let started = starts.get(taskQueue);
+    if (!started) {
+      started = cachedReading(async () => {
+        if (!temporal || !options) throw new Error('this worker watches no account');
+        await temporal.workflow.start(ACCOUNT_WORKFLOW_TYPE, {
+          workflowId: accountWorkflowId(taskQueue),
+          taskQueue,
+          args: [{ checkMs: options.checkMs }],
+          workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+          priority: ACCOUNT_PRIORITY,
+        });
+        return true as const;
+      }, options?.checkMs ?? 0);
+      starts.set(taskQueue, started);
+    }
+    return started;
+  };
+
   return {
-    /** Registers a held order with its task queue's account workflow (starting it if need be). */
+    /**
+     * Makes sure the task queue's account workflow runs: the round finds the held order by
+     * visibility (its hold's search attributes). A start that finds it running adds nothing to its
+     * history; one start per worker and `checkMs` serves every order held meanwhile. The order
+     * workflow calls this with the hold (`held`), which the account no longer needs.
+     */
     async holdOrder(held: HeldOrder): Promise<void> {
       if (!temporal || !options) throw ApplicationFailure.nonRetryable('this worker watches no account');
       const taskQueue = Context.current().info.taskQueue;
       if (held.reason === 'balance') gate?.noteBalanceHold(taskQueue);
-      await temporal.workflow.signalWithStart(ACCOUNT_WORKFLOW_TYPE, {
-        workflowId: accountWorkflowId(taskQueue),
-        taskQueue,
-        args: [{ checkMs: options.checkMs }],
-        signal: holdOrderSignal,
-        signalArgs: [held],
-      });
+      if ((await accountStarted(taskQueue).get()) === undefined) {
+        throw ApplicationFailure.retryable('the account workflow could not be started', 'AccountNotStarted');
+      }
     },
 
-    /** The order no longer waits: the account forgets it (a closed account workflow needs nothing). */
-    async releaseOrder(workflowId: string): Promise<void> {
-      if (!temporal) return;
-      const taskQueue = Context.current().info.taskQueue;
-      await temporal.workflow
-        .getHandle(accountWorkflowId(taskQueue))
-        .signal(releaseOrderSignal, workflowId)
-        .catch(() => undefined);
+    /** Nothing to do since patch account-lists-held: the order leaves HELD, and the listing with it. */
+    async releaseOrder(_workflowId: string): Promise<void> {},
+
+    /**
+     * One round of the account workflow: reads the account, lists the held orders of this task
+     * queue, lets go those the account can take now (a `resumeHeld` signal each) and says how many
+     * remain. A listing that fails lets nothing go (the next round lists again).
+     */
+    async accountRound(): Promise<AccountRound> {
+      const context = Context.current();
+      const reading = await readAccount();
+      context.heartbeat();
+      if (!temporal) return { reading, held: heldCounts([]), released: 0, listFailure: 'no Temporal client' };
+      const taskQueue = context.info.taskQueue;
+      let held: ListedHold[];
+      try {
+        held = await listHeld(temporal, taskQueue);
+        context.heartbeat();
+      } catch (err) {
+        return { reading, held: heldCounts([]), released: 0, listFailure: failureCode(err) };
+      }
+      const go = new Set(resumableHeld(held, reading));
+      const queue = [...go];
+      let released = 0;
+      await Promise.all(
+        Array.from({ length: Math.min(RELEASE_CONCURRENCY, queue.length) }, async () => {
+          for (let order = queue.shift(); order; order = queue.shift()) {
+            context.heartbeat();
+            // An order that closed meanwhile (it gave up, it was terminated) has nothing to resume.
+            const signalled = await temporal
+              .withDeadline(Date.now() + CALL_TIMEOUT_MS, () =>
+                temporal.workflow.getHandle(order.workflowId).signal(resumeHeldSignal),
+              )
+              .then(() => true)
+              .catch(() => false);
+            if (signalled) released++;
+          }
+        }),
+      );
+      return { reading, held: heldCounts(held.filter((order) => !go.has(order))), released };
     },
 
     /** The account's balance and each operator's state; a failed read says why (codes only). */
-    async readProviderAccount(): Promise<AccountReading> {
-      if (!options) return { failure: 'this worker watches no account' };
-      const [balance, ping] = await Promise.allSettled([
-        options.provider.getBalance(withinAttempt()),
-        options.provider.ping(withinAttempt()),
-      ]);
-      const reading: AccountReading = {};
-      const failures: string[] = [];
-      if (balance.status === 'fulfilled') reading.balance = balance.value.balance;
-      else failures.push(`balance: ${failureCode(balance.reason)}`);
-      if (ping.status === 'fulfilled') {
-        reading.operators = ping.value.operators as AccountReading['operators'];
-      } else failures.push(`ping: ${failureCode(ping.reason)}`);
-      if (failures.length > 0) reading.failure = failures.join('; ');
-      return reading;
-    },
+    readProviderAccount: readAccount,
   };
+}
+
+/**
+ * The orders held on `taskQueue`, with their holds: from their search attributes, or for an order
+ * held before patch hold-search-attributes (none), from its view (one query each).
+ */
+async function listHeld(temporal: Client, taskQueue: string): Promise<ListedHold[]> {
+  const query = `OrderStatus = 'HELD' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
+  const held: ListedHold[] = [];
+  const unmarked: { workflowId: string; acceptedAt: string }[] = [];
+  const listed = await temporal.withDeadline(Date.now() + LIST_TIMEOUT_MS, async () => {
+    const all = [];
+    for await (const info of temporal.workflow.list({ query })) all.push(info);
+    return all;
+  });
+  for (const info of listed) {
+    const attributes = info.typedSearchAttributes;
+    const acceptedAt = (attributes.get(AcceptedAtAttribute) ?? info.startTime).toISOString();
+    const reason = attributes.get(HoldReasonAttribute);
+    if (reason !== 'balance' && reason !== 'operator') {
+      unmarked.push({ workflowId: info.workflowId, acceptedAt });
+      continue;
+    }
+    const operator = attributes.get(HoldOperatorAttribute) as OperatorName | undefined;
+    const required = attributes.get(HoldRequiredAttribute);
+    held.push({
+      workflowId: info.workflowId,
+      acceptedAt,
+      reason,
+      ...(operator && { operator }),
+      ...(required !== undefined && { required }),
+    });
+  }
+  for (const order of unmarked) {
+    const view = await temporal
+      .withDeadline(Date.now() + CALL_TIMEOUT_MS, () =>
+        temporal.workflow.getHandle(order.workflowId).query(statusQuery),
+      )
+      .catch(() => undefined);
+    if (view?.status !== 'HELD' || !view.hold) continue;
+    const required = view.hold.reason === 'balance' ? heldNeed(view.hold, view.request) : undefined;
+    held.push({
+      ...order,
+      reason: view.hold.reason,
+      ...(view.hold.operator && { operator: view.hold.operator as OperatorName }),
+      ...(required !== undefined && { required }),
+    });
+  }
+  // By workflow ID: the stable sort by acceptance (resumableHeld) breaks ties the same way every round.
+  return held.sort((a, b) => a.workflowId.localeCompare(b.workflowId));
 }
 
 function failureCode(err: unknown): string {

@@ -36,8 +36,22 @@ export interface HeldOrder {
 export interface AccountInput {
   /** How often the account's balance and operators are read while orders are held. */
   checkMs: number;
-  /** Orders registered before a continue-as-new. */
+  /** Orders registered by signal before a continue-as-new (runs before patch account-lists-held). */
   held?: HeldOrder[];
+}
+
+/** A held order as the account's round finds it (visibility, or its query for an order held before the patch). */
+export type ListedHold = Omit<HeldOrder, 'until'>;
+
+/** What one of the account's rounds did: the reading, the held orders it found, those it let go. */
+export interface AccountRound {
+  reading: AccountReading;
+  /** Orders still held after the round (the ones it let go are not counted). */
+  held: AccountState['held'];
+  /** Orders the round let go (signalled `resumeHeld`). */
+  released: number;
+  /** The listing failed: why (codes only); nothing was let go. */
+  listFailure?: string;
 }
 
 /** What the account workflow knows, for /readyz, metrics and the worker's send gate. */
@@ -58,6 +72,43 @@ export interface AccountReading {
   balance?: number;
   operators?: Partial<Record<OperatorName, 'up' | 'down'>>;
   failure?: string;
+}
+
+/**
+ * The held orders the account can take now, oldest first: those held for the balance in
+ * acceptance order as far as the balance read covers them (the first one it does not cover stops
+ * the line, so a later, smaller order does not pass it); those held for an operator once /v3/ping
+ * reports it up. An order whose need is unknown (a gift card refused without `required`) goes when
+ * the balance is positive.
+ */
+export function resumableHeld<T extends ListedHold>(held: Iterable<T>, read: AccountReading): T[] {
+  const line = [...held].sort((a, b) => a.acceptedAt.localeCompare(b.acceptedAt));
+  const go: T[] = [];
+  let budget = read.balance;
+  for (const order of line) {
+    if (order.reason === 'operator') {
+      if (order.operator && read.operators?.[order.operator] === 'up') go.push(order);
+      continue;
+    }
+    if (budget === undefined) continue;
+    const need = order.required ?? Math.min(budget, 1);
+    if (budget <= 0 || need > budget) budget = undefined;
+    else {
+      budget -= need;
+      go.push(order);
+    }
+  }
+  return go;
+}
+
+/** Orders held, by reason and operator. */
+export function heldCounts(held: Iterable<ListedHold>): AccountState['held'] {
+  const counts: AccountState['held'] = { balance: 0, operator: 0, byOperator: {} };
+  for (const order of held) {
+    counts[order.reason]++;
+    if (order.operator) counts.byOperator[order.operator] = (counts.byOperator[order.operator] ?? 0) + 1;
+  }
+  return counts;
 }
 
 export const holdOrderSignal = defineSignal<[HeldOrder]>('holdOrder');

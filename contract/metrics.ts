@@ -104,6 +104,11 @@ export const metricCatalog = {
     'Orders HELD now (the provider account cannot take them), by reason: balance or operator (account workflow, cached briefly).',
     ['reason'],
   ),
+  ordersHeldForOperator: gauge(
+    'topup_operator_orders_held',
+    'Orders HELD now for an operator the provider reports down, by operator (account workflow, cached briefly).',
+    ['operator'],
+  ),
   providerOperatorUp: gauge(
     'topup_provider_operator_up',
     'Each operator as the provider’s /v3/ping reports it: 1 up, 0 down (cached briefly).',

@@ -65,6 +65,17 @@ export const ReviewSinceAttribute = defineSearchAttributeKey('ReviewSince', Sear
 export const CompletedAtAttribute = defineSearchAttributeKey('CompletedAt', SearchAttributeType.DATETIME);
 
 /**
+ * An order HELD (docs/operators.md "Orders on hold"): why (`balance` or `operator`), the operator
+ * reported down, and what it needs from the balance (DZD, `heldNeed`), set by the workflow with the
+ * HELD status (patch hold-search-attributes). The account workflow's reading finds the held orders
+ * by `OrderStatus = "HELD"` and reads these from the listing, without a query per order. Left as
+ * they were when the order leaves HELD: filter on OrderStatus with them.
+ */
+export const HoldReasonAttribute = defineSearchAttributeKey('HoldReason', SearchAttributeType.KEYWORD);
+export const HoldOperatorAttribute = defineSearchAttributeKey('HoldOperator', SearchAttributeType.KEYWORD);
+export const HoldRequiredAttribute = defineSearchAttributeKey('HoldRequired', SearchAttributeType.INT);
+
+/**
  * Every search attribute the service needs, by name and Temporal type: the one list from which
  * each registration derives — the dev server's `--search-attribute` flags, `npm run temporal:setup`
  * (run by the worker at start and by docker-compose's setup job) and the cluster test tier.
@@ -76,6 +87,9 @@ export const searchAttributeDefinitions = {
   AcceptedAt: 'Datetime',
   ReviewSince: 'Datetime',
   CompletedAt: 'Datetime',
+  HoldReason: 'Keyword',
+  HoldOperator: 'Keyword',
+  HoldRequired: 'Int',
 } as const;
 
 /** Polling and deadline timings, in milliseconds; fixed in the workflow input so replay is deterministic. */
@@ -322,6 +336,20 @@ export interface OrderHold {
   until: string;
   /** When it was last let go to be sent. */
   resumedAt?: string;
+}
+
+/**
+ * What a held order needs from the balance, DZD: the provider's `required`, else the order's own
+ * amount (a gift card refused without `required` has none: it goes when the balance is positive).
+ */
+export function heldNeed(
+  hold: Pick<OrderHold, 'required'> | undefined,
+  request: OrderRequest,
+): number | undefined {
+  if (hold?.required !== undefined) return hold.required;
+  if (request.type === 'mobile_topup') return request.amount;
+  if (request.type === 'internet_topup') return request.value;
+  return undefined;
 }
 
 export interface OrderView {

@@ -48,6 +48,7 @@ import {
   countingProvider,
   giftCardRequest,
   internetRequest,
+  ADMIN_TOKEN,
   mobileRequest,
   newRef,
   PRODUCTION_KEY,
@@ -64,6 +65,8 @@ import { startReceiver } from '../src/webhooks/receiver';
 import { endpointSecret } from '../src/webhooks/secrets';
 import { orderWorkflowId } from '../contract/order';
 import { webhookDeliveryWorkflowId } from '../contract/webhooks';
+import { accountWorkflowId } from '../contract/account';
+import { SandboxAdmin } from '../src/sandbox/admin-client';
 
 interface Scenario {
   request: (ref: string) => OrderRequest;
@@ -757,6 +760,77 @@ async function recordWebhookScenarios(
   return rows;
 }
 
+/**
+ * The provider account workflow's scenarios (workflows/provider-account.ts): two orders held for
+ * the balance let go in acceptance order as the sandbox's balance is topped up (enough for one, then
+ * for both), then one held for its operator down, let go once it is up; recorded once the account
+ * workflow has ended (idle). `account-held-signals-lifecycle-1` was recorded by the code before
+ * patch account-lists-held (held orders registered by signal); `account-held-listed` by the code after.
+ * `mobile-held-let-go-by-account` is the first order's history (patch hold-search-attributes).
+ */
+const accountScenarios = [
+  'account-held-signals-lifecycle-1',
+  'account-held-listed',
+  'mobile-held-let-go-by-account',
+] as const;
+
+async function recordAccountScenarios(
+  timeScale: number,
+  wanted: (name: string) => boolean,
+): Promise<string[]> {
+  const names = accountScenarios.filter(wanted);
+  if (names.length === 0) return [];
+  const checkMs = 1_000;
+  const stack = await startWebhookStack({
+    clients: clientsWith({ recorder: { key: 'recorder-key', webhooks: [] } }),
+    sandboxTimeScale: timeScale,
+    timingsFor: () => scaled(timeScale, noWatch),
+    account: { checkMs },
+  });
+  const admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
+  const submit = async (label: string) => {
+    const request = mobileRequest(newRef(label));
+    const res = await stack.api.request('POST', '/v1/orders', { body: request, apiKey: 'recorder-key' });
+    if (res.status !== 201) throw new Error(`submitting ${request.ref}: ${res.status} ${res.text}`);
+    return stack.client.workflow.getHandle(orderWorkflowId(request.ref, 'recorder'));
+  };
+  const rows: string[] = [];
+  try {
+    await admin.settings({ balance: 0 });
+    const first = await submit('acct-first');
+    await waitForView(first, (v) => v.status === 'HELD', 60_000);
+    const second = await submit('acct-second');
+    await waitForView(second, (v) => v.status === 'HELD', 60_000);
+    // Enough for the first (500 DZD) only, then for both.
+    await admin.settings({ balance: 600 });
+    await waitForView(first, (v) => v.status === 'FULFILLED', 60_000);
+    await admin.settings({ balance: 1_000_000 });
+    await waitForView(second, (v) => v.status === 'FULFILLED', 60_000);
+    await admin.operators({ djezzy: 'down' });
+    // The worker's gate reads /v3/ping at most this often.
+    await sleep(2 * checkMs);
+    const third = await submit('acct-operator');
+    await waitForView(third, (v) => v.status === 'HELD', 60_000);
+    await admin.operators({ djezzy: 'up' });
+    await waitForView(third, (v) => v.status === 'FULFILLED', 60_000);
+    const account = stack.client.workflow.getHandle(accountWorkflowId(stack.taskQueue));
+    await eventually(
+      async () => (await account.describe()).status.name,
+      (status) => status === 'COMPLETED',
+      'the account workflow ended (idle)',
+      180_000,
+    );
+    for (const name of names) {
+      const history = await (name.startsWith('mobile-') ? first : account).fetchHistory();
+      writeFileSync(join(historiesDir, `${name}.json`), historyToJson(history));
+      rows.push(`| ${name} | ${history.events?.length ?? 0} events |`);
+    }
+  } finally {
+    await stack.stop();
+  }
+  return rows;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -770,7 +844,10 @@ async function main(): Promise<void> {
   const wanted = (name: string) =>
     only ? only.includes(name) : values.overwrite || !existsSync(join(historiesDir, `${name}.json`));
   mkdirSync(historiesDir, { recursive: true });
-  const webhookRows = await recordWebhookScenarios(timeScale, wanted);
+  const webhookRows = [
+    ...(await recordWebhookScenarios(timeScale, wanted)),
+    ...(await recordAccountScenarios(timeScale, wanted)),
+  ];
   for (const row of webhookRows) console.log(row);
   const names = Object.keys(scenarios).filter(wanted);
   if (names.length === 0) {

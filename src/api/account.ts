@@ -13,8 +13,11 @@ import { accountStateQuery, accountWorkflowId } from '../../contract/account';
 export type AccountProviderPort = Partial<Pick<ProviderClient, 'ping' | 'getBalance'>>;
 
 export interface AccountReport {
-  /** Orders held now, by reason (0 when none, or when the account workflow is not running). */
-  held?: { balance: number; operator: number };
+  /**
+   * Orders held now, by reason, and those held for an operator by operator (0 when none, or when
+   * the account workflow is not running), as the account workflow's last round found them.
+   */
+  held?: { balance: number; operator: number; byOperator: Partial<Record<OperatorName, number>> };
   operators?: Partial<Record<OperatorName, 'up' | 'down'>>;
   balance?: number;
 }
@@ -39,10 +42,14 @@ export function accountReport(deps: {
         .withDeadline(Date.now() + timeoutMs, () =>
           client.workflow.getHandle(accountWorkflowId(taskQueue)).query(accountStateQuery),
         )
-        .then((state) => ({ balance: state.held.balance, operator: state.held.operator }))
+        .then((state) => ({
+          balance: state.held.balance,
+          operator: state.held.operator,
+          byOperator: state.held.byOperator ?? {},
+        }))
         .catch((err: unknown) => {
           // No account workflow yet: nothing was ever held.
-          if (errorName(err) === 'WorkflowNotFoundError') return { balance: 0, operator: 0 };
+          if (errorName(err) === 'WorkflowNotFoundError') return { balance: 0, operator: 0, byOperator: {} };
           throw err;
         }),
       provider.ping ? provider.ping({ signal: signal() }) : Promise.reject(new Error('no ping')),

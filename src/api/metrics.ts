@@ -11,6 +11,7 @@ import { AcceptedAtAttribute, ReviewSinceAttribute } from '../../contract/order'
 import { orderTypes } from '../../contract/schemas';
 import { matchedRoute } from '../observability/matched-route';
 import type { AccountReport } from './account';
+import { operatorNames } from '../provider/wire';
 
 /** Counts each answered request under its route pattern; unmatched paths share one label value. */
 export function requestMetrics(metrics: Metrics): RequestHandler {
@@ -102,6 +103,13 @@ export function registerAccountGauges(
     const { held } = await report();
     return held
       ? (['balance', 'operator'] as const).map((reason) => ({ labels: { reason }, value: held[reason] }))
+      : [];
+  });
+  // Every operator, 0 when none is held for it: a series that drops to 0 rather than vanishing.
+  metrics.gauge(metricCatalog.ordersHeldForOperator, async () => {
+    const { held } = await report();
+    return held
+      ? operatorNames.map((operator) => ({ labels: { operator }, value: held.byOperator[operator] ?? 0 }))
       : [];
   });
   metrics.gauge(metricCatalog.providerOperatorUp, async () =>

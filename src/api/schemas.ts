@@ -562,7 +562,14 @@ export const Readiness = z
     account: z
       .object({
         held: z
-          .object({ balance: z.number().int(), operator: z.number().int() })
+          .object({
+            balance: z.number().int(),
+            operator: z.number().int(),
+            byOperator: z
+              .record(z.string(), z.number().int())
+              .optional()
+              .meta({ description: 'The orders held for an operator, by operator.' }),
+          })
           .optional()
           .meta({
             description:

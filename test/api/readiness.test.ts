@@ -158,7 +158,7 @@ describe('/readyz checks what a submission needs', () => {
         // Our servers honour task-queue fairness: said, with no notice.
         fairness: 'on',
         // Nothing held (no account workflow yet); this provider fake has no /v3/ping.
-        account: { held: { balance: 0, operator: 0 } },
+        account: { held: { balance: 0, operator: 0, byOperator: {} } },
       });
     } finally {
       if (worker?.getState() === 'RUNNING') worker.shutdown();

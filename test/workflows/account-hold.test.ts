@@ -30,7 +30,10 @@ const newRef = (label: string) => `HOLD-${label}-${randomUUID().slice(0, 8)}`;
 const ACCOUNT_CHECK_MS = 500;
 
 interface Ready {
-  account?: { held?: { balance: number; operator: number }; operators?: Record<string, string> };
+  account?: {
+    held?: { balance: number; operator: number; byOperator?: Record<string, number> };
+    operators?: Record<string, string>;
+  };
 }
 
 describe('orders on hold while the provider account cannot take them', { timeout: 300_000 }, () => {
@@ -154,10 +157,18 @@ describe('orders on hold while the provider account cannot take them', { timeout
     assert.deepEqual([held.hold?.reason, held.hold?.operator], ['operator', 'djezzy']);
     await eventually(
       () => stack.api.request<Ready>('GET', '/readyz', { apiKey: null }),
-      (r) => r.body?.account?.operators?.djezzy === 'down' && r.body.account.held?.operator === 1,
+      (r) =>
+        r.body?.account?.operators?.djezzy === 'down' &&
+        r.body.account.held?.operator === 1 &&
+        r.body.account.held.byOperator?.djezzy === 1,
       '/readyz shows djezzy down and one order held for it',
     );
     await eventually(scrape, (t) => t.includes('topup_provider_operator_up{operator="djezzy"} 0'), 'gauge');
+    await eventually(
+      scrape,
+      (t) => t.includes('topup_operator_orders_held{operator="djezzy"} 1'),
+      'held gauge',
+    );
     await sleep(3 * ACCOUNT_CHECK_MS);
     assert.equal((await stack.sandbox.sendsOf(held.providerRef!)).attempts, 0, 'nothing sent while down');
 

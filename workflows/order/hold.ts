@@ -2,8 +2,9 @@
  * Holding an order the account cannot take now (docs/operators.md "Orders on hold"): the provider
  * refused it for the balance (INSUFFICIENT_BALANCE: certainly nothing sent), or the worker did not
  * send it because orders already wait for the balance or /v3/ping reports its operator down. The
- * order is HELD, registers with the account workflow (workflows/provider-account.ts), which
- * watches the account once for everyone and lets held orders go in acceptance order, and waits —
+ * order is HELD (its hold published in search attributes), makes sure the account workflow runs
+ * (workflows/provider-account.ts), which watches the account once for everyone, finds the held
+ * orders by visibility and lets them go in acceptance order, and waits —
  * no event while it waits — for that, a cancellation, or its maximum hold (then FAILED, NOT_SENT).
  * As a backstop against a lost account workflow it also tries again every `reviewRecheckMs`.
  */
@@ -11,7 +12,7 @@ import { condition, proxyLocalActivities, workflowInfo } from '@temporalio/workf
 import type { AccountActivities } from '../../activities/account';
 import { ProviderFailureType } from '../../contract/activity-outcomes';
 import type { OperatorName } from '../../contract/account';
-import type { OrderRequest } from '../../contract/order';
+import { heldNeed, type OrderRequest } from '../../contract/order';
 import type { ProviderFailure } from './failures';
 import type { Order } from './state';
 import type { ProviderCheck } from './types';
@@ -56,17 +57,21 @@ export async function holdUntilResumed<R extends OrderRequest, C extends Provide
     ? `the provider reports operator ${operator} down`
     : "the account's balance does not cover the order";
   if (now >= until) return giveUp(o, why);
-  if (o.view.status === 'HELD') o.note(`Still held: ${why}; nothing was sent`);
-  else o.transition('HELD', `Held, nothing sent: ${why}; sent once the account can take it`);
+  if (o.view.status === 'HELD') {
+    o.note(`Still held: ${why}; nothing was sent`);
+    // The reason may have changed (the balance, then an operator down): the account reads it from there.
+    o.publishStatus();
+  } else o.transition('HELD', `Held, nothing sent: ${why}; sent once the account can take it`);
 
   const workflowId = workflowInfo().workflowId;
+  const need = heldNeed(o.view.hold, o.request);
   try {
     await account.holdOrder({
       workflowId,
       acceptedAt: o.view.acceptedAt,
       reason,
       ...(operator && { operator: operator as OperatorName }),
-      ...(requiredOf(o, balance?.required) !== undefined && { required: requiredOf(o, balance?.required) }),
+      ...(need !== undefined && { required: need }),
       until,
     });
   } catch {
@@ -106,16 +111,4 @@ function giveUp<R extends OrderRequest, C extends ProviderCheck>(
     failure: { code: 'NOT_SENT', message: `held for the account and never sent: ${why}` },
   });
   return { next: 'ended' };
-}
-
-/** What the order needs from the balance: the provider's figure, else the order's own amount. */
-function requiredOf<R extends OrderRequest, C extends ProviderCheck>(
-  o: Order<R, C>,
-  fromProvider: number | undefined,
-): number | undefined {
-  if (fromProvider !== undefined) return fromProvider;
-  const request = o.request as OrderRequest;
-  if (request.type === 'mobile_topup') return request.amount;
-  if (request.type === 'internet_topup') return request.value;
-  return undefined;
 }

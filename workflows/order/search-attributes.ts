@@ -3,11 +3,15 @@
  * the review queue and Temporal UI filter and sort on. Each change joins one upsert; nothing is
  * upserted when the starter already set the value. Deterministic workflow code.
  */
-import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporalio/common';
 import {
   AcceptedAtAttribute,
   CompletedAtAttribute,
+  heldNeed,
+  HoldOperatorAttribute,
+  HoldReasonAttribute,
+  HoldRequiredAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
   ReviewSinceAttribute,
@@ -34,7 +38,35 @@ export function publishSearchAttributes(view: OrderView, orderType: OrderType, i
   if (reviewSince) updates.push(reviewSince);
   const completedAt = completedAtUpdate(view, current.get(CompletedAtAttribute));
   if (completedAt) updates.push(completedAt);
+  updates.push(...holdUpdates(view));
   if (updates.length > 0) upsertSearchAttributes(updates);
+}
+
+/**
+ * Patch hold-search-attributes (docs/contributors.md "Patches in use"): a HELD order publishes why
+ * and what it needs with its status, so the account workflow finds it by visibility. Lifecycle 1.0
+ * published the status alone; its held orders replay without the hold's attributes.
+ */
+export const HOLD_SEARCH_ATTRIBUTES_PATCH = 'hold-search-attributes';
+
+function holdUpdates(view: OrderView): SearchAttributeUpdatePair[] {
+  const hold = view.status === 'HELD' ? view.hold : undefined;
+  if (!hold || !patched(HOLD_SEARCH_ATTRIBUTES_PATCH)) return [];
+  const current = workflowInfo().typedSearchAttributes;
+  const exact = hold.reason === 'balance' ? heldNeed(hold, view.request) : undefined;
+  // An Int attribute: the provider's figure may have a fraction; rounded up, the line stays safe.
+  const need = exact === undefined ? undefined : Math.ceil(exact);
+  const updates: SearchAttributeUpdatePair[] = [];
+  if (current.get(HoldReasonAttribute) !== hold.reason) {
+    updates.push({ key: HoldReasonAttribute, value: hold.reason });
+  }
+  if (current.get(HoldOperatorAttribute) !== hold.operator) {
+    updates.push({ key: HoldOperatorAttribute, value: hold.operator ?? null });
+  }
+  if (current.get(HoldRequiredAttribute) !== need) {
+    updates.push({ key: HoldRequiredAttribute, value: need ?? null });
+  }
+  return updates;
 }
 
 /**
