@@ -158,6 +158,9 @@ export function createAnnounceActivity(deps: AnnounceDeps | undefined) {
         };
       case 'endpoint-removed':
         return { settled: { ...base, state: 'skipped', lastError: 'the endpoint is no longer configured' } };
+      case 'deferred':
+        // Not an attempt (first tries have no cap of their own; kept for the type): handed off untried.
+        return {};
       case 'failed':
         return {
           failed: {
@@ -245,9 +248,9 @@ export interface DeliveryDeps {
   metrics?: Metrics;
   /**
    * Attempts one endpoint may have in flight in this worker (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT).
-   * One more fails at once, sending nothing, and is retried after its back-off like any failed
-   * attempt: a slow endpoint holds this many of the worker's delivery slots, not all of them.
-   * Unbounded when absent.
+   * One more is `deferred` at once, sending nothing: not an attempt, so it neither counts nor
+   * backs off nor leaves an error, and the delivery workflow tries it again soon. A slow endpoint
+   * holds this many of the worker's delivery slots, not all of them. Unbounded when absent.
    */
   maxInFlightPerEndpoint?: number;
 }
@@ -268,12 +271,15 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       eventType: event.type,
       sequence: event.sequence,
       outcome: result.outcome,
-      ...(result.outcome !== 'endpoint-removed' && result.status !== undefined
+      ...((result.outcome === 'delivered' || result.outcome === 'failed') && result.status !== undefined
         ? { status: result.status }
         : {}),
       ...(result.outcome === 'failed' ? { error: result.error } : {}),
+      ...(result.outcome === 'deferred' ? { reason: result.reason } : {}),
     };
     if (result.outcome === 'delivered') log.info('webhook delivered', fields);
+    // Not a failure of the endpoint: the worker's own limit; counted below for whoever tunes it.
+    else if (result.outcome === 'deferred') log.debug('webhook attempt deferred', fields);
     else log.warn('webhook not delivered', fields);
     deliveries.add({ client: event.client, event_type: event.type, outcome: result.outcome });
     if (result.outcome === 'delivered') {
@@ -298,8 +304,8 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       const busy = inFlight.get(key) ?? 0;
       if (busy >= maxInFlight) {
         return attemptEnded(event, endpoint.id, {
-          outcome: 'failed',
-          error: `not sent: ${busy} attempts at this endpoint were already in flight on this worker`,
+          outcome: 'deferred',
+          reason: `${busy} attempts at this endpoint were already in flight on this worker`,
         });
       }
       inFlight.set(key, busy + 1);
