@@ -173,9 +173,10 @@ export type DeliveryOutcome =
   | { outcome: 'endpoint-removed' }
   /**
    * Nothing was sent and it was no attempt: the endpoint already had as many attempts in flight on
-   * this worker as it may (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT). Tried again soon, with no back-off.
+   * this worker as it may (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT). Tried again with no back-off, after
+   * `retryAfterMs`: the worker's estimate of when a slot at the endpoint is free for this one.
    */
-  | { outcome: 'deferred'; reason: string };
+  | { outcome: 'deferred'; reason: string; retryAfterMs?: number };
 
 export interface RedeliverRequest {
   eventId: string;

@@ -241,7 +241,11 @@ class WebhookDelivery {
           else delivery.lastAttemptAt = previousAttemptAt;
         }
         delivery.deferrals = (delivery.deferrals ?? 0) + 1;
-        delivery.nextAttemptAt = new Date(now + this.deferralMs(delivery.deferrals)).toISOString();
+        const wait =
+          result.retryAfterMs !== undefined
+            ? Math.min(this.input.policy.retryMaxIntervalMs, result.retryAfterMs)
+            : this.deferralMs(delivery.deferrals);
+        delivery.nextAttemptAt = new Date(now + wait).toISOString();
         return;
       }
       case 'endpoint-removed':
@@ -268,7 +272,8 @@ class WebhookDelivery {
   }
 
   /**
-   * How long a deferred attempt waits: a slot at the endpoint frees when one of its attempts ends,
+   * How long a deferred attempt waits when the worker gave no estimate (`retryAfterMs`, its turn at
+   * the endpoint; the first deferrals recorded had none): a slot at the endpoint frees when one of its attempts ends,
    * within an attempt's timeout at the latest. From the first back-off, doubling with the event's
    * deferrals up to that timeout, spread (±25 %) so the events deferred together do not all come
    * back together. Workflow code: Math.random is Temporal's seeded, replayable one.
