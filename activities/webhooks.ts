@@ -158,6 +158,9 @@ export function createAnnounceActivity(deps: AnnounceDeps | undefined) {
         };
       case 'endpoint-removed':
         return { settled: { ...base, state: 'skipped', lastError: 'the endpoint is no longer configured' } };
+      case 'deferred':
+        // Not an attempt (first tries have no cap of their own; kept for the type): handed off untried.
+        return {};
       case 'failed':
         return {
           failed: {
@@ -245,9 +248,9 @@ export interface DeliveryDeps {
   metrics?: Metrics;
   /**
    * Attempts one endpoint may have in flight in this worker (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT).
-   * One more fails at once, sending nothing, and is retried after its back-off like any failed
-   * attempt: a slow endpoint holds this many of the worker's delivery slots, not all of them.
-   * Unbounded when absent.
+   * One more is `deferred` at once, sending nothing: not an attempt, so it neither counts nor
+   * backs off nor leaves an error, and the delivery workflow tries it again soon. A slow endpoint
+   * holds this many of the worker's delivery slots, not all of them. Unbounded when absent.
    */
   maxInFlightPerEndpoint?: number;
 }
@@ -259,6 +262,7 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
   const deliveryLag = metrics.histogram(metricCatalog.webhookDeliveryLag);
   const inFlight = new Map<string, number>();
   const maxInFlight = deps.maxInFlightPerEndpoint ?? Infinity;
+  const slots = new EndpointSlots(maxInFlight);
 
   /** Where every attempt ends: one log line per attempt, and the place to count outcomes. */
   function attemptEnded(event: WebhookEvent, endpoint: string, result: DeliveryOutcome): DeliveryOutcome {
@@ -268,12 +272,15 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       eventType: event.type,
       sequence: event.sequence,
       outcome: result.outcome,
-      ...(result.outcome !== 'endpoint-removed' && result.status !== undefined
+      ...((result.outcome === 'delivered' || result.outcome === 'failed') && result.status !== undefined
         ? { status: result.status }
         : {}),
       ...(result.outcome === 'failed' ? { error: result.error } : {}),
+      ...(result.outcome === 'deferred' ? { reason: result.reason } : {}),
     };
     if (result.outcome === 'delivered') log.info('webhook delivered', fields);
+    // Not a failure of the endpoint: the worker's own limit; counted below for whoever tunes it.
+    else if (result.outcome === 'deferred') log.debug('webhook attempt deferred', fields);
     else log.warn('webhook not delivered', fields);
     deliveries.add({ client: event.client, event_type: event.type, outcome: result.outcome });
     if (result.outcome === 'delivered') {
@@ -298,11 +305,13 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
       const busy = inFlight.get(key) ?? 0;
       if (busy >= maxInFlight) {
         return attemptEnded(event, endpoint.id, {
-          outcome: 'failed',
-          error: `not sent: ${busy} attempts at this endpoint were already in flight on this worker`,
+          outcome: 'deferred',
+          reason: `${busy} attempts at this endpoint were already in flight on this worker`,
+          retryAfterMs: slots.nextFreeInMs(key),
         });
       }
       inFlight.set(key, busy + 1);
+      const ended = slots.attemptStarted(key);
       try {
         const body = JSON.stringify(webhookMessage(event, endpoint));
         const secrets = endpointSecrets(deps.signingKey, event.client, endpoint);
@@ -313,6 +322,7 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
         );
         return attemptEnded(event, endpoint.id, result);
       } finally {
+        ended();
         const left = (inFlight.get(key) ?? 1) - 1;
         if (left > 0) inFlight.set(key, left);
         else inFlight.delete(key);
@@ -320,6 +330,60 @@ export function createDeliveryActivities(deps: DeliveryDeps) {
     },
   };
 }
+
+/**
+ * When a deferred attempt should come back (activities at the cap): a virtual line per endpoint.
+ * The endpoint serves `cap` attempts per typical attempt's time (the recent attempts' mean), so
+ * each deferral is given the next turn after the turns already given out — instead of every
+ * deferred event trying again after the same short wait, each of those tries an activity and a
+ * timer of its delivery workflow. An estimate, not a reservation: an event that comes back to a
+ * full endpoint is deferred again, to a later turn.
+ */
+export class EndpointSlots {
+  readonly #typicalMs = new Map<string, number>();
+  readonly #lineEndsAt = new Map<string, number>();
+
+  constructor(
+    private readonly cap: number,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  readonly #inFlightSince = new Map<string, number[]>();
+
+  /** An attempt at `key` starts; the callback says it ended. */
+  attemptStarted(key: string): () => void {
+    const startedAt = this.clock();
+    const since = this.#inFlightSince.get(key) ?? [];
+    since.push(startedAt);
+    this.#inFlightSince.set(key, since);
+    return () => {
+      since.splice(since.indexOf(startedAt), 1);
+      if (since.length === 0) this.#inFlightSince.delete(key);
+      const ms = this.clock() - startedAt;
+      const typical = this.#typicalMs.get(key);
+      this.#typicalMs.set(key, typical === undefined ? ms : typical * 0.8 + ms * 0.2);
+    };
+  }
+
+  /** The wait until this deferral's turn, which it takes. */
+  nextFreeInMs(key: string): number {
+    const now = this.clock();
+    // An attempt still in flight has taken at least its age so far (the slow endpoint's first ones).
+    const oldest = Math.min(now, ...(this.#inFlightSince.get(key) ?? []));
+    const typical = Math.max(this.#typicalMs.get(key) ?? FIRST_TURN_MS, now - oldest);
+    const turnMs = typical / this.cap;
+    const end = Math.max(now, this.#lineEndsAt.get(key) ?? 0) + turnMs;
+    this.#lineEndsAt.set(key, end);
+    return Math.max(MIN_TURN_MS, Math.round(end - now));
+  }
+}
+
+/**
+ * Before an attempt at the endpoint has ended, an attempt is guessed to take 5 s (the default first
+ * back-off): a guess too short sends the first deferrals back before any slot can be free.
+ */
+const FIRST_TURN_MS = 5_000;
+const MIN_TURN_MS = 100;
 
 export type AnnounceActivity = ReturnType<typeof createAnnounceActivity>;
 export type DeliveryActivities = ReturnType<typeof createDeliveryActivities>;

@@ -162,7 +162,7 @@ export const metricCatalog = {
   // ---- worker: webhooks (activities/webhooks.ts) ----
   webhookDeliveries: counter(
     'topup_webhook_deliveries',
-    'Webhook delivery attempts by event type and outcome: delivered, failed (retried), endpoint-removed.',
+    'Webhook delivery attempts by event type and outcome: delivered, failed (retried), endpoint-removed; deferred: not made, the endpoint was at its cap on this worker.',
     ['client', 'event_type', 'outcome'],
   ),
   webhookDeliveryLag: histogram(

@@ -24,6 +24,13 @@ export const WEBHOOK_EVENTS_PATCH = 'webhook-events';
 
 export const webhookDeliveryWorkflowType = 'webhookDeliveryWorkflow';
 
+/**
+ * The patch that guards the delivery workflow's handling of a `deferred` attempt (not an attempt:
+ * no count, no error, no back-off, tried again soon). A history written while an older worker met
+ * that outcome (a deploy's overlap) replays the old way: nothing recorded, tried again at once.
+ */
+export const WEBHOOK_DEFERRED_PATCH = 'webhook-deferred-attempt';
+
 /** One delivery workflow per order; `:` cannot appear in an order's workflow ID's parts (order.ts). */
 export function webhookDeliveryWorkflowId(orderWorkflowId: string): string {
   return `webhooks:${orderWorkflowId}`;
@@ -108,10 +115,18 @@ export type DeliveryState = 'pending' | 'delivered' | 'failed' | 'skipped';
 export interface EndpointDelivery {
   endpoint: string;
   state: DeliveryState;
-  /** Attempts since the event (or its last redelivery) became due. */
+  /** Attempts since the event (or its last redelivery) became due; a deferral is not one. */
   attempts: number;
-  /** When the retry window of the current round started (the event, or its redelivery). */
+  /**
+   * When the retry window of the current round started (the event, or its redelivery): the window
+   * (`retryForMs`) runs from here, deferrals included.
+   */
   dueSince: string;
+  /**
+   * Times the worker did not make an attempt because the endpoint already had as many in flight as
+   * it may (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT), since the event (or its redelivery) became due.
+   */
+  deferrals?: number;
   nextAttemptAt?: string;
   lastAttemptAt?: string;
   /** Why the latest failed attempt failed (kept once delivered): an HTTP status, a timeout, a refused address; never a body. */
@@ -155,7 +170,13 @@ export type DeliveryOutcome =
   | { outcome: 'delivered'; status: number }
   | { outcome: 'failed'; error: string; status?: number }
   /** The endpoint is no longer in the clients file: nothing to send to. */
-  | { outcome: 'endpoint-removed' };
+  | { outcome: 'endpoint-removed' }
+  /**
+   * Nothing was sent and it was no attempt: the endpoint already had as many attempts in flight on
+   * this worker as it may (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT). Tried again with no back-off, after
+   * `retryAfterMs`: the worker's estimate of when a slot at the endpoint is free for this one.
+   */
+  | { outcome: 'deferred'; reason: string; retryAfterMs?: number };
 
 export interface RedeliverRequest {
   eventId: string;

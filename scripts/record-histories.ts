@@ -64,7 +64,7 @@ import { clientsWith, eventually, startWebhookStack } from '../test/helpers/webh
 import { startReceiver } from '../src/webhooks/receiver';
 import { endpointSecret } from '../src/webhooks/secrets';
 import { orderWorkflowId } from '../contract/order';
-import { webhookDeliveryWorkflowId } from '../contract/webhooks';
+import { webhookDeliveryWorkflowId, type WebhookDeliveryState } from '../contract/webhooks';
 import { accountWorkflowId } from '../contract/account';
 import { SandboxAdmin } from '../src/sandbox/admin-client';
 
@@ -831,6 +831,76 @@ async function recordAccountScenarios(
   return rows;
 }
 
+/**
+ * `webhook-delivery-deferred`: a delivery workflow one of whose attempts the worker deferred (the
+ * endpoint at its cap of attempts in flight, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT; patch
+ * webhook-deferred-attempt). Two orders of one client, first tries off, a cap of one and a receiver
+ * that answers in 600 ms: their delivery workflows' first attempts meet at the endpoint. The
+ * fixture is the one whose result shows a deferral.
+ */
+async function recordDeferredScenario(
+  timeScale: number,
+  wanted: (name: string) => boolean,
+): Promise<string[]> {
+  const name = 'webhook-delivery-deferred';
+  if (!wanted(name)) return [];
+  const signingKey = randomBytes(32);
+  const receiver = await startReceiver({
+    secrets: [endpointSecret(signingKey, 'recorder', 'main', 1)],
+    answer: () => ({ status: 204, delayMs: 600 }),
+  });
+  const stack = await startWebhookStack({
+    clients: clientsWith({
+      recorder: { key: 'recorder-key', webhooks: [{ id: 'main', url: receiver.url }] },
+    }),
+    signingKey,
+    sandboxTimeScale: timeScale,
+    timingsFor: () => scaled(timeScale, noWatch),
+    policy: { idleCloseMs: 2_000 },
+    direct: { maxInFlight: 0 },
+    maxInFlightPerEndpoint: 1,
+  });
+  try {
+    const ids = await Promise.all(
+      [newRef('wh-deferred'), newRef('wh-deferred')].map(async (ref) => {
+        const res = await stack.api.request('POST', '/v1/orders', {
+          body: mobileRequest(ref),
+          apiKey: 'recorder-key',
+        });
+        if (res.status !== 201) throw new Error(`submitting ${ref}: ${res.status} ${res.text}`);
+        return webhookDeliveryWorkflowId(orderWorkflowId(ref, 'recorder'));
+      }),
+    );
+    // Each starts with its order's first event (a signal-with-start from the order's first task).
+    const results = await Promise.all(
+      ids.map(async (id) => {
+        const handle = stack.client.workflow.getHandle(id);
+        await eventually(
+          () =>
+            handle.describe().then(
+              (d) => d.status.name,
+              () => 'NOT STARTED',
+            ),
+          (status) => status !== 'NOT STARTED',
+          `${id} started`,
+          60_000,
+        );
+        return (await handle.result()) as WebhookDeliveryState;
+      }),
+    );
+    const at = results.findIndex((r) =>
+      r.events.some((e) => e.deliveries.some((d) => (d.deferrals ?? 0) > 0)),
+    );
+    if (at < 0) throw new Error(`${name}: no attempt was deferred; record again`);
+    const history = await stack.client.workflow.getHandle(ids[at]!).fetchHistory();
+    writeFileSync(join(historiesDir, `${name}.json`), historyToJson(history));
+    return [`| ${name} | ${history.events?.length ?? 0} events |`];
+  } finally {
+    await stack.stop();
+    await receiver.close();
+  }
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -847,6 +917,7 @@ async function main(): Promise<void> {
   const webhookRows = [
     ...(await recordWebhookScenarios(timeScale, wanted)),
     ...(await recordAccountScenarios(timeScale, wanted)),
+    ...(await recordDeferredScenario(timeScale, wanted)),
   ];
   for (const row of webhookRows) console.log(row);
   const names = Object.keys(scenarios).filter(wanted);

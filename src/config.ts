@@ -163,7 +163,7 @@ const schema = z.object({
   WEBHOOK_MAX_CONCURRENT_DELIVERIES: positiveInt.default(50),
   /**
    * Of those, the most one endpoint may have in flight: a slow endpoint holds this many slots,
-   * the others stay free for other endpoints (an attempt beyond it fails at once and is retried).
+   * the others stay free for other endpoints (an attempt beyond it is deferred: no attempt, tried again soon).
    */
   WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: positiveInt.default(8),
   /** The dev receiver (npm run webhook-receiver): its port, and the secrets (whsec_…, comma-separated) it verifies with. */

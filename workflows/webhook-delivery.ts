@@ -10,7 +10,10 @@
  * WEBHOOK_RETRY_MAX_INTERVAL_MS) until WEBHOOK_RETRY_FOR_MS after the event became due; then it is
  * `failed`, and only a redelivery sends it again. The workflow drives the retries itself (each
  * attempt is one activity with a single try), so its state — the `webhookDeliveries` query and
- * its result — always says how many attempts were made and why the last one failed.
+ * its result — always says how many attempts were made and why the last one failed. An attempt the
+ * worker did not make because the endpoint was at its cap (`deferred`) is no attempt: it is tried
+ * again after a short wait of its own, leaving the count, the error, the endpoint's back-off and the
+ * retry window (still measured from when the event became due) as they were.
  *
  * It closes once the order is final, everything is settled and nothing new came for
  * WEBHOOK_IDLE_CLOSE_MS; its result is its state. A redelivery after that starts a new run with
@@ -20,6 +23,7 @@ import {
   ActivityFailure,
   condition,
   makeContinueAsNewFunc,
+  patched,
   proxyActivities,
   setHandler,
   TimeoutFailure,
@@ -31,6 +35,7 @@ import {
   redeliverSignal,
   webhookDeliveriesQuery,
   webhookEventSignal,
+  WEBHOOK_DEFERRED_PATCH,
   type DeliveryOutcome,
   type EndpointDelivery,
   type EventDeliveries,
@@ -168,6 +173,7 @@ class WebhookDelivery {
       if (endpoint !== undefined && delivery.endpoint !== endpoint) continue;
       delivery.state = 'pending';
       delivery.attempts = 0;
+      delete delivery.deferrals;
       delivery.dueSince = now;
       delete delivery.nextAttemptAt;
       delivery.redeliveries = (delivery.redeliveries ?? 0) + 1;
@@ -205,8 +211,9 @@ class WebhookDelivery {
   }
 
   private async attempt(event: WebhookEvent, delivery: EndpointDelivery): Promise<void> {
+    const previousAttemptAt = delivery.lastAttemptAt;
     delivery.attempts += 1;
-    delivery.lastAttemptAt = new Date().toISOString();
+    const attemptAt = (delivery.lastAttemptAt = new Date().toISOString());
     let result: DeliveryOutcome;
     try {
       result = await this.deliver({ event, endpoint: delivery.endpoint });
@@ -224,6 +231,23 @@ class WebhookDelivery {
         delete delivery.nextAttemptAt;
         delete this.state.backoffMs[delivery.endpoint];
         return;
+      case 'deferred': {
+        // Code before the patch had no such case: nothing changed, and the attempt came again at once.
+        if (!patched(WEBHOOK_DEFERRED_PATCH)) return;
+        // (A redelivery meanwhile may have started the count again: take back this one only.)
+        delivery.attempts = Math.max(0, delivery.attempts - 1);
+        if (delivery.lastAttemptAt === attemptAt) {
+          if (previousAttemptAt === undefined) delete delivery.lastAttemptAt;
+          else delivery.lastAttemptAt = previousAttemptAt;
+        }
+        delivery.deferrals = (delivery.deferrals ?? 0) + 1;
+        const wait =
+          result.retryAfterMs !== undefined
+            ? Math.min(this.input.policy.retryMaxIntervalMs, result.retryAfterMs)
+            : this.deferralMs(delivery.deferrals);
+        delivery.nextAttemptAt = new Date(now + wait).toISOString();
+        return;
+      }
       case 'endpoint-removed':
         delivery.state = 'skipped';
         delivery.lastError = 'the endpoint is no longer configured';
@@ -245,6 +269,19 @@ class WebhookDelivery {
         }
       }
     }
+  }
+
+  /**
+   * How long a deferred attempt waits when the worker gave no estimate (`retryAfterMs`, its turn at
+   * the endpoint; the first deferrals recorded had none): a slot at the endpoint frees when one of its attempts ends,
+   * within an attempt's timeout at the latest. From the first back-off, doubling with the event's
+   * deferrals up to that timeout, spread (±25 %) so the events deferred together do not all come
+   * back together. Workflow code: Math.random is Temporal's seeded, replayable one.
+   */
+  private deferralMs(deferrals: number): number {
+    const { retryInitialMs, attemptTimeoutMs } = this.input.policy;
+    const wait = Math.min(attemptTimeoutMs, retryInitialMs * 2 ** Math.min(deferrals - 1, 16));
+    return Math.round(wait * (0.75 + Math.random() * 0.5));
   }
 
   private historyIsLong(): boolean {

@@ -176,6 +176,12 @@ export function webhookFairnessLines(fair: WebhookFairnessReport): string[] {
     ]),
   );
   lines.push(`  the slow endpoint had received ${fair.slowReceived} deliveries by then`);
+  for (const work of fair.slowDeliveryWork ?? []) {
+    lines.push(
+      `  the slow endpoint's delivery workflows ${work.afterS} s after its first order: ${work.workflows} runs, ` +
+        `${work.events} history events (${fmt(work.events / Math.max(1, work.afterS), 1)} per s)`,
+    );
+  }
   const cpu = fair.cpuSeconds ?? {};
   const parts = (['idle', 'loaded', 'control'] as const).filter((p) => cpu[p]);
   if (parts.length > 0) {

@@ -31,6 +31,12 @@ export interface WebhookFairnessReport {
   slowReceived: number;
   /** CPU seconds of our parts (and of the machine's other users) during each of B's parts: what the load cost. */
   cpuSeconds: Partial<Record<'idle' | 'loaded' | 'control', Record<string, number>>>;
+  /**
+   * What A's endpoint cost Temporal, counted rather than timed (CPU on a shared machine is noisy):
+   * its delivery workflows and their history events, `afterS` seconds after A's first order, read
+   * when B's loaded part ended and again at the end of the control part.
+   */
+  slowDeliveryWork?: { afterS: number; workflows: number; events: number }[];
 }
 
 const PROMPT_ORDERS = 20;
@@ -89,9 +95,12 @@ export async function runWebhookFairness(ctx: RunContext): Promise<WebhookFairne
     log(
       `webhook fairness: the same while another client submits ${slowOrders} orders to an endpoint taking ${SLOW_ENDPOINT_MS / 1000} s…`,
     );
+    const slowStartedAt = Date.now();
     const flood = closedLoop(slowOrders, 4, (i) => slow.submit(orderAt(runId, 'fairslow', options.mix, i)));
     await new Promise((r) => setTimeout(r, 1_000));
     const loaded = summarize(await promptPart('fairloaded', 'loaded'));
+    const slowDeliveries = `webhooks:${workflowIdPrefix(runId, 'fairslow', hooks.slow.clientId)}`;
+    const slowDeliveryWork = [await deliveryWork(client, slowDeliveries, slowStartedAt)];
     const slowReceived = hooks.slow.receiver.deliveries.length;
     const floodResult = await flood;
     await waitClosed(client, workflowIdPrefix(runId, 'fairslow', hooks.slow.clientId), floodResult.ok, {
@@ -119,6 +128,7 @@ export async function runWebhookFairness(ctx: RunContext): Promise<WebhookFairne
       } finally {
         await plain.close();
       }
+      slowDeliveryWork.push(await deliveryWork(client, slowDeliveries, slowStartedAt));
     }
     const report: WebhookFairnessReport = {
       slowOrders,
@@ -133,6 +143,7 @@ export async function runWebhookFairness(ctx: RunContext): Promise<WebhookFairne
       },
       slowReceived,
       cpuSeconds,
+      slowDeliveryWork,
       ...(control ? { control } : {}),
     };
     log(`  prompt client's deliveries p99 ${idle.p99} ms idle, ${loaded.p99} ms beside the slow endpoint`);
@@ -140,6 +151,24 @@ export async function runWebhookFairness(ctx: RunContext): Promise<WebhookFairne
   } finally {
     await Promise.all([prompt.close(), slow.close()]);
   }
+}
+
+/** The delivery workflows whose IDs start with `prefix` (every run) and their history events so far. */
+async function deliveryWork(
+  client: RunContext['client'],
+  prefix: string,
+  since: number,
+): Promise<{ afterS: number; workflows: number; events: number }> {
+  const afterS = Math.round((Date.now() - since) / 1000);
+  let workflows = 0;
+  let events = 0;
+  for await (const info of client.workflow.list({ query: `WorkflowId STARTS_WITH "${prefix}"` })) {
+    workflows++;
+    // Visibility's count lags for a running workflow: describe says where its history is now.
+    const described = await client.workflow.getHandle(info.workflowId, info.runId).describe();
+    events += described.historyLength;
+  }
+  return { afterS, workflows, events };
 }
 
 /**

@@ -153,8 +153,9 @@ export function createApp(deps: AppDeps): Express {
     client: deps.client,
     taskQueue: deps.taskQueue,
     now: () => clock().getTime(),
-    onProbeFailed: (error) =>
-      logger.warn({ error }, 'could not probe whether Temporal honours task-queue fairness'),
+    timeoutMs: config.API_READINESS_TIMEOUT_MS,
+    onReadFailed: (error) =>
+      logger.warn({ error }, "could not read the worker's report on task-queue fairness"),
   });
 
   const app = express();
@@ -240,22 +241,5 @@ export function createApp(deps: AppDeps): Express {
   app.use(methodNotAllowedHandler(openApiDocument()));
   app.use(notFoundHandler);
   app.use(errorHandler);
-  app.locals[BACKGROUND_WORK] = fairness.settled;
   return app;
-}
-
-const BACKGROUND_WORK = 'backgroundWorkSettled';
-
-/**
- * Resolves once the API's background work (the fairness probe) has ended, or after `withinMs`:
- * close the Temporal connection only after it, or a probe still polling fails outside any request.
- */
-export async function backgroundWorkSettled(app: Express, withinMs = 10_000): Promise<void> {
-  const settled = app.locals[BACKGROUND_WORK] as (() => Promise<void>) | undefined;
-  if (!settled) return;
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    settled(),
-    new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs))),
-  ]).finally(() => clearTimeout(timer));
 }

@@ -3,13 +3,19 @@
  * (docs/deployers.md "Fair under load"). Not a readiness check: a server without fairness still
  * runs every order, first come, first served, so /readyz stays 200 and says so as a notice.
  *
- * The answer is the worker's fairness probe (src/temporal/fairness-probe.ts), run in the
- * background — at the first /readyz, then again once the last answer is `RECHECK_MS` old (a
- * server's dynamic config changes with a deploy) or, after a failed probe, `RETRY_MS` old — so a
- * probe never delays /readyz: until the first answer it says `unknown`.
+ * The API does not probe: the worker does, at start and hourly, and records its answer
+ * (src/temporal/fairness-probe.ts `startFairnessReports`); this reads the latest report, one
+ * describe shared for `TTL_MS` by every /readyz, within /readyz's own deadline. `unknown` when no
+ * worker has reported, the last report is older than `STALE_MS` (no worker probing now), or the
+ * read failed.
  */
 import type { Client } from '@temporalio/client';
-import { FAIRNESS_NOT_HONOURED, probeFairness, type FairnessProbeResult } from '../temporal/fairness-probe';
+import {
+  FAIRNESS_NOT_HONOURED,
+  FAIRNESS_PROBE_EVERY_MS,
+  readFairnessReport,
+  type FairnessReport,
+} from '../temporal/fairness-probe';
 
 export type FairnessState = 'on' | 'off' | 'unknown';
 
@@ -19,47 +25,50 @@ export interface FairnessStatus {
   notice?: string;
 }
 
-const RECHECK_MS = 60 * 60_000;
-const RETRY_MS = 60_000;
+const TTL_MS = 30_000;
+const UNKNOWN_TTL_MS = 1_000;
+/** Three of the worker's probe intervals: a report older than that is no worker's current view. */
+const STALE_MS = 3 * FAIRNESS_PROBE_EVERY_MS;
 
 export function fairnessStatus(deps: {
   client: Client;
   taskQueue: string;
   now: () => number;
-  /** Default: the worker's probe. */
-  probe?: (client: Client, taskQueue: string) => Promise<FairnessProbeResult>;
-  onProbeFailed?: (error: string) => void;
-}): (() => FairnessStatus) & { settled: () => Promise<void> } {
-  const probe = deps.probe ?? ((client, taskQueue) => probeFairness(client, { taskQueue }));
-  let known: { at: number; honoured: boolean } | undefined;
-  let failedAt: number | undefined;
-  let probing: Promise<void> | undefined;
+  timeoutMs: number;
+  /** Default: the worker's report, read from Temporal. */
+  read?: () => Promise<FairnessReport | undefined>;
+  onReadFailed?: (error: string) => void;
+}): () => Promise<FairnessStatus> {
+  const read =
+    deps.read ??
+    (() =>
+      deps.client.withDeadline(Date.now() + deps.timeoutMs, () =>
+        readFairnessReport(deps.client, deps.taskQueue),
+      ));
+  let cached: { at: number; ttlMs: number; status: Promise<FairnessStatus> } | undefined;
 
-  const due = () => {
-    const now = deps.now();
-    if (probing) return false;
-    if (failedAt !== undefined && now - failedAt < RETRY_MS) return false;
-    return known === undefined || now - known.at >= RECHECK_MS;
-  };
-
-  const status = (): FairnessStatus => {
-    if (due()) {
-      probing = probe(deps.client, deps.taskQueue)
-        .then(
-          (result) => {
-            known = { at: deps.now(), honoured: result.honoured };
-            failedAt = undefined;
-          },
-          (err: unknown) => {
-            failedAt = deps.now();
-            deps.onProbeFailed?.(err instanceof Error ? err.message : String(err));
-          },
-        )
-        .finally(() => (probing = undefined));
+  const fresh = async (): Promise<FairnessStatus> => {
+    let report: FairnessReport | undefined;
+    try {
+      report = await read();
+    } catch (err) {
+      deps.onReadFailed?.(err instanceof Error ? err.message : String(err));
+      return { fairness: 'unknown' };
     }
-    if (!known) return { fairness: 'unknown' };
-    return known.honoured ? { fairness: 'on' } : { fairness: 'off', notice: FAIRNESS_NOT_HONOURED };
+    if (!report || deps.now() - Date.parse(report.probedAt) > STALE_MS) return { fairness: 'unknown' };
+    return report.honoured ? { fairness: 'on' } : { fairness: 'off', notice: FAIRNESS_NOT_HONOURED };
   };
-  // A probe still polling when the API closes must end before the Temporal connection does.
-  return Object.assign(status, { settled: () => probing ?? Promise.resolve() });
+
+  return () => {
+    const now = deps.now();
+    if (!cached || now - cached.at >= cached.ttlMs) {
+      const entry = { at: now, ttlMs: TTL_MS, status: fresh() };
+      // Until a worker has reported, look again at the next /readyz (a second apart at most).
+      void entry.status.then((status) => {
+        if (status.fairness === 'unknown') entry.ttlMs = UNKNOWN_TTL_MS;
+      });
+      cached = entry;
+    }
+    return cached.status;
+  };
 }

@@ -18,7 +18,7 @@ import { dataConverterFromConfig } from '../codec/data-converter';
 import { clientRegistryFromConfig, reloadClientsOnSighup } from '../clients/registry';
 import { ConfigError, loadConfig } from '../config';
 import { createProviderClientFromConfig } from '../provider/pool';
-import { backgroundWorkSettled, createApp } from './app';
+import { createApp } from './app';
 import { pageTokensFromConfig } from './page-token';
 import { createLogger } from '../logging';
 import { listen } from './server';
@@ -119,7 +119,6 @@ async function main(): Promise<void> {
     shuttingDown = true;
     logger.info({ signal }, 'shutting down: finishing requests in flight');
     await server.close(config.API_SHUTDOWN_TIMEOUT_MS);
-    await backgroundWorkSettled(app);
     await Promise.allSettled([
       provider.close(),
       connection.close(),

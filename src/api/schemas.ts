@@ -369,11 +369,19 @@ export const EndpointDelivery = z
         'pending: not delivered yet (retrying); delivered: the endpoint answered 2xx; failed: given up ' +
         'after the retry window (a redelivery sends it again); skipped: the endpoint was removed.',
     }),
-    attempts: z
+    attempts: z.number().int().meta({
+      description: 'Attempts since the event (or its last redelivery) became due; a deferral is not one.',
+    }),
+    dueSince: IsoTime,
+    deferrals: z
       .number()
       .int()
-      .meta({ description: 'Attempts since the event (or its last redelivery) became due.' }),
-    dueSince: IsoTime,
+      .optional()
+      .meta({
+        description:
+          'Times an attempt was not made because your endpoint already had as many in flight as a worker ' +
+          'allows (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT): no attempt, no error; tried again soon.',
+      }),
     nextAttemptAt: IsoTime.optional(),
     lastAttemptAt: IsoTime.optional(),
     lastError: z.string().optional().meta({ description: 'Why the last attempt failed (never a body).' }),

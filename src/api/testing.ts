@@ -13,7 +13,7 @@ import { stringify } from 'yaml';
 import { hashApiKey } from '../clients/keys';
 import type { ClientsFile, Scope } from '../clients/model';
 import { loadConfig, type Config } from '../config';
-import { backgroundWorkSettled, createApp, type AppDeps } from './app';
+import { createApp, type AppDeps } from './app';
 import { redactPaths } from '../logging';
 import { listen } from './server';
 
@@ -165,7 +165,6 @@ export async function startTestApi(
     close: async () => {
       await pool.close();
       await server.close(1_000);
-      await backgroundWorkSettled(app);
     },
   };
 }

@@ -8,12 +8,32 @@
  * (first come, first served). A queue has several partitions, each its own line (fairness holds
  * within one), so single positions vary: the answer is the lone tasks' mean position, early or late.
  * The probe's workflows are terminated at the end and time out after a minute regardless.
+ *
+ * Only the worker probes (`startFairnessReports`: at start, then hourly), and records each answer
+ * where the API reads it without probing (`readFairnessReport`, for /readyz): the memo of a
+ * workflow `fairness-report:<task queue>`, started on a queue no worker polls and terminated at
+ * once, like the probe's own. Each report is a new run under that ID; a describe reads the latest.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
 export const FAIRNESS_PROBE_WORKFLOW_TYPE = 'FairnessProbe';
+export const FAIRNESS_REPORT_WORKFLOW_TYPE = 'FairnessReport';
+
+/** The workflow whose memo holds the latest probe's answer for the workers of `taskQueue`. */
+export function fairnessReportWorkflowId(taskQueue: string): string {
+  return `fairness-report:${taskQueue}`;
+}
+
+/** What a probe found, as recorded for the API. */
+export interface FairnessReport {
+  honoured: boolean;
+  positions: number[];
+  tasks: number;
+  /** ISO time of the probe. */
+  probedAt: string;
+}
 
 export interface FairnessProbeResult {
   honoured: boolean;
@@ -91,32 +111,120 @@ export const FAIRNESS_NOT_HONOURED =
   "so one client's bulk upload delays the others. Set matching.enableFairness=true and " +
   'matching.useNewMatcher=true in the server\'s dynamic config (Temporal ≥ 1.29; docs/deployers.md "Fair under load")';
 
+type ProbeLog = {
+  info(message: string, meta?: Record<string, unknown>): void;
+  warn(message: string, meta?: Record<string, unknown>): void;
+};
+
 /**
- * Probes once and says the answer in the log (a warning, with what to set, when fairness is not
- * honoured). Never throws: orders run either way, only their order differs.
+ * Probes once, records the answer for the API (`recordFairnessReport`) and says it in the log (a
+ * warning, with what to set, when fairness is not honoured). Never throws: orders run either way,
+ * only their order differs.
  */
 export async function reportFairness(
   client: Client,
   taskQueue: string,
-  log: {
-    info(message: string, meta?: Record<string, unknown>): void;
-    warn(message: string, meta?: Record<string, unknown>): void;
-  },
+  log: ProbeLog,
+  options: { now?: () => Date; probe?: typeof probeFairness } = {},
 ): Promise<FairnessProbeResult | undefined> {
+  const probe = options.probe ?? probeFairness;
+  let result: FairnessProbeResult;
   try {
-    const result = await probeFairness(client, { taskQueue });
-    if (result.honoured) {
-      log.info('Temporal honours task-queue fairness: clients share the workers by weight', {
-        probe: result.positions,
-      });
-    } else {
-      log.warn(FAIRNESS_NOT_HONOURED, { probe: result.positions, of: result.tasks });
-    }
-    return result;
+    result = await probe(client, { taskQueue });
   } catch (err) {
     log.warn('could not probe whether Temporal honours task-queue fairness', {
       error: err instanceof Error ? err.message : String(err),
     });
     return undefined;
   }
+  if (result.honoured) {
+    log.info('Temporal honours task-queue fairness: clients share the workers by weight', {
+      probe: result.positions,
+    });
+  } else {
+    log.warn(FAIRNESS_NOT_HONOURED, { probe: result.positions, of: result.tasks });
+  }
+  try {
+    await recordFairnessReport(client, taskQueue, {
+      ...result,
+      probedAt: (options.now?.() ?? new Date()).toISOString(),
+    });
+  } catch (err) {
+    log.warn('could not record the fairness probe for the API', {
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
+  return result;
+}
+
+/** Records `report` as the memo of a new run of the report workflow, closed at once. */
+export async function recordFairnessReport(
+  client: Client,
+  taskQueue: string,
+  report: FairnessReport,
+): Promise<void> {
+  const handle = await client.workflow.start(FAIRNESS_REPORT_WORKFLOW_TYPE, {
+    // No worker polls it: the run is only its memo.
+    taskQueue: `${taskQueue}-fairness-report`,
+    workflowId: fairnessReportWorkflowId(taskQueue),
+    args: [],
+    memo: { fairness: report },
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    // Two workers reporting at once: the later report wins.
+    workflowIdConflictPolicy: 'TERMINATE_EXISTING',
+    workflowExecutionTimeout: '1 minute',
+  });
+  await handle.terminate('fairness report recorded');
+}
+
+/** The latest report for `taskQueue`'s workers; undefined when none was recorded (or it is malformed). */
+export async function readFairnessReport(
+  client: Client,
+  taskQueue: string,
+): Promise<FairnessReport | undefined> {
+  try {
+    const { memo } = await client.workflow.getHandle(fairnessReportWorkflowId(taskQueue)).describe();
+    const report = memo?.fairness as Partial<FairnessReport> | undefined;
+    if (typeof report?.honoured !== 'boolean' || typeof report.probedAt !== 'string') return undefined;
+    return report as FairnessReport;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  }
+}
+
+/** How often a worker probes again (a server's dynamic config changes with a deploy), and after a failed probe. */
+export const FAIRNESS_PROBE_EVERY_MS = 60 * 60_000;
+export const FAIRNESS_PROBE_RETRY_MS = 60_000;
+
+/**
+ * The worker's probing: once at start, then every `everyMs` (after a failed probe, `retryMs`).
+ * `stop` ends it and waits for a probe in flight, so the connection can close after it.
+ */
+export function startFairnessReports(
+  client: Client,
+  taskQueue: string,
+  log: ProbeLog,
+  options: { everyMs?: number; retryMs?: number; probe?: typeof probeFairness } = {},
+): { stop(): Promise<void> } {
+  const everyMs = options.everyMs ?? FAIRNESS_PROBE_EVERY_MS;
+  const retryMs = options.retryMs ?? FAIRNESS_PROBE_RETRY_MS;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let probing: Promise<void> = Promise.resolve();
+  const round = () => {
+    probing = reportFairness(client, taskQueue, log, options.probe ? { probe: options.probe } : {}).then(
+      (result) => {
+        if (!stopped) timer = setTimeout(round, result ? everyMs : retryMs).unref();
+      },
+    );
+  };
+  round();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await probing;
+    },
+  };
 }

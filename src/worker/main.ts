@@ -23,7 +23,7 @@ import { WebhookSender } from '../webhooks/sender';
 import { nativeConnectionOptions } from '../temporal/connection';
 import { ensureTemporalSetup, TemporalSetupError } from '../temporal/setup';
 import { ensureOrderSweepSchedule } from '../temporal/sweep-schedule';
-import { reportFairness } from '../temporal/fairness-probe';
+import { startFairnessReports } from '../temporal/fairness-probe';
 import { dataConverterFromConfig } from '../codec/data-converter';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createProviderClientFromConfig, isProviderError, type ProviderClient } from '../provider';
@@ -151,8 +151,13 @@ async function main(): Promise<void> {
         : {}),
       tracing: tracing ? 'on' : 'off',
     });
-    // In the background: the answer is for the log, and orders run either way.
-    void reportFairness(new Client({ connection, namespace }), config.TEMPORAL_TASK_QUEUE, logger);
+    // In the background, at start and hourly: the answer is for the log and the API's /readyz
+    // (recorded in Temporal), and orders run either way.
+    const fairnessReports = startFairnessReports(
+      new Client({ connection, namespace }),
+      config.TEMPORAL_TASK_QUEUE,
+      logger,
+    );
     // Either one failing stops the other too: the process restarts as a whole.
     await Promise.all(
       workers.map((worker) =>
@@ -161,7 +166,7 @@ async function main(): Promise<void> {
           throw err;
         }),
       ),
-    );
+    ).finally(() => withinMs(fairnessReports.stop(), 10_000));
     logger.info('worker stopped');
   } finally {
     await Promise.allSettled([provider.close(), sender.close(), directSender.close()]);
@@ -237,3 +242,11 @@ main().catch((err: unknown) => {
   console.error(err instanceof ConfigError || err instanceof TemporalSetupError ? err.message : err);
   process.exit(1);
 });
+
+/** `work`, or nothing more after `ms`: a probe still polling must not hold a shutdown for long. */
+async function withinMs(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
+}

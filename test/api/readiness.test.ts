@@ -14,6 +14,7 @@ import type { Problem } from '../../src/api/errors';
 import { searchAttributesNotReady, type ProviderPort } from '../../src/api/health';
 import { startTestApi, type TestApi } from '../../src/api/testing';
 import { ensureTemporalSetup } from '../../src/temporal/setup';
+import { startFairnessReports } from '../../src/temporal/fairness-probe';
 import { createWorkerLogger } from '../../src/worker/logger';
 import { searchAttributeDefinitions } from '../../contract/order';
 import { mobileRequest } from '../helpers/orders';
@@ -98,6 +99,7 @@ describe('/readyz checks what a submission needs', () => {
     const api = await startTestApi({ client, taskQueue, provider: upProvider });
     let worker: Worker | undefined;
     let running: Promise<void> | undefined;
+    let reports: { stop(): Promise<void> } | undefined;
     const native = await NativeConnection.connect({ address: temporal.address });
     try {
       const before = await readyz(api);
@@ -145,8 +147,10 @@ describe('/readyz checks what a submission needs', () => {
 
       worker = await Worker.create({ connection: native, namespace, taskQueue, ...workflowCodeOptions() });
       running = worker.run();
+      // What src/worker/main.ts runs beside its workers: the fairness probe, reported for /readyz.
+      reports = startFairnessReports(client, taskQueue, { info: () => {}, warn: () => {} });
       const deadline = Date.now() + 60_000;
-      // Ready, and the fairness probe (started by the first /readyz, in the background) has answered.
+      // Ready, and the worker's fairness probe has reported.
       const probed = (r: { status: number; body: unknown }) =>
         r.status === 200 && (r.body as { fairness?: string }).fairness !== 'unknown';
       let ready = await readyz(api);
@@ -161,6 +165,7 @@ describe('/readyz checks what a submission needs', () => {
         account: { held: { balance: 0, operator: 0, byOperator: {} } },
       });
     } finally {
+      await reports?.stop();
       if (worker?.getState() === 'RUNNING') worker.shutdown();
       await running;
       await native.close();

@@ -105,6 +105,8 @@ export async function startWebhookStack(options: {
   policy?: Partial<WebhookDeliveryPolicy>;
   /** The announcements' direct tries (activities/webhooks.ts DirectDelivery): limits for a test. */
   direct?: Omit<DirectDelivery, 'deliver'>;
+  /** The delivery worker's WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT (default: unbounded). */
+  maxInFlightPerEndpoint?: number;
   sandboxTimeScale?: number;
   timingsFor?: (type: OrderType) => ReturnType<typeof scaledTimings>;
   /** The worker watches the provider account (held orders, the send gate), reading it this often. */
@@ -164,7 +166,14 @@ export async function startWebhookStack(options: {
       connection: nativeConnection,
       namespace: temporal.namespace,
       taskQueue: webhookTaskQueue,
-      activities: createDeliveryActivities({ endpoints: registry, signingKey, sender }),
+      activities: createDeliveryActivities({
+        endpoints: registry,
+        signingKey,
+        sender,
+        ...(options.maxInFlightPerEndpoint !== undefined
+          ? { maxInFlightPerEndpoint: options.maxInFlightPerEndpoint }
+          : {}),
+      }),
       workflowCode,
       maxConcurrentDeliveries: 20,
     }),

@@ -6,7 +6,12 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server';
-import { probeFairness, reportFairness } from '../../src/temporal/fairness-probe';
+import {
+  probeFairness,
+  readFairnessReport,
+  reportFairness,
+  startFairnessReports,
+} from '../../src/temporal/fairness-probe';
 import { useTemporal, type TestTemporal } from '../helpers/temporal';
 
 function recordingLog() {
@@ -78,6 +83,24 @@ describe('the fairness probe', { timeout: 180_000 }, () => {
       left = await running();
     }
     assert.equal(left, 0);
+  });
+
+  it('each probe is recorded for the API: its reader finds none before, then the latest answer', async () => {
+    assert.equal(await readFairnessReport(offClient, 'probe-report'), undefined);
+    const reports = startFairnessReports(offClient, 'probe-report', recordingLog(), { everyMs: 60_000 });
+    let report = await readFairnessReport(offClient, 'probe-report');
+    const deadline = Date.now() + 60_000;
+    while (!report && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      report = await readFairnessReport(offClient, 'probe-report');
+    }
+    await reports.stop();
+    assert.equal(report?.honoured, false, JSON.stringify(report));
+    assert.ok(Date.now() - Date.parse(report!.probedAt) < 120_000, report?.probedAt);
+    // A later report (another worker, the next hour, a server whose config changed) replaces it.
+    const honoured = async () => ({ honoured: true, positions: [1, 2, 3, 4, 5, 6, 7, 8], tasks: 40 });
+    await reportFairness(offClient, 'probe-report', recordingLog(), { probe: honoured });
+    assert.equal((await readFairnessReport(offClient, 'probe-report'))?.honoured, true);
   });
 
   it('an unreachable server: a warning, no throw', async () => {

@@ -1,10 +1,11 @@
 /**
- * The first tries' circuit breaker (activities/webhooks.ts `DirectGate`), on a clock of its own: a
+ * The first tries' circuit breaker (activities/webhooks.ts `DirectGate`) and the deferred attempts' turns
+ * (`EndpointSlots`), each on a clock of its own: a
  * slow or dead endpoint holds at most one of the order worker's local-activity slots per cooldown.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DirectGate } from '../../activities/webhooks';
+import { DirectGate, EndpointSlots } from '../../activities/webhooks';
 
 function gate() {
   let now = 1_000_000;
@@ -48,5 +49,55 @@ describe('first tries: the circuit breaker per endpoint', () => {
     for (let i = 0; i < 4; i++) g.leave('a:slow', false);
     assert.equal(admitted(g, 'a:slow'), 0);
     assert.equal(admitted(g, 'b:prompt'), 4);
+  });
+});
+
+/**
+ * The delivery activity's estimate of when a deferred attempt should come back (activities/webhooks.ts
+ * `EndpointSlots`): a line per endpoint, `cap` attempts per typical attempt's time.
+ */
+describe('deferred attempts: each given the next turn at its endpoint', () => {
+  function slots() {
+    let now = 1_000_000;
+    const s = new EndpointSlots(4, () => now);
+    const advance = (ms: number) => (now += ms);
+    /** One attempt at `key` that took `ms`. */
+    const took = (key: string, ms: number) => {
+      const ended = s.attemptStarted(key);
+      advance(ms);
+      ended();
+    };
+    return { s, advance, took };
+  }
+
+  it('successive deferrals get successive turns: a quarter of a 10 s attempt apart with a cap of 4', () => {
+    const { s, took } = slots();
+    took('a:slow', 10_000);
+    assert.deepEqual(
+      Array.from({ length: 6 }, () => s.nextFreeInMs('a:slow')),
+      [2_500, 5_000, 7_500, 10_000, 12_500, 15_000],
+    );
+  });
+
+  it('the line drains with time, and follows how long attempts take now', () => {
+    const { s, advance, took } = slots();
+    took('a:slow', 10_000);
+    for (let i = 0; i < 4; i++) s.nextFreeInMs('a:slow');
+    advance(60_000);
+    assert.equal(s.nextFreeInMs('a:slow'), 2_500, 'the turns given out have passed');
+    for (let i = 0; i < 20; i++) took('a:slow', 400);
+    advance(60_000);
+    assert.ok(s.nextFreeInMs('a:slow') < 200, 'a faster endpoint, shorter turns');
+  });
+
+  it('one endpoint’s line leaves another’s alone; before any attempt ended, an attempt is guessed at 5 s, or as old as the oldest in flight', () => {
+    const { s, advance, took } = slots();
+    took('a:slow', 10_000);
+    for (let i = 0; i < 10; i++) s.nextFreeInMs('a:slow');
+    assert.equal(s.nextFreeInMs('b:new'), 1_250);
+    assert.equal(s.nextFreeInMs('b:new'), 2_500);
+    s.attemptStarted('c:new');
+    advance(8_000);
+    assert.equal(s.nextFreeInMs('c:new'), 2_000, 'in flight for 8 s: an attempt takes 8 s at least');
   });
 });

@@ -16,7 +16,7 @@ export function publicRouter(deps: {
   readiness: () => Promise<Readiness>;
   account: () => Promise<AccountReport>;
   /** Whether Temporal honours task-queue fairness: said, never a reason to be unready (orders run either way). */
-  fairness: () => FairnessStatus;
+  fairness: () => Promise<FairnessStatus>;
   shuttingDown: () => boolean;
   openApiDocument: () => object;
 }): Router {
@@ -30,10 +30,11 @@ export function publicRouter(deps: {
 
   router.get('/readyz', noParameters, async (req, res) => {
     if (deps.shuttingDown()) throw temporarilyUnavailable('Not ready: shutting down.');
-    const [{ ready, checks, missing, problems }, account] = await Promise.all([
+    const [{ ready, checks, missing, problems }, account, { fairness, notice }] = await Promise.all([
       deps.readiness(),
       // Held orders and operators down do not make the API unready: it still takes orders (they wait).
       deps.account().catch((): AccountReport => ({})),
+      deps.fairness(),
     ]);
     if (!ready) {
       // Error messages go to the log only (/readyz is public); the answer names what is missing.
@@ -41,7 +42,6 @@ export function publicRouter(deps: {
       throw temporarilyUnavailable(`Not ready: ${missing.join('; ')}.`);
     }
     const { held, operators } = account;
-    const { fairness, notice } = deps.fairness();
     res.json({
       status: 'ready',
       checks,
