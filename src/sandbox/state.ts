@@ -591,7 +591,7 @@ export class SandboxState {
       created_at: new Date(createdAt).toISOString(),
       ...(status === 'FULFILLED' && {
         card_code: this.#codes.digits(`${id}:card`, 16),
-        num_trans: this.#codes.digits(`${id}:trans`, 12),
+        ...(!changed?.without?.includes('num_trans') && { num_trans: this.#codes.digits(`${id}:trans`, 12) }),
         date_traitement: new Date(createdAt + settleAfterMs(this.#timeScale)).toISOString(),
       }),
       ...(status === 'REFUNDED' && {

@@ -156,6 +156,19 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
     assert.ok(checks <= 5, `${checks} checks while QUEUED`);
   });
 
+  it('an internet top-up FULFILLED without the optional num_trans ends FULFILLED with its card code (not review)', async () => {
+    const ref = newRef('no-num-trans');
+    await stack.sandbox.changeTopup(providerRefFor(CLIENT, ref), {
+      status: 'FULFILLED',
+      without: ['num_trans'],
+    });
+    await submit(internetRequest(ref));
+    const view = await until(ref, (v) => v.status === 'FULFILLED' || v.status === 'NEEDS_REVIEW', 'settled');
+    assert.equal(view.status, 'FULFILLED', view.review?.reason);
+    assert.match(view.result?.cardCode ?? '', /^\d{16}$/);
+    assert.equal(view.result?.transactionNumber, undefined);
+  });
+
   it('a top-up REFUNDED on a plan mismatch: its refund_message and suggested_offers reach the order view, the order.refunded webhook and the audit export', async () => {
     const ref = newRef('mismatch');
     await submit(mobileRequest(ref, sandboxSpecialNumbers.planMismatch));
