@@ -345,6 +345,11 @@ export interface OrderView {
     reason: string;
     /** What we knew when we asked for review (provider answer, error class). */
     evidence?: string;
+    /**
+     * UNKNOWN_ERROR: the provider's `refund_message` as it gave it (Arabic text meant for the end
+     * user), so operators see what the provider told the customer's side.
+     */
+    refundMessage?: string;
     since: string;
     resolution?: ReviewResolution;
   };

@@ -303,6 +303,10 @@ export const OrderView = z
       .object({
         reason: z.string(),
         evidence: z.string().optional(),
+        refundMessage: z.string().optional().meta({
+          description:
+            'UNKNOWN_ERROR: the provider’s `refund_message` as it gave it (Arabic text meant for the end user).',
+        }),
         since: IsoTime,
         resolution: ReviewResolution.optional(),
       })

@@ -192,6 +192,28 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
     assert.ok(audit.text.includes('FACTURE_DJEZZY'), 'the audit shows the suggested offer');
   });
 
+  it("a top-up in review for UNKNOWN_ERROR keeps the provider's refund_message: the view's review, its evidence, the order.needs_review webhook and the audit", async () => {
+    const ref = newRef('unknown');
+    await submit(mobileRequest(ref, sandboxSpecialNumbers.unknownError));
+    const view = await until(ref, (v) => v.status === 'NEEDS_REVIEW', 'NEEDS_REVIEW');
+    assert.equal(view.review?.refundMessage, sandboxRefundMessages.unknown);
+    assert.ok(view.review?.evidence?.includes(sandboxRefundMessages.unknown), view.review?.evidence);
+
+    const [event] = await eventually(
+      () =>
+        receiver.deliveries.filter(
+          (d) => d.message?.data.ref === ref && d.message.type === 'order.needs_review',
+        ),
+      (list) => list.length === 1,
+      'order.needs_review delivered',
+    );
+    assert.equal(event!.message!.data.review?.refundMessage, sandboxRefundMessages.unknown);
+
+    const audit = await call('GET', `/v1/orders/${ref}/audit`);
+    assert.equal(audit.status, 200, audit.text);
+    assert.ok(audit.text.includes(sandboxRefundMessages.unknown), 'the audit shows the refund_message');
+  });
+
   it('a QUEUED top-up still QUEUED at its own deadline goes to review as stuck, saying QUEUED', async () => {
     const ref = newRef('queued-stuck');
     await stack.sandbox.changeTopup(providerRefFor(CLIENT, ref), { status: 'QUEUED' });
