@@ -29,6 +29,7 @@ import {
   type GiftCardOrderCheck,
   type InternetCheck,
   type InternetSendBody,
+  type KeyScope,
   type MobileCheck,
   type OperatorName,
   type Pagination,
@@ -82,9 +83,23 @@ export interface SandboxSettings {
    * double send shows as two accepted sends of one ref in /admin/sends.
    */
   uniqueRefs: boolean;
+  /**
+   * The key's IP whitelist (documented: empty = every address allowed). A request from any other
+   * address answers 403, whatever its route (the docs show no code: `IP_NOT_ALLOWED` is ours).
+   */
+  allowedIps: string[];
+  /** What /v3/ping reports of the provider's own API (documented: `ok` or `error`). */
+  api: 'ok' | 'error';
+  /** The sandbox key's scope: READ-ONLY keys read, and their sends answer 403 `READ_ONLY_KEY`. */
+  scope: KeyScope;
 }
 
-export const defaultSandboxSettings: Readonly<SandboxSettings> = { uniqueRefs: true };
+export const defaultSandboxSettings: Readonly<SandboxSettings> = {
+  uniqueRefs: true,
+  allowedIps: [],
+  api: 'ok',
+  scope: 'READ-WRITE',
+};
 
 /** Plenty for every test and benchmark; a test of an empty account sets its own. */
 export const DEFAULT_STARTING_BALANCE = 1_000_000_000;

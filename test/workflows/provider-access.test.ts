@@ -1,0 +1,90 @@
+/**
+ * When the provider will not talk to us, or says its own API is broken (issue 25, gaps 1, 2 and
+ * 6), end to end: orders submitted through the API, run by the real workflows on a real Temporal
+ * server against the sandbox over HTTP, whose whitelist, key scope and /v3/ping are set through
+ * its admin surface. None of these is ever an order's fault. Tests share the sandbox's settings,
+ * so they run in order and each puts them back.
+ */
+import { after, afterEach, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { providerRefFor } from '../../src/orders/provider-ref';
+import { SandboxAdmin } from '../../src/sandbox/admin-client';
+import { endpointSecret } from '../../src/webhooks/secrets';
+import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
+import { ADMIN_TOKEN, mobileRequest, scaledTimings } from '../helpers/orders';
+import {
+  clientOrders,
+  clientsWith,
+  eventually,
+  startWebhookStack,
+  type WebhookStack,
+} from '../helpers/webhooks';
+
+const KEY = 'test-key-access';
+const CLIENT = 'access';
+const newRef = (label: string) => `ACC-${label}-${randomUUID().slice(0, 8)}`;
+/** An address no test process has (TEST-NET-1). */
+const ELSEWHERE = '192.0.2.1';
+
+describe('a provider that will not talk to us is never an order’s fault', { timeout: 300_000 }, () => {
+  const signingKey = randomBytes(32);
+  let stack: WebhookStack;
+  let receiver: RunningReceiver;
+  let admin: SandboxAdmin;
+
+  before(async () => {
+    receiver = await startReceiver({ secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)] });
+    stack = await startWebhookStack({
+      clients: clientsWith({
+        [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] },
+      }),
+      signingKey,
+      account: { checkMs: 500 },
+      timingsFor: () => scaledTimings({ deadlineMs: 60_000 }),
+    });
+    admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
+  });
+  afterEach(async () => {
+    await admin.settings({ allowedIps: [], api: 'ok', scope: 'READ-WRITE' });
+  });
+  after(async () => {
+    await stack?.stop();
+    await receiver?.close();
+  });
+
+  const { call, viewOf, until } = clientOrders(
+    () => stack,
+    KEY,
+    () => receiver,
+  );
+  async function submit(ref: string, request = mobileRequest(ref)): Promise<void> {
+    const res = await call('POST', '/v1/orders', request);
+    assert.equal(res.status, 201, res.text);
+  }
+
+  it('the provider’s IP whitelist refuses us (403): the order is not FAILED, nothing is sent; once our address is allowed it is sent once and FULFILLED', async () => {
+    await admin.settings({ allowedIps: [ELSEWHERE] });
+    const ref = newRef('whitelist');
+    const providerRef = providerRefFor(CLIENT, ref);
+    await submit(ref);
+
+    // The send was refused for our address, and the look-ups after it too.
+    await eventually(
+      () => stack.sandbox.requests('mobile.check'),
+      (checks) => checks.length >= 2,
+      'look-ups refused while our address is not whitelisted',
+    );
+    await sleep(1_000);
+    const waiting = await viewOf(ref);
+    assert.ok(!['FAILED', 'NEEDS_REVIEW', 'REFUNDED'].includes(waiting.status), waiting.status);
+    assert.equal((await stack.sandbox.sendsOf(providerRef)).accepted, 0);
+    assert.ok((await stack.sandbox.requests('mobile.send')).length >= 1, 'the send was tried');
+
+    await admin.settings({ allowedIps: [] });
+    const done = await until(ref, (v) => v.status === 'FULFILLED', 'FULFILLED', 60_000);
+    assert.equal(done.failure, undefined);
+    assert.equal((await stack.sandbox.sendsOf(providerRef)).accepted, 1, 'sent once');
+  });
+});
