@@ -577,6 +577,14 @@ export const Readiness = z
           .record(z.string(), z.enum(['up', 'down']))
           .optional()
           .meta({ description: 'Each operator’s state as the provider’s /v3/ping reports it.' }),
+        api: z
+          .enum(['ok', 'error'])
+          .optional()
+          .meta({
+            description:
+              'The provider’s own API as its /v3/ping reports it. `error` is reported, not acted on: the API ' +
+              'stays ready and sends go on, each call’s own answer deciding (docs/operators.md).',
+          }),
       })
       .meta({ description: 'The provider account (parts that could not be read are left out).' }),
   })

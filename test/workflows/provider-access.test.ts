@@ -13,7 +13,10 @@ import { providerRefFor } from '../../src/orders/provider-ref';
 import { SandboxAdmin } from '../../src/sandbox/admin-client';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
-import { ADMIN_TOKEN, mobileRequest, scaledTimings } from '../helpers/orders';
+import { ADMIN_TOKEN, mobileRequest, scaledTimings, testProvider } from '../helpers/orders';
+import { accountReport } from '../../src/api/account';
+import { registerAccountGauges } from '../../src/api/metrics';
+import { PrometheusMetrics } from '../../src/observability/prometheus';
 import {
   clientOrders,
   clientsWith,
@@ -33,6 +36,7 @@ describe('a provider that will not talk to us is never an order’s fault', { ti
   let stack: WebhookStack;
   let receiver: RunningReceiver;
   let admin: SandboxAdmin;
+  let provider: ReturnType<typeof testProvider>;
 
   before(async () => {
     receiver = await startReceiver({ secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)] });
@@ -45,11 +49,13 @@ describe('a provider that will not talk to us is never an order’s fault', { ti
       timingsFor: () => scaledTimings({ deadlineMs: 60_000 }),
     });
     admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
+    provider = testProvider(stack.sandbox.url);
   });
   afterEach(async () => {
     await admin.settings({ allowedIps: [], api: 'ok', scope: 'READ-WRITE' });
   });
   after(async () => {
+    await provider?.close();
     await stack?.stop();
     await receiver?.close();
   });
@@ -59,6 +65,26 @@ describe('a provider that will not talk to us is never an order’s fault', { ti
     KEY,
     () => receiver,
   );
+  async function scrape(): Promise<string> {
+    const metrics = new PrometheusMetrics({ processMetrics: false });
+    registerAccountGauges(
+      metrics,
+      accountReport({
+        client: stack.client,
+        taskQueue: stack.taskQueue,
+        provider: provider.client,
+        timeoutMs: 1_500,
+        ttlMs: 0,
+      }),
+    );
+    return (await metrics.exposition()).body;
+  }
+  interface Ready {
+    status?: string;
+    account?: { api?: string };
+  }
+  const readyz = () => stack.api.request<Ready>('GET', '/readyz', { apiKey: null });
+
   async function submit(ref: string, request = mobileRequest(ref)): Promise<void> {
     const res = await call('POST', '/v1/orders', request);
     assert.equal(res.status, 201, res.text);
@@ -86,5 +112,27 @@ describe('a provider that will not talk to us is never an order’s fault', { ti
     const done = await until(ref, (v) => v.status === 'FULFILLED', 'FULFILLED', 60_000);
     assert.equal(done.failure, undefined);
     assert.equal((await stack.sandbox.sendsOf(providerRef)).accepted, 1, 'sent once');
+  });
+
+  it('/v3/ping reports the provider’s API in error: reported (/readyz account.api, topup_provider_api_up 0), the API stays ready, and sends go on', async () => {
+    assert.match(await scrape(), /topup_provider_api_up 1/);
+    await admin.settings({ api: 'error' });
+    const ready = await eventually(
+      readyz,
+      (r) => r.body?.account?.api === 'error',
+      '/readyz shows api error',
+    );
+    assert.equal(ready.status, 200);
+    assert.equal(ready.body.status, 'ready');
+    assert.match(await scrape(), /topup_provider_api_up 0/);
+
+    // Decided: not a hold. The order is sent, once, and the provider's own answers settle it.
+    const ref = newRef('api-error');
+    await submit(ref);
+    await until(ref, (v) => v.status === 'FULFILLED', 'FULFILLED', 60_000);
+    assert.equal((await stack.sandbox.sendsOf(providerRefFor(CLIENT, ref))).accepted, 1);
+
+    await admin.settings({ api: 'ok' });
+    await eventually(readyz, (r) => r.body?.account?.api === 'ok', '/readyz shows api ok');
   });
 });
