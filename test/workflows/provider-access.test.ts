@@ -135,4 +135,29 @@ describe('a provider that will not talk to us is never an order’s fault', { ti
     await admin.settings({ api: 'ok' });
     await eventually(readyz, (r) => r.body?.account?.api === 'ok', '/readyz shows api ok');
   });
+
+  it('a READ-ONLY key: /readyz is 503 naming it; an order is never FAILED for it, nothing is sent; with the scope back to READ-WRITE it is sent once and FULFILLED', async () => {
+    await admin.settings({ scope: 'READ-ONLY' });
+    const unready = await eventually(readyz, (r) => r.status === 503, '/readyz 503');
+    assert.match(unready.text, /read-only/);
+
+    const ref = newRef('read-only');
+    const providerRef = providerRefFor(CLIENT, ref);
+    const sendsBefore = (await stack.sandbox.requests('mobile.send')).length;
+    await submit(ref);
+    await eventually(
+      () => stack.sandbox.requests('mobile.send'),
+      (sends) => sends.length > sendsBefore,
+      'the send was tried (and refused: 403 READ_ONLY_KEY)',
+    );
+    await sleep(1_500);
+    const waiting = await viewOf(ref);
+    assert.ok(!['FAILED', 'NEEDS_REVIEW', 'REFUNDED'].includes(waiting.status), waiting.status);
+    assert.equal((await stack.sandbox.sendsOf(providerRef)).accepted, 0);
+
+    await admin.settings({ scope: 'READ-WRITE' });
+    await until(ref, (v) => v.status === 'FULFILLED', 'FULFILLED', 60_000);
+    assert.equal((await stack.sandbox.sendsOf(providerRef)).accepted, 1, 'sent once');
+    await eventually(readyz, (r) => r.status === 200, '/readyz ready again');
+  });
 });
