@@ -262,7 +262,10 @@ export interface OrderResult {
    * the end user, when given.
    */
   refundMessage?: string;
-  /** REFUNDED on a plan mismatch: the provider's `suggested_offers`, what to send instead. */
+  /**
+   * The provider's `suggested_offers`: on a REFUNDED plan mismatch, what to send instead; on a
+   * `GETMENU_<Operator>` plan (FULFILLED), the number's available offers.
+   */
   suggestedOffers?: { planCode: string; amount?: number; typename?: string }[];
   /**
    * PARTIALLY_FULFILLED (a gift card the provider PARTIALLY_FILLED): how many cards were ordered,

@@ -195,7 +195,8 @@ export const OrderResult = z
       .optional()
       .meta({
         description:
-          'REFUNDED on a plan mismatch: plans the provider suggests sending instead (its `suggested_offers`).',
+          'The provider’s `suggested_offers`: on a REFUNDED plan mismatch, plans to send instead; on a ' +
+          '`GETMENU_<Operator>` plan, the number’s available offers.',
       }),
     partial: z
       .object({

@@ -36,6 +36,7 @@ import {
   type PlaceOrderBody,
   type PlaceOrderResult,
   type SendResult,
+  type SuggestedOffer,
   type Transaction,
 } from '../provider/wire';
 import { BadKeyTracker } from './auth';
@@ -589,7 +590,25 @@ export class SandboxState {
         outcome.refund_message && { refund_message: outcome.refund_message }),
       ...('suggested_offers' in outcome &&
         outcome.suggested_offers && { suggested_offers: outcome.suggested_offers }),
+      ...(outcome.status === 'FULFILLED' &&
+        isMenuPlan(body.plan_code) && { suggested_offers: this.#menuOffers(body.plan_code) }),
     };
+  }
+
+  /**
+   * What a GETMENU_<Operator> plan returns (documented: "a number's available offers as
+   * suggested_offers"): here, the operator's enabled plans other than the menu itself, a fixed
+   * plan with its amount.
+   */
+  #menuOffers(menuCode: string): SuggestedOffer[] {
+    const menu = this.#offer.findPlan(menuCode);
+    const { dynamicPlans, fixedPlans } = this.#offer.plans();
+    const offered = (p: { isEnabled: boolean; operator: string; code: string }) =>
+      p.isEnabled && p.operator === menu?.plan.operator && !isMenuPlan(p.code);
+    return [
+      ...fixedPlans.filter(offered).map((p) => ({ typename: p.name, plan_code: p.code, amount: p.amount })),
+      ...dynamicPlans.filter(offered).map((p) => ({ typename: p.name, plan_code: p.code })),
+    ];
   }
 
   #internetAnswer(topup: Created<InternetTopup>, asOf: number): InternetCheck {
@@ -818,6 +837,11 @@ export class SandboxState {
   #changed(target: OutcomeTarget, asOf: number): OutcomeChange | undefined {
     return this.outcomeChanges.due(target, asOf);
   }
+}
+
+/** Documented: `GETMENU_<Operator>` plans return the number's offers. */
+function isMenuPlan(code: string): boolean {
+  return code.startsWith('GETMENU_');
 }
 
 function upOperators(): Record<OperatorName, 'up' | 'down'> {

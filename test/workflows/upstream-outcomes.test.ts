@@ -192,6 +192,32 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
     assert.ok(audit.text.includes('FACTURE_DJEZZY'), 'the audit shows the suggested offer');
   });
 
+  it('a GETMENU_ plan: the number’s offers (suggested_offers) reach the FULFILLED order’s view, its order.fulfilled webhook and the audit', async () => {
+    const ref = newRef('menu');
+    await submit({ ...mobileRequest(ref), planCode: 'GETMENU_Mobilis' });
+    const view = await until(ref, (v) => v.status === 'FULFILLED' || v.status === 'NEEDS_REVIEW', 'settled');
+    assert.equal(view.status, 'FULFILLED', view.review?.reason);
+    const offered = view.result?.suggestedOffers ?? [];
+    assert.ok(
+      offered.some((o) => o.planCode === 'PIXX_500' && o.amount === 500),
+      JSON.stringify(offered),
+    );
+    assert.ok(!offered.some((o) => o.planCode.startsWith('GETMENU_')), 'not the menu itself');
+
+    const [event] = await eventually(
+      () =>
+        receiver.deliveries.filter(
+          (d) => d.message?.data.ref === ref && d.message.type === 'order.fulfilled',
+        ),
+      (list) => list.length === 1,
+      'order.fulfilled delivered',
+    );
+    assert.deepEqual(event!.message!.data.result?.suggestedOffers, offered);
+    const audit = await call('GET', `/v1/orders/${ref}/audit`);
+    assert.equal(audit.status, 200, audit.text);
+    assert.ok(audit.text.includes('PIXX_500'), 'the audit shows the offers');
+  });
+
   it("a top-up in review for UNKNOWN_ERROR keeps the provider's refund_message: the view's review, its evidence, the order.needs_review webhook and the audit", async () => {
     const ref = newRef('unknown');
     await submit(mobileRequest(ref, sandboxSpecialNumbers.unknownError));

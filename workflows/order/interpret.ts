@@ -3,7 +3,7 @@
  * final (with the order's result) or one a person must review. Deterministic workflow code.
  */
 import type { OrderRequest, OrderResult } from '../../contract/order';
-import { refundOf } from './failures';
+import { offersOf, refundOf } from './failures';
 import type { Interpretation, OrderAdapter, ProviderCheck } from './types';
 
 export function interpretCheck<R extends OrderRequest, C extends ProviderCheck>(
@@ -42,7 +42,11 @@ export function interpretCheck<R extends OrderRequest, C extends ProviderCheck>(
             reason: 'the provider reports FULFILLED with an unusable answer',
             evidence: result.problem,
           }
-        : { kind: 'final', status: 'FULFILLED', result: withDebit(adapter, request, check, result) };
+        : {
+            kind: 'final',
+            status: 'FULFILLED',
+            result: withDebit(adapter, request, check, { ...result, ...offersOf(check) }),
+          };
     }
     case 'PARTIALLY_FILLED': {
       const result = adapter.partialResult?.(check, request) ?? {
