@@ -131,6 +131,25 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
     );
   });
 
+  it('a gift card of the documented TEST_REFUND type ends REFUNDED through the lifecycle: no cards, its event', async () => {
+    const ref = newRef('test-refund');
+    await submit({
+      type: 'gift_card',
+      ref,
+      productId: 'GOOGLE_PLAY',
+      typeId: sandboxTestTypes.refund,
+      quantity: 2,
+    });
+    const view = await until(ref, (v) => v.status === 'REFUNDED' || v.status === 'NEEDS_REVIEW', 'settled');
+    assert.equal(view.status, 'REFUNDED', view.review?.reason);
+    assert.equal(view.result?.cards, undefined);
+    await eventually(
+      () => eventsOf(ref),
+      (e) => e.includes('order.refunded'),
+      'order.refunded delivered',
+    );
+  });
+
   it('an internet top-up the provider QUEUED is QUEUED (view, event, list), re-checked at its own pace past the normal deadline, and FULFILLED when the card comes', async () => {
     const ref = newRef('queued');
     const providerRef = providerRefFor(CLIENT, ref);
