@@ -114,6 +114,12 @@ export const metricCatalog = {
     'Each operator as the provider’s /v3/ping reports it: 1 up, 0 down (cached briefly).',
     ['operator'],
   ),
+  providerApiUp: gauge(
+    'topup_provider_api_up',
+    'The provider’s own API as its /v3/ping reports it: 1 ok, 0 error (cached briefly). Reported only: ' +
+      'sends go on, and each call’s own answer decides.',
+    [],
+  ),
   providerBalance: gauge(
     'topup_provider_balance_dzd',
     'The provider account’s balance in DZD (/v3/account/balance, cached briefly): alert before it reaches 0.',

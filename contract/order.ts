@@ -276,7 +276,10 @@ export interface OrderResult {
    * the end user, when given.
    */
   refundMessage?: string;
-  /** REFUNDED on a plan mismatch: the provider's `suggested_offers`, what to send instead. */
+  /**
+   * The provider's `suggested_offers`: on a REFUNDED plan mismatch, what to send instead; on a
+   * `GETMENU_<Operator>` plan (FULFILLED), the number's available offers.
+   */
   suggestedOffers?: { planCode: string; amount?: number; typename?: string }[];
   /**
    * PARTIALLY_FULFILLED (a gift card the provider PARTIALLY_FILLED): how many cards were ordered,
@@ -378,6 +381,11 @@ export interface OrderView {
     reason: string;
     /** What we knew when we asked for review (provider answer, error class). */
     evidence?: string;
+    /**
+     * UNKNOWN_ERROR: the provider's `refund_message` as it gave it (Arabic text meant for the end
+     * user), so operators see what the provider told the customer's side.
+     */
+    refundMessage?: string;
     since: string;
     resolution?: ReviewResolution;
   };

@@ -289,6 +289,32 @@ const scenarios: Record<string, Scenario> = {
     timings: { settleMs: 5_000 },
     expected: 'FULFILLED',
   },
+  // Patch fulfilled-without-num-trans: the documented optional num_trans may be missing; FULFILLED.
+  'internet-fulfilled-without-num-trans': {
+    request: internetRequest,
+    arrange: (sandbox, ref) => sandbox.changeTopup(ref, { status: 'FULFILLED', without: ['num_trans'] }),
+    expected: 'FULFILLED',
+  },
+  // Recorded by the code before patch fulfilled-without-num-trans (issue 25): a FULFILLED internet
+  // top-up without the optional num_trans went to review, an operator decided it FULFILLED.
+  'internet-no-num-trans-review-decided-lifecycle-1': {
+    request: internetRequest,
+    arrange: (sandbox, ref) => sandbox.changeTopup(ref, { status: 'FULFILLED', without: ['num_trans'] }),
+    timings: noWatch,
+    operator: (handle) =>
+      update(
+        handle,
+        {
+          decision: 'FULFILLED',
+          operator: 'recorder',
+          note: 'card code delivered, no transaction number',
+          force: true,
+        },
+        'applied',
+      ),
+    expected: 'FULFILLED',
+    firstRunAs: 'internet-no-num-trans-review-entered-lifecycle-1',
+  },
   'mobile-ref-reused-review-refunded': {
     request: (ref) => mobileRequest(ref),
     before: (provider, request) => {

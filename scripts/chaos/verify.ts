@@ -96,7 +96,8 @@ function deliveryProblem(view: OrderView): string | undefined {
         ? undefined
         : 'wrong number or amount';
     case 'internet_topup':
-      return result?.cardCode && result.transactionNumber ? undefined : 'no card code or transaction number';
+      // num_trans is optional (documented): the card code is the delivery.
+      return result?.cardCode ? undefined : 'no card code';
     case 'gift_card':
       return result?.cards?.length === request.quantity
         ? undefined

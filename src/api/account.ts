@@ -1,7 +1,7 @@
 /**
  * The provider account as the API reports it (docs/operators.md "Orders on hold"): how many
  * orders are held and why (the account workflow of the order task queue), each operator's state
- * (/v3/ping) and the balance (/v3/account/balance). For /readyz and the metrics; read at most
+ * and the provider's own API (/v3/ping) and the balance (/v3/account/balance). For /readyz and the metrics; read at most
  * once per `ttlMs` whatever the number of probes and scrapers (the provider documents ping every
  * 30–60 s). A part that cannot be read is left out.
  */
@@ -19,6 +19,12 @@ export interface AccountReport {
    */
   held?: { balance: number; operator: number; byOperator: Partial<Record<OperatorName, number>> };
   operators?: Partial<Record<OperatorName, 'up' | 'down'>>;
+  /**
+   * The provider's own API as /v3/ping reports it (documented: `ok` or `error`; any other answer
+   * is read as `error`). Reported, not acted on: see docs/operators.md "The provider reports its
+   * API in error".
+   */
+  api?: 'ok' | 'error';
   balance?: number;
 }
 
@@ -60,6 +66,7 @@ export function accountReport(deps: {
     const report: AccountReport = {};
     if (held.status === 'fulfilled') report.held = held.value;
     if (ping.status === 'fulfilled') {
+      report.api = ping.value.api === 'ok' ? 'ok' : 'error';
       report.operators = Object.fromEntries(
         operatorNames.flatMap((name) => {
           const state = ping.value.operators[name];

@@ -8,7 +8,7 @@
  * - searchAttributes: every attribute the order's start sets is known to the frontend (checked the
  *   way a start is validated: a visibility query naming it);
  * - worker: some worker polled the order task queue lately (else orders are accepted and sit);
- * - provider: it accepts our key.
+ * - provider: it accepts our key, and the key may send (scope READ-WRITE).
  *
  * /readyz is public and probed often, so it is kept cheap: one result is shared for a second (a
  * burst of probes makes one round of calls), and what does not come and go — the namespace and
@@ -18,6 +18,7 @@ import type { Client } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { searchAttributeDefinitions } from '../../contract/order';
 import type { ProviderClient } from '../provider/client';
+import { keyScopes } from '../provider/wire';
 import { grpcCode, GrpcStatus } from '../temporal/grpc';
 import {
   isUnknownSearchAttribute,
@@ -213,10 +214,17 @@ export function readinessCheck(deps: {
       },
     );
     const providerUp = withTimeout(provider.validateKey(), timeoutMs).then(
-      (info) => {
-        if (info.apiKey.isEnabled) return true;
-        problems.push('provider: the API key is disabled');
-        return false;
+      (info): boolean | 'read-only' => {
+        if (!info.apiKey.isEnabled) {
+          problems.push('provider: the API key is disabled');
+          return false;
+        }
+        // Documented scope READ-ONLY: the key reads but cannot send, so no order would go out.
+        if (info.apiKey.scope === keyScopes.readOnly) {
+          problems.push('provider: the API key is read-only');
+          return 'read-only';
+        }
+        return true;
       },
       (err: unknown) => {
         problems.push(`provider: ${errorMessage(err)}`);
@@ -232,8 +240,9 @@ export function readinessCheck(deps: {
       providerUp,
     ]);
 
-    checks.provider = providerOk ? 'up' : 'down';
-    if (!providerOk) missing.push('the provider is unreachable or refuses our key');
+    checks.provider = providerOk === true ? 'up' : 'down';
+    if (providerOk === 'read-only') missing.push('the provider key is read-only: no order can be sent');
+    else if (!providerOk) missing.push('the provider is unreachable or refuses our key');
     if (ns === false) {
       checks.temporal = 'up';
       checks.namespace = 'missing';

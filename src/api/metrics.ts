@@ -94,7 +94,7 @@ export function registerReviewGauges(
   ]);
 }
 
-/** The provider account's gauges: orders held by reason, each operator's state, the balance. */
+/** The provider account's gauges: orders held by reason, each operator's and the API's state, the balance. */
 export function registerAccountGauges(
   metrics: PrometheusMetrics,
   report: () => Promise<AccountReport>,
@@ -118,6 +118,10 @@ export function registerAccountGauges(
       value: state === 'up' ? 1 : 0,
     })),
   );
+  metrics.gauge(metricCatalog.providerApiUp, async () => {
+    const { api } = await report();
+    return api === undefined ? [] : [{ labels: {}, value: api === 'ok' ? 1 : 0 }];
+  });
   metrics.gauge(metricCatalog.providerBalance, async () => {
     const { balance } = await report();
     return balance === undefined ? [] : [{ labels: {}, value: balance }];

@@ -195,7 +195,8 @@ export const OrderResult = z
       .optional()
       .meta({
         description:
-          'REFUNDED on a plan mismatch: plans the provider suggests sending instead (its `suggested_offers`).',
+          'The provider’s `suggested_offers`: on a REFUNDED plan mismatch, plans to send instead; on a ' +
+          '`GETMENU_<Operator>` plan, the number’s available offers.',
       }),
     partial: z
       .object({
@@ -303,6 +304,10 @@ export const OrderView = z
       .object({
         reason: z.string(),
         evidence: z.string().optional(),
+        refundMessage: z.string().optional().meta({
+          description:
+            'UNKNOWN_ERROR: the provider’s `refund_message` as it gave it (Arabic text meant for the end user).',
+        }),
         since: IsoTime,
         resolution: ReviewResolution.optional(),
       })
@@ -588,6 +593,14 @@ export const Readiness = z
           .record(z.string(), z.enum(['up', 'down']))
           .optional()
           .meta({ description: 'Each operator’s state as the provider’s /v3/ping reports it.' }),
+        api: z
+          .enum(['ok', 'error'])
+          .optional()
+          .meta({
+            description:
+              'The provider’s own API as its /v3/ping reports it. `error` is reported, not acted on: the API ' +
+              'stays ready and sends go on, each call’s own answer deciding (docs/operators.md).',
+          }),
       })
       .meta({ description: 'The provider account (parts that could not be read are left out).' }),
   })

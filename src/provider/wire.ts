@@ -80,6 +80,10 @@ export const errorCodes = {
   notFound: 'NOT_FOUND',
   // Not documented (our choice):
   keyDisabled: 'KEY_DISABLED',
+  /** The docs show the whitelist's 403 without a code; the sandbox's own, read by status alone. */
+  ipNotAllowed: 'IP_NOT_ALLOWED',
+  /** The docs do not say what a READ-ONLY key's send answers; the sandbox's 403, read by status. */
+  readOnlyKey: 'READ_ONLY_KEY',
   forbidden: 'FORBIDDEN',
   outOfStock: 'OUT_OF_STOCK',
   unsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',
@@ -128,6 +132,10 @@ export const KeyInfo = z.looseObject({
   }),
 });
 export type KeyInfo = z.infer<typeof KeyInfo>;
+/** The documented scopes: a READ-ONLY key may read, never send. */
+export const keyScopes = { readWrite: 'READ-WRITE', readOnly: 'READ-ONLY' } as const;
+export const KeyScope = z.enum([keyScopes.readWrite, keyScopes.readOnly]);
+export type KeyScope = z.infer<typeof KeyScope>;
 
 export const OperatorState = z.enum(['up', 'down']);
 

@@ -6,7 +6,7 @@
  */
 import { Router } from 'express';
 import { z } from 'zod';
-import { OperatorName, OperatorState } from '../provider/wire';
+import { KeyScope, OperatorName, OperatorState } from '../provider/wire';
 import { createAdminGuard } from './auth';
 import { notFound, parseOrThrow } from './errors';
 import { FaultSpec, RouteName } from './faults';
@@ -110,6 +110,12 @@ export function adminRouter(
 
 const SettingsChange = z.strictObject({
   uniqueRefs: z.boolean().optional(),
+  allowedIps: z
+    .array(z.union([z.ipv4(), z.ipv6()]))
+    .max(20)
+    .optional(),
+  api: z.enum(['ok', 'error']).optional(),
+  scope: KeyScope.optional(),
   /** The account's balance from now on, DZD. */
   balance: z.number().min(0).optional(),
 });

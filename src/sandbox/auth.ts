@@ -9,7 +9,7 @@
  * minutes (IP_BLOCKED, whatever key it then sends). A good key resets the count (our choice).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { errorCodes, type ApiKeyType } from '../provider/wire';
+import { errorCodes, keyScopes, type ApiKeyType, type KeyScope } from '../provider/wire';
 import { forbidden, invalidKey, ipBlocked, missingKey, notFound } from './errors';
 
 export type KeyRole = 'sandbox' | 'production' | 'disabled';
@@ -89,11 +89,26 @@ export function createKeyring(
 }
 
 /** Throws when `role` may not perform an operation needing `access` (codes: the sandbox's own). */
-export function authorize(role: KeyRole, access: Access): void {
+export function authorize(role: KeyRole, access: Access, scope: KeyScope = keyScopes.readWrite): void {
   if (access === 'validate') return;
   if (role === 'disabled') throw forbidden(errorCodes.keyDisabled, 'this API key is disabled');
   if (access === 'write' && role === 'production') {
     throw forbidden(errorCodes.forbidden, 'production keys cannot perform transactions in the sandbox');
+  }
+  if (access === 'write' && scope === keyScopes.readOnly) {
+    throw forbidden(errorCodes.readOnlyKey, 'this API key is read-only');
+  }
+}
+
+/**
+ * The key's IP whitelist (documented: a request from an address outside it is refused with 403;
+ * empty = every address). Addresses compare without the IPv4-mapped IPv6 prefix.
+ */
+export function assertAllowedAddress(allowedIps: readonly string[], ip: string): void {
+  if (allowedIps.length === 0) return;
+  const plain = (address: string) => address.replace(/^::ffff:/i, '');
+  if (!allowedIps.some((allowed) => plain(allowed) === plain(ip))) {
+    throw forbidden(errorCodes.ipNotAllowed, 'request from an IP address outside the key’s whitelist');
   }
 }
 

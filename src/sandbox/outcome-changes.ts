@@ -20,6 +20,14 @@ export const OutcomeChangeSpec = z.strictObject({
   afterMs: z.number().int().min(0).max(MAX_DELAY_MS).default(0),
   /** A REFUNDED top-up's `refund_message`; the sandbox writes one when unset. */
   refund_message: z.string().min(1).max(500).optional(),
+  /**
+   * Optional fields the answer leaves out (the docs mark them optional): `num_trans` from a
+   * FULFILLED internet top-up.
+   */
+  without: z
+    .array(z.enum(['num_trans']))
+    .max(1)
+    .optional(),
 });
 export type OutcomeChangeSpecInput = z.input<typeof OutcomeChangeSpec>;
 export type OutcomeChangeSpec = z.output<typeof OutcomeChangeSpec>;
@@ -32,6 +40,7 @@ export interface OutcomeChange {
   target: OutcomeTarget;
   status: DocumentedStatus;
   refund_message?: string;
+  without?: OutcomeChangeSpec['without'];
   /** ISO time from which the change shows. */
   from: string;
 }
@@ -56,6 +65,7 @@ export class OutcomeChanges {
       target,
       status: spec.status,
       ...(spec.refund_message && { refund_message: spec.refund_message }),
+      ...(spec.without?.length && { without: spec.without }),
       from: new Date(fromMs).toISOString(),
     };
     const key = keyOf(target);

@@ -29,12 +29,14 @@ import {
   type GiftCardOrderCheck,
   type InternetCheck,
   type InternetSendBody,
+  type KeyScope,
   type MobileCheck,
   type OperatorName,
   type Pagination,
   type PlaceOrderBody,
   type PlaceOrderResult,
   type SendResult,
+  type SuggestedOffer,
   type Transaction,
 } from '../provider/wire';
 import { BadKeyTracker } from './auth';
@@ -82,9 +84,23 @@ export interface SandboxSettings {
    * double send shows as two accepted sends of one ref in /admin/sends.
    */
   uniqueRefs: boolean;
+  /**
+   * The key's IP whitelist (documented: empty = every address allowed). A request from any other
+   * address answers 403, whatever its route (the docs show no code: `IP_NOT_ALLOWED` is ours).
+   */
+  allowedIps: string[];
+  /** What /v3/ping reports of the provider's own API (documented: `ok` or `error`). */
+  api: 'ok' | 'error';
+  /** The sandbox key's scope: READ-ONLY keys read, and their sends answer 403 `READ_ONLY_KEY`. */
+  scope: KeyScope;
 }
 
-export const defaultSandboxSettings: Readonly<SandboxSettings> = { uniqueRefs: true };
+export const defaultSandboxSettings: Readonly<SandboxSettings> = {
+  uniqueRefs: true,
+  allowedIps: [],
+  api: 'ok',
+  scope: 'READ-WRITE',
+};
 
 /** Plenty for every test and benchmark; a test of an empty account sets its own. */
 export const DEFAULT_STARTING_BALANCE = 1_000_000_000;
@@ -574,7 +590,25 @@ export class SandboxState {
         outcome.refund_message && { refund_message: outcome.refund_message }),
       ...('suggested_offers' in outcome &&
         outcome.suggested_offers && { suggested_offers: outcome.suggested_offers }),
+      ...(outcome.status === 'FULFILLED' &&
+        isMenuPlan(body.plan_code) && { suggested_offers: this.#menuOffers(body.plan_code) }),
     };
+  }
+
+  /**
+   * What a GETMENU_<Operator> plan returns (documented: "a number's available offers as
+   * suggested_offers"): here, the operator's enabled plans other than the menu itself, a fixed
+   * plan with its amount.
+   */
+  #menuOffers(menuCode: string): SuggestedOffer[] {
+    const menu = this.#offer.findPlan(menuCode);
+    const { dynamicPlans, fixedPlans } = this.#offer.plans();
+    const offered = (p: { isEnabled: boolean; operator: string; code: string }) =>
+      p.isEnabled && p.operator === menu?.plan.operator && !isMenuPlan(p.code);
+    return [
+      ...fixedPlans.filter(offered).map((p) => ({ typename: p.name, plan_code: p.code, amount: p.amount })),
+      ...dynamicPlans.filter(offered).map((p) => ({ typename: p.name, plan_code: p.code })),
+    ];
   }
 
   #internetAnswer(topup: Created<InternetTopup>, asOf: number): InternetCheck {
@@ -591,7 +625,7 @@ export class SandboxState {
       created_at: new Date(createdAt).toISOString(),
       ...(status === 'FULFILLED' && {
         card_code: this.#codes.digits(`${id}:card`, 16),
-        num_trans: this.#codes.digits(`${id}:trans`, 12),
+        ...(!changed?.without?.includes('num_trans') && { num_trans: this.#codes.digits(`${id}:trans`, 12) }),
         date_traitement: new Date(createdAt + settleAfterMs(this.#timeScale)).toISOString(),
       }),
       ...(status === 'REFUNDED' && {
@@ -803,6 +837,11 @@ export class SandboxState {
   #changed(target: OutcomeTarget, asOf: number): OutcomeChange | undefined {
     return this.outcomeChanges.due(target, asOf);
   }
+}
+
+/** Documented: `GETMENU_<Operator>` plans return the number's offers. */
+function isMenuPlan(code: string): boolean {
+  return code.startsWith('GETMENU_');
 }
 
 function upOperators(): Record<OperatorName, 'up' | 'down'> {

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import {
   API_PREFIX,
   InternetSendBody,
+  keyScopes,
   listLimits,
   MobileSendBody,
   PlaceOrderBody,
@@ -21,7 +22,7 @@ import {
   sandboxSpecialNumbers,
   type KeyInfo,
 } from '../provider/wire';
-import { authorize, keyType, type Access, type KeyRole } from './auth';
+import { assertAllowedAddress, authorize, keyType, type Access, type KeyRole } from './auth';
 import { notFound, outOfStock, parseOrThrow, phoneError, validationError } from './errors';
 import { type RouteName } from './faults';
 import { jsonBody, localsOf, type Responder } from './http';
@@ -106,9 +107,9 @@ export function v3Router(
         username: SANDBOX_USERNAME,
         apiKey: {
           type: keyType(role),
-          scope: 'READ-WRITE',
+          scope: role === 'sandbox' ? state.settings().scope : keyScopes.readWrite,
           isEnabled: role !== 'disabled',
-          allowedips: [],
+          allowedips: state.settings().allowedIps,
         },
       }),
     },
@@ -117,7 +118,7 @@ export function v3Router(
       path: '/ping',
       route: 'ping',
       access: 'read',
-      accept: () => () => ({ api: 'ok', operators: state.operators() }),
+      accept: () => () => ({ api: state.settings().api, operators: state.operators() }),
     },
     {
       method: 'get',
@@ -387,8 +388,11 @@ export function v3Router(
   const authenticate =
     (access: Access): RequestHandler =>
     (req, res, next) => {
-      const role = identify(req.get('X-Access-Token'), req.socket.remoteAddress ?? 'unknown');
-      authorize(role, access);
+      const address = req.socket.remoteAddress ?? 'unknown';
+      const role = identify(req.get('X-Access-Token'), address);
+      const { allowedIps, scope } = state.settings();
+      assertAllowedAddress(allowedIps, address);
+      authorize(role, access, role === 'sandbox' ? scope : keyScopes.readWrite);
       localsOf(res).role = role;
       next();
     };

@@ -27,6 +27,7 @@ import { startFairnessReports } from '../temporal/fairness-probe';
 import { dataConverterFromConfig } from '../codec/data-converter';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createProviderClientFromConfig, isProviderError, type ProviderClient } from '../provider';
+import { keyScopes } from '../provider/wire';
 import { createWorkerLogger } from './logger';
 import {
   createOrderWorker,
@@ -236,6 +237,9 @@ async function checkProviderKey(client: ProviderClient, config: Config, logger: 
     );
   }
   if (!key.isEnabled) throw new ConfigError('PROVIDER_API_KEY: the key is disabled');
+  // A READ-ONLY key can check but never send: a worker with one would hold every order unsent.
+  if (key.scope === keyScopes.readOnly)
+    throw new ConfigError('PROVIDER_API_KEY: the key is READ-ONLY (scope), it cannot send top-ups or orders');
 }
 
 main().catch((err: unknown) => {

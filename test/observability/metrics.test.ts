@@ -431,6 +431,7 @@ describe('metrics of the API and the worker, after real orders', () => {
     assert.deepEqual(alerts.groups.flatMap((g) => g.rules.map((r) => r.alert)).sort(), [
       'OrdersDisputed',
       'OrdersHeld',
+      'ProviderApiError',
       'ProviderBalanceLow',
       'ProviderErrorRateHigh',
       'ProviderOperatorDown',

@@ -176,6 +176,44 @@ describe('the sandbox speaks the documented v3', () => {
     });
     await admin('PATCH', '/admin/operators', { djezzy: 'down' });
     assert.equal((await client.ping()).operators.djezzy, 'down');
+    // The provider's own API reporting itself broken (health-check: `api: "ok" | "error"`).
+    await admin('PATCH', '/admin/settings', { api: 'error' });
+    assert.equal((await client.ping()).api, 'error');
+  });
+
+  it('an address outside the key’s IP whitelist is refused with 403 on every route, read by the client as access_denied (never an order’s fault); an empty whitelist allows all', async () => {
+    const mobile = { plan_code: 'PREPAID_DJEZZY', MSSIDN: '0772123456', amount: 500, ref: ref() };
+    await admin('PATCH', '/admin/settings', { allowedIps: ['192.0.2.1'] });
+    for (const call of [
+      () => client.sendMobileTopup(mobile),
+      () => client.checkMobileTopup(mobile.ref),
+      () => client.validateKey(),
+      () => client.ping(),
+    ]) {
+      const err = await failure(call);
+      assert.deepEqual([err.kind, err.status], ['access_denied', 403]);
+    }
+    assert.equal((await sandbox.sendsOf(mobile.ref)).accepted, 0, 'nothing sent');
+    // Our own address (IPv4 or its IPv6-mapped form) in the whitelist: allowed, and validate shows it.
+    await admin('PATCH', '/admin/settings', { allowedIps: ['127.0.0.1', '::1'] });
+    assert.deepEqual((await client.validateKey()).apiKey.allowedips, ['127.0.0.1', '::1']);
+    await client.sendMobileTopup(mobile);
+    await admin('PATCH', '/admin/settings', { allowedIps: [] });
+    assert.deepEqual((await client.validateKey()).apiKey.allowedips, []);
+  });
+
+  it('a READ-ONLY key validates with its scope, reads, and its sends are 403 (access_denied, nothing sent)', async () => {
+    await admin('PATCH', '/admin/settings', { scope: 'READ-ONLY' });
+    assert.equal((await client.validateKey()).apiKey.scope, 'READ-ONLY');
+    await client.getBalance();
+    const mobile = { plan_code: 'PREPAID_DJEZZY', MSSIDN: '0772123456', amount: 500, ref: ref() };
+    const sent = await failure(() => client.sendMobileTopup(mobile));
+    assert.deepEqual([sent.kind, sent.status, sent.code], ['access_denied', 403, 'READ_ONLY_KEY']);
+    const placed = await failure(() =>
+      client.placeGiftCardOrder({ productId: 'GOOGLE_PLAY', typeId: 'GOOGLE_PLAY_1000', quantity: 1 }),
+    );
+    assert.equal(placed.kind, 'access_denied');
+    assert.equal((await sandbox.sendsOf(mobile.ref)).attempts, 0, 'nothing sent');
   });
 
   it('internet: products per type, check-number (4G answers 4GLTE, a bad number ERR_PHONE), an unavailable value is refused, QUEUED through an outcome change', async () => {

@@ -10,6 +10,7 @@ import { resolve } from 'node:path';
 import { startSandbox } from '../../src/sandbox/server';
 
 const root = resolve(__dirname, '..', '..');
+const ADMIN_TOKEN = 'admin-token-for-worker-test';
 const keys = { sandbox: 'sandbox-key-for-worker-test', production: 'production-key-for-worker-test' };
 
 function runWorker(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
@@ -39,6 +40,7 @@ describe('the worker checks its provider key at start', () => {
       sandboxKey: keys.sandbox,
       productionKey: keys.production,
       disabledKey: 'disabled-key-for-worker-test',
+      adminToken: ADMIN_TOKEN,
     });
   });
   after(() => sandbox.close());
@@ -82,4 +84,26 @@ describe('the worker checks its provider key at start', () => {
       assert.ok(!output.includes(key), 'the key is not in the output');
     });
   }
+
+  it('with a READ-ONLY key (documented scope: it reads, never sends), stops naming PROVIDER_API_KEY and the scope', async () => {
+    const settings = (scope: string) =>
+      fetch(`${sandbox.url}/admin/settings`, {
+        method: 'PATCH',
+        headers: { 'x-admin-token': ADMIN_TOKEN, 'content-type': 'application/json' },
+        body: JSON.stringify({ scope }),
+      });
+    assert.equal((await settings('READ-ONLY')).status, 200);
+    try {
+      const { code, output } = await runWorker({
+        PROVIDER_BASE_URL: sandbox.url,
+        PROVIDER_API_KEY: keys.sandbox,
+        PROVIDER_EXPECTED_KEY_TYPE: 'SANDBOX',
+      });
+      assert.equal(code, 1, output);
+      assert.match(output, /PROVIDER_API_KEY: the key is READ-ONLY/);
+      assert.ok(!output.includes(keys.sandbox), 'the key is not in the output');
+    } finally {
+      await settings('READ-WRITE');
+    }
+  });
 });

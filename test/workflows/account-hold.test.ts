@@ -12,7 +12,14 @@ import { SandboxAdmin } from '../../src/sandbox/admin-client';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import type { OrderTimings } from '../../contract/order';
-import { ADMIN_TOKEN, mobileRequest, scaledTimings, testProvider } from '../helpers/orders';
+import {
+  ADMIN_TOKEN,
+  giftCardRequest,
+  internetRequest,
+  mobileRequest,
+  scaledTimings,
+  testProvider,
+} from '../helpers/orders';
 import { accountReport } from '../../src/api/account';
 import { registerAccountGauges } from '../../src/api/metrics';
 import { PrometheusMetrics } from '../../src/observability/prometheus';
@@ -85,7 +92,7 @@ describe('orders on hold while the provider account cannot take them', { timeout
     );
     return (await metrics.exposition()).body;
   }
-  async function submit(ref: string, request = mobileRequest(ref)): Promise<void> {
+  async function submit(ref: string, request: object = mobileRequest(ref)): Promise<void> {
     const res = await call('POST', '/v1/orders', request);
     assert.equal(res.status, 201, res.text);
   }
@@ -191,5 +198,31 @@ describe('orders on hold while the provider account cannot take them', { timeout
       (e) => e.includes('order.failed'),
       'order.failed delivered',
     );
+  });
+
+  it('the balance gauge shows the account’s balance; internet and gift-card orders are HELD for it too, and sent once each when it covers them', async () => {
+    await admin.settings({ balance: 123_456.78 });
+    await eventually(scrape, (t) => t.includes('topup_provider_balance_dzd 123456.78'), 'the balance gauge');
+    await admin.settings({ balance: 0 });
+    await eventually(scrape, (t) => /topup_provider_balance_dzd 0\b/.test(t), 'the balance gauge at 0');
+
+    const [internet, giftCard] = [newRef('internet'), newRef('gift')];
+    await submit(internet, internetRequest(internet));
+    await submit(giftCard, giftCardRequest(giftCard, 1));
+    for (const ref of [internet, giftCard]) {
+      const held = await until(ref, (v) => v.status === 'HELD', `${ref} HELD`);
+      assert.equal(held.hold?.reason, 'balance');
+    }
+    const placedWhileHeld = (await stack.sandbox.report()).giftCardOrders.placed;
+    await sleep(3 * ACCOUNT_CHECK_MS);
+    assert.equal((await stack.sandbox.report()).giftCardOrders.placed, placedWhileHeld, 'nothing placed');
+
+    await admin.settings({ balance: 100_000 });
+    const sentInternet = await until(internet, (v) => v.status === 'FULFILLED', 'internet FULFILLED');
+    assert.ok(sentInternet.result?.cardCode);
+    assert.equal((await stack.sandbox.sendsOf(sentInternet.providerRef!)).accepted, 1, 'sent once');
+    const placed = await until(giftCard, (v) => v.status === 'FULFILLED', 'gift card FULFILLED');
+    assert.equal(placed.result?.cards?.length, 1);
+    assert.equal((await stack.sandbox.report()).giftCardOrders.placed, placedWhileHeld + 1, 'placed once');
   });
 });

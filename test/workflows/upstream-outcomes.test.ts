@@ -131,6 +131,25 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
     );
   });
 
+  it('a gift card of the documented TEST_REFUND type ends REFUNDED through the lifecycle: no cards, its event', async () => {
+    const ref = newRef('test-refund');
+    await submit({
+      type: 'gift_card',
+      ref,
+      productId: 'GOOGLE_PLAY',
+      typeId: sandboxTestTypes.refund,
+      quantity: 2,
+    });
+    const view = await until(ref, (v) => v.status === 'REFUNDED' || v.status === 'NEEDS_REVIEW', 'settled');
+    assert.equal(view.status, 'REFUNDED', view.review?.reason);
+    assert.equal(view.result?.cards, undefined);
+    await eventually(
+      () => eventsOf(ref),
+      (e) => e.includes('order.refunded'),
+      'order.refunded delivered',
+    );
+  });
+
   it('an internet top-up the provider QUEUED is QUEUED (view, event, list), re-checked at its own pace past the normal deadline, and FULFILLED when the card comes', async () => {
     const ref = newRef('queued');
     const providerRef = providerRefFor(CLIENT, ref);
@@ -156,6 +175,19 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
     assert.ok(checks <= 5, `${checks} checks while QUEUED`);
   });
 
+  it('an internet top-up FULFILLED without the optional num_trans ends FULFILLED with its card code (not review)', async () => {
+    const ref = newRef('no-num-trans');
+    await stack.sandbox.changeTopup(providerRefFor(CLIENT, ref), {
+      status: 'FULFILLED',
+      without: ['num_trans'],
+    });
+    await submit(internetRequest(ref));
+    const view = await until(ref, (v) => v.status === 'FULFILLED' || v.status === 'NEEDS_REVIEW', 'settled');
+    assert.equal(view.status, 'FULFILLED', view.review?.reason);
+    assert.match(view.result?.cardCode ?? '', /^\d{16}$/);
+    assert.equal(view.result?.transactionNumber, undefined);
+  });
+
   it('a top-up REFUNDED on a plan mismatch: its refund_message and suggested_offers reach the order view, the order.refunded webhook and the audit export', async () => {
     const ref = newRef('mismatch');
     await submit(mobileRequest(ref, sandboxSpecialNumbers.planMismatch));
@@ -177,6 +209,54 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
     assert.equal(audit.status, 200, audit.text);
     assert.ok(audit.text.includes(sandboxRefundMessages.planMismatch), 'the audit shows the refund_message');
     assert.ok(audit.text.includes('FACTURE_DJEZZY'), 'the audit shows the suggested offer');
+  });
+
+  it('a GETMENU_ plan: the number’s offers (suggested_offers) reach the FULFILLED order’s view, its order.fulfilled webhook and the audit', async () => {
+    const ref = newRef('menu');
+    await submit({ ...mobileRequest(ref), planCode: 'GETMENU_Mobilis' });
+    const view = await until(ref, (v) => v.status === 'FULFILLED' || v.status === 'NEEDS_REVIEW', 'settled');
+    assert.equal(view.status, 'FULFILLED', view.review?.reason);
+    const offered = view.result?.suggestedOffers ?? [];
+    assert.ok(
+      offered.some((o) => o.planCode === 'PIXX_500' && o.amount === 500),
+      JSON.stringify(offered),
+    );
+    assert.ok(!offered.some((o) => o.planCode.startsWith('GETMENU_')), 'not the menu itself');
+
+    const [event] = await eventually(
+      () =>
+        receiver.deliveries.filter(
+          (d) => d.message?.data.ref === ref && d.message.type === 'order.fulfilled',
+        ),
+      (list) => list.length === 1,
+      'order.fulfilled delivered',
+    );
+    assert.deepEqual(event!.message!.data.result?.suggestedOffers, offered);
+    const audit = await call('GET', `/v1/orders/${ref}/audit`);
+    assert.equal(audit.status, 200, audit.text);
+    assert.ok(audit.text.includes('PIXX_500'), 'the audit shows the offers');
+  });
+
+  it("a top-up in review for UNKNOWN_ERROR keeps the provider's refund_message: the view's review, its evidence, the order.needs_review webhook and the audit", async () => {
+    const ref = newRef('unknown');
+    await submit(mobileRequest(ref, sandboxSpecialNumbers.unknownError));
+    const view = await until(ref, (v) => v.status === 'NEEDS_REVIEW', 'NEEDS_REVIEW');
+    assert.equal(view.review?.refundMessage, sandboxRefundMessages.unknown);
+    assert.ok(view.review?.evidence?.includes(sandboxRefundMessages.unknown), view.review?.evidence);
+
+    const [event] = await eventually(
+      () =>
+        receiver.deliveries.filter(
+          (d) => d.message?.data.ref === ref && d.message.type === 'order.needs_review',
+        ),
+      (list) => list.length === 1,
+      'order.needs_review delivered',
+    );
+    assert.equal(event!.message!.data.review?.refundMessage, sandboxRefundMessages.unknown);
+
+    const audit = await call('GET', `/v1/orders/${ref}/audit`);
+    assert.equal(audit.status, 200, audit.text);
+    assert.ok(audit.text.includes(sandboxRefundMessages.unknown), 'the audit shows the refund_message');
   });
 
   it('a QUEUED top-up still QUEUED at its own deadline goes to review as stuck, saying QUEUED', async () => {

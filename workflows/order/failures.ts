@@ -60,14 +60,22 @@ export function summarize(evidence: string[]): string {
 export function refundOf(check: ProviderCheck): OrderResult {
   const result: OrderResult = {};
   if (check.refund_message) result.refundMessage = check.refund_message;
-  if (check.suggested_offers?.length) {
-    result.suggestedOffers = check.suggested_offers.map((offer) => ({
+  return { ...result, ...offersOf(check) };
+}
+
+/**
+ * The provider's `suggested_offers`, whatever the answer carries them: a REFUNDED plan mismatch,
+ * or the offers a `GETMENU_<Operator>` plan returns (documented; its status is not).
+ */
+export function offersOf(check: ProviderCheck): Pick<OrderResult, 'suggestedOffers'> {
+  if (!check.suggested_offers?.length) return {};
+  return {
+    suggestedOffers: check.suggested_offers.map((offer) => ({
       planCode: offer.plan_code,
       ...(offer.amount !== undefined && { amount: offer.amount }),
       ...(offer.typename !== undefined && { typename: offer.typename }),
-    }));
-  }
-  return result;
+    })),
+  };
 }
 
 /** The provider's answer as the decision rules read it. */

@@ -3,7 +3,7 @@
  * final (with the order's result) or one a person must review. Deterministic workflow code.
  */
 import type { OrderRequest, OrderResult } from '../../contract/order';
-import { refundOf } from './failures';
+import { offersOf, refundOf } from './failures';
 import type { Interpretation, OrderAdapter, ProviderCheck } from './types';
 
 export function interpretCheck<R extends OrderRequest, C extends ProviderCheck>(
@@ -31,7 +31,8 @@ export function interpretCheck<R extends OrderRequest, C extends ProviderCheck>(
         // The provider's own guidance (docs/operators.md "Runbook: UNKNOWN_ERROR").
         evidence:
           'provider status UNKNOWN_ERROR: the provider resolves it to FULFILLED or REFUNDED within 1-24 h; ' +
-          'do not refund before it says so',
+          `do not refund before it says so${providerSays(check.refund_message)}`,
+        ...(check.refund_message && { refundMessage: check.refund_message }),
       };
     case 'FULFILLED': {
       const result = adapter.fulfilledResult(check, request);
@@ -41,7 +42,11 @@ export function interpretCheck<R extends OrderRequest, C extends ProviderCheck>(
             reason: 'the provider reports FULFILLED with an unusable answer',
             evidence: result.problem,
           }
-        : { kind: 'final', status: 'FULFILLED', result: withDebit(adapter, request, check, result) };
+        : {
+            kind: 'final',
+            status: 'FULFILLED',
+            result: withDebit(adapter, request, check, { ...result, ...offersOf(check) }),
+          };
     }
     case 'PARTIALLY_FILLED': {
       const result = adapter.partialResult?.(check, request) ?? {
@@ -79,4 +84,20 @@ function withDebit<R extends OrderRequest, C extends ProviderCheck>(
 ): OrderResult {
   const debit = adapter.debit?.(check, request);
   return debit ? { ...result, debit } : result;
+}
+
+/** Long enough for the provider's message, short enough for a review notice and a log line. */
+const MAX_QUOTED_MESSAGE = 200;
+
+/**
+ * The provider's `refund_message` quoted in the evidence, which is logged: one line, bounded, and
+ * runs of digits masked in case it names a number (the view keeps the text as given).
+ */
+function providerSays(message: string | undefined): string {
+  if (!message) return '';
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what we strip
+  let quoted = message.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  quoted = quoted.replace(/\d(?:[\s-]?\d){5,}/g, '[digits]');
+  if (quoted.length > MAX_QUOTED_MESSAGE) quoted = `${quoted.slice(0, MAX_QUOTED_MESSAGE)}…`;
+  return `; the provider says: "${quoted}"`;
 }

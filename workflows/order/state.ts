@@ -165,8 +165,13 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
     return this.adapter.submitRetry === 'lookup' || this.view.providerReference !== undefined;
   }
 
-  toReview(reason: string, evidence: string): void {
-    this.view.review = { reason, evidence, since: new Date().toISOString() };
+  toReview(reason: string, evidence: string, refundMessage?: string): void {
+    this.view.review = {
+      reason,
+      evidence,
+      ...(refundMessage && { refundMessage }),
+      since: new Date().toISOString(),
+    };
     log.warn('order needs review', { reason, evidence });
     // Published by the review's own run: this one closes without it, so the review queue (by
     // OrderStatus) lists the order once.
@@ -332,7 +337,7 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
           result: meaning.result,
         });
       case 'review':
-        return this.toReview(meaning.reason, meaning.evidence);
+        return this.toReview(meaning.reason, meaning.evidence, meaning.refundMessage);
       case 'open':
         return onOpen(meaning.status);
     }

@@ -82,7 +82,7 @@ export type OpenStatus = 'SUBMITTED' | 'PROCESSING' | 'QUEUED';
 export type Interpretation =
   | { kind: 'open'; status: OpenStatus }
   | { kind: 'final'; status: 'FULFILLED' | 'PARTIALLY_FULFILLED' | 'REFUNDED'; result: OrderResult }
-  | { kind: 'review'; reason: string; evidence: string };
+  | { kind: 'review'; reason: string; evidence: string; refundMessage?: string };
 
 /** What the provider said about the order, for a decision or the watch. */
 export type Asked<C> =

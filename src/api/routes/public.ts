@@ -32,7 +32,8 @@ export function publicRouter(deps: {
     if (deps.shuttingDown()) throw temporarilyUnavailable('Not ready: shutting down.');
     const [{ ready, checks, missing, problems }, account, { fairness, notice }] = await Promise.all([
       deps.readiness(),
-      // Held orders and operators down do not make the API unready: it still takes orders (they wait).
+      // Held orders, operators down and the provider's API in error do not make the API unready:
+      // it still takes orders (they wait, or the provider's answers decide).
       deps.account().catch((): AccountReport => ({})),
       deps.fairness(),
     ]);
@@ -41,13 +42,13 @@ export function publicRouter(deps: {
       req.log.warn({ checks, problems }, 'not ready');
       throw temporarilyUnavailable(`Not ready: ${missing.join('; ')}.`);
     }
-    const { held, operators } = account;
+    const { held, operators, api } = account;
     res.json({
       status: 'ready',
       checks,
       fairness,
       ...(notice ? { notices: [notice] } : {}),
-      account: { ...(held && { held }), ...(operators && { operators }) },
+      account: { ...(held && { held }), ...(operators && { operators }), ...(api && { api }) },
     });
   });
 
