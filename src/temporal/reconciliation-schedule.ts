@@ -4,7 +4,8 @@
  * reconciliation of the day before; one at a time (overlap SKIP), and a run missed while Temporal
  * was down is caught up within a day.
  */
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { upsertSchedule } from './schedules';
 import {
   RECONCILIATION_PRIORITY,
   RECONCILIATION_SCHEDULE_ID,
@@ -39,20 +40,11 @@ export async function ensureReconciliationSchedule(
     priority: RECONCILIATION_PRIORITY,
   };
   const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 day' as const };
-  try {
-    await client.schedule.create({
-      scheduleId,
-      spec,
-      action,
-      policies,
-      memo: { purpose: 'reconcile the day before against the provider ledger' },
-    });
-    return 'created';
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-  }
-  await client.schedule
-    .getHandle(scheduleId)
-    .update((previous) => ({ ...previous, spec, action, policies: { ...previous.policies, ...policies } }));
-  return 'updated';
+  return upsertSchedule(client, {
+    scheduleId,
+    spec,
+    action,
+    policies,
+    purpose: 'reconcile the day before against the provider ledger',
+  });
 }

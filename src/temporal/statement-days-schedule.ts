@@ -4,7 +4,8 @@
  * the statements' days) it sums the last days for every client; one at a time (overlap SKIP), and
  * a run missed while Temporal was down is caught up within a day.
  */
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { upsertSchedule } from './schedules';
 import {
   SCHEDULED_STATEMENT_DAYS_WORKFLOW,
   STATEMENT_DAYS_PRIORITY,
@@ -38,20 +39,11 @@ export async function ensureStatementDaysSchedule(
     priority: STATEMENT_DAYS_PRIORITY,
   };
   const policies = { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 day' as const };
-  try {
-    await client.schedule.create({
-      scheduleId,
-      spec,
-      action,
-      policies,
-      memo: { purpose: 'sum the closed days of statements' },
-    });
-    return 'created';
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-  }
-  await client.schedule
-    .getHandle(scheduleId)
-    .update((previous) => ({ ...previous, spec, action, policies: { ...previous.policies, ...policies } }));
-  return 'updated';
+  return upsertSchedule(client, {
+    scheduleId,
+    spec,
+    action,
+    policies,
+    purpose: 'sum the closed days of statements',
+  });
 }

@@ -2,7 +2,8 @@
  * The order sweep's Schedule (workflows/order-sweep.ts): created or brought up to date by
  * `npm run temporal:setup`. One sweep at a time (overlap SKIP): a slow sweep is not stacked.
  */
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { upsertSchedule } from './schedules';
 
 export const ORDER_SWEEP_SCHEDULE_ID = 'order-sweep';
 export const orderSweepWorkflowType = 'orderSweepWorkflow';
@@ -27,18 +28,11 @@ export async function ensureOrderSweepSchedule(
     workflowId: scheduleId,
     taskQueue,
   };
-  try {
-    await client.schedule.create({
-      scheduleId,
-      spec,
-      action,
-      policies: { overlap: ScheduleOverlapPolicy.SKIP },
-      memo: { purpose: 'resume orders whose workflow closed without a final status' },
-    });
-    return 'created';
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-  }
-  await client.schedule.getHandle(scheduleId).update((previous) => ({ ...previous, spec, action }));
-  return 'updated';
+  return upsertSchedule(client, {
+    scheduleId,
+    spec,
+    action,
+    policies: { overlap: ScheduleOverlapPolicy.SKIP },
+    purpose: 'resume orders whose workflow closed without a final status',
+  });
 }
