@@ -10,6 +10,9 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { createDeliveryActivities, type DirectDelivery } from '../../activities/webhooks';
+import { accountReport } from '../../src/api/account';
+import { registerAccountGauges } from '../../src/api/metrics';
+import { PrometheusMetrics } from '../../src/observability/prometheus';
 import { announcedOutcomes, mergedState } from '../../src/api/webhook-records';
 import { apiTestConfig, startTestApi, testClientsFile, type TestApi } from '../../src/api/testing';
 import type { ClientsFile, WebhookEndpoint } from '../../src/clients/model';
@@ -264,4 +267,17 @@ export function clientOrders(stack: () => WebhookStack, apiKey: string, receiver
       .deliveries.filter((d) => d.message?.data.ref === ref)
       .map((d) => d.message!.type);
   return { call, viewOf, until, eventsOf };
+}
+
+/** The API's account gauges (src/api/metrics.ts) as a scrape would read them now: no cached report. */
+export async function scrapeAccountGauges(
+  stack: WebhookStack,
+  provider: Parameters<typeof accountReport>[0]['provider'],
+): Promise<string> {
+  const metrics = new PrometheusMetrics({ processMetrics: false });
+  registerAccountGauges(
+    metrics,
+    accountReport({ client: stack.client, taskQueue: stack.taskQueue, provider, timeoutMs: 1_500, ttlMs: 0 }),
+  );
+  return (await metrics.exposition()).body;
 }

@@ -20,13 +20,11 @@ import {
   scaledTimings,
   testProvider,
 } from '../helpers/orders';
-import { accountReport } from '../../src/api/account';
-import { registerAccountGauges } from '../../src/api/metrics';
-import { PrometheusMetrics } from '../../src/observability/prometheus';
 import {
   clientOrders,
   clientsWith,
   eventually,
+  scrapeAccountGauges,
   startWebhookStack,
   type WebhookStack,
 } from '../helpers/webhooks';
@@ -78,20 +76,7 @@ describe('orders on hold while the provider account cannot take them', { timeout
     KEY,
     () => receiver,
   );
-  async function scrape(): Promise<string> {
-    const metrics = new PrometheusMetrics({ processMetrics: false });
-    registerAccountGauges(
-      metrics,
-      accountReport({
-        client: stack.client,
-        taskQueue: stack.taskQueue,
-        provider: provider.client,
-        timeoutMs: 1_500,
-        ttlMs: 0,
-      }),
-    );
-    return (await metrics.exposition()).body;
-  }
+  const scrape = () => scrapeAccountGauges(stack, provider.client);
   async function submit(ref: string, request: object = mobileRequest(ref)): Promise<void> {
     const res = await call('POST', '/v1/orders', request);
     assert.equal(res.status, 201, res.text);

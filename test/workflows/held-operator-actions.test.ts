@@ -83,6 +83,18 @@ describe('operator actions on a HELD order', { timeout: 300_000 }, () => {
     return ref;
   }
 
+  /** Tops the balance up: the held order is then sent once, FULFILLED, and its client told. */
+  async function topUpAndExpectSentOnce(ref: string): Promise<void> {
+    await admin.settings({ balance: 10_000 });
+    const done = await until(ref, (v) => v.status === 'FULFILLED', 'FULFILLED');
+    assert.equal((await sendsOf(ref)).accepted, 1, `sent once:\n${events(done)}`);
+    await eventually(
+      () => eventsOf(ref),
+      (e) => e.includes('order.fulfilled'),
+      'order.fulfilled delivered',
+    );
+  }
+
   it('a decision sent to a HELD order is answered at once: 409 not in review through the API, recorded and ignored as a signal; the order stays HELD', async () => {
     const ref = await heldOrder('decision');
     const res = await call<{ type: string; detail: string }>('POST', `/v1/orders/${ref}/review`, {
@@ -145,14 +157,7 @@ describe('operator actions on a HELD order', { timeout: 300_000 }, () => {
     assert.match(events(resumed), /Resumed by the sweep: the workflow run before closed as TERMINATED/);
     assert.equal((await sendsOf(ref)).accepted, 0, 'still nothing sent');
 
-    await admin.settings({ balance: 10_000 });
-    const done = await until(ref, (v) => v.status === 'FULFILLED', 'FULFILLED');
-    assert.equal((await sendsOf(ref)).accepted, 1, `sent once:\n${events(done)}`);
-    await eventually(
-      () => eventsOf(ref),
-      (e) => e.includes('order.fulfilled'),
-      'order.fulfilled delivered',
-    );
+    await topUpAndExpectSentOnce(ref);
   });
 
   it('reset to its first workflow task: the new run is HELD again, nothing sent; topped up, it is sent once and FULFILLED', async () => {
@@ -180,13 +185,6 @@ describe('operator actions on a HELD order', { timeout: 300_000 }, () => {
     assert.equal((await handle.describe()).runId, reset.runId);
     assert.equal((await sendsOf(ref)).accepted, 0, `nothing sent:\n${events(again)}`);
 
-    await admin.settings({ balance: 10_000 });
-    const done = await until(ref, (v) => v.status === 'FULFILLED', 'FULFILLED');
-    assert.equal((await sendsOf(ref)).accepted, 1, `sent once:\n${events(done)}`);
-    await eventually(
-      () => eventsOf(ref),
-      (e) => e.includes('order.fulfilled'),
-      'order.fulfilled delivered',
-    );
+    await topUpAndExpectSentOnce(ref);
   });
 });

@@ -14,13 +14,11 @@ import { SandboxAdmin } from '../../src/sandbox/admin-client';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import { ADMIN_TOKEN, mobileRequest, scaledTimings, testProvider } from '../helpers/orders';
-import { accountReport } from '../../src/api/account';
-import { registerAccountGauges } from '../../src/api/metrics';
-import { PrometheusMetrics } from '../../src/observability/prometheus';
 import {
   clientOrders,
   clientsWith,
   eventually,
+  scrapeAccountGauges,
   startWebhookStack,
   type WebhookStack,
 } from '../helpers/webhooks';
@@ -65,20 +63,7 @@ describe('a provider that will not talk to us is never an order’s fault', { ti
     KEY,
     () => receiver,
   );
-  async function scrape(): Promise<string> {
-    const metrics = new PrometheusMetrics({ processMetrics: false });
-    registerAccountGauges(
-      metrics,
-      accountReport({
-        client: stack.client,
-        taskQueue: stack.taskQueue,
-        provider: provider.client,
-        timeoutMs: 1_500,
-        ttlMs: 0,
-      }),
-    );
-    return (await metrics.exposition()).body;
-  }
+  const scrape = () => scrapeAccountGauges(stack, provider.client);
   interface Ready {
     status?: string;
     account?: { api?: string };
