@@ -73,6 +73,17 @@ const RELEASE_CONCURRENCY = 16;
 /** A round's calls to Temporal: one signal or query; the whole listing. Slower is the next round's. */
 const CALL_TIMEOUT_MS = 5_000;
 const LIST_TIMEOUT_MS = 10_000;
+/**
+ * A provider read of the round: well inside the round's heartbeat timeout, so a provider that hangs
+ * on one read (the balance) fails that read, and the round still lets go what the other allows.
+ */
+const READ_TIMEOUT_MS = 5_000;
+/**
+ * Orders held before patch hold-search-attributes are read with a query each: at most this many
+ * per round (the rest wait for the next one, and stop the balance line meanwhile), this many at once.
+ */
+const UNMARKED_PER_ROUND = 64;
+const UNMARKED_CONCURRENCY = 8;
 
 /**
  * A value read at most once per `maxAgeMs`, concurrent callers sharing one read; undefined when it
@@ -189,9 +200,12 @@ export function createAccountActivities(
   /** The account's balance and each operator's state; a failed read says why (codes only). */
   async function readAccount(): Promise<AccountReading> {
     if (!options) return { failure: 'this worker watches no account' };
+    const call = () => ({
+      signal: AbortSignal.any([withinAttempt().signal, AbortSignal.timeout(READ_TIMEOUT_MS)]),
+    });
     const [balance, ping] = await Promise.allSettled([
-      options.provider.getBalance(withinAttempt()),
-      options.provider.ping(withinAttempt()),
+      options.provider.getBalance(call()),
+      options.provider.ping(call()),
     ]);
     const reading: AccountReading = {};
     const failures: string[] = [];
@@ -257,7 +271,7 @@ export function createAccountActivities(
       const taskQueue = context.info.taskQueue;
       let held: ListedHold[];
       try {
-        held = await listHeld(temporal, taskQueue);
+        held = await listHeld(temporal, taskQueue, () => context.heartbeat());
         context.heartbeat();
       } catch (err) {
         return { reading, held: heldCounts([]), released: 0, listFailure: failureCode(err) };
@@ -268,6 +282,8 @@ export function createAccountActivities(
       await Promise.all(
         Array.from({ length: Math.min(RELEASE_CONCURRENCY, queue.length) }, async () => {
           for (let order = queue.shift(); order; order = queue.shift()) {
+            // A round Temporal has given up on (timed out) lets nothing more go: the next round decides.
+            if (context.cancellationSignal.aborted) return;
             context.heartbeat();
             // An order that closed meanwhile (it gave up, it was terminated) has nothing to resume.
             const signalled = await temporal
@@ -292,7 +308,7 @@ export function createAccountActivities(
  * The orders held on `taskQueue`, with their holds: from their search attributes, or for an order
  * held before patch hold-search-attributes (none), from its view (one query each).
  */
-async function listHeld(temporal: Client, taskQueue: string): Promise<ListedHold[]> {
+async function listHeld(temporal: Client, taskQueue: string, progress: () => void): Promise<ListedHold[]> {
   const query = `OrderStatus = 'HELD' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
   const held: ListedHold[] = [];
   const unmarked: { workflowId: string; acceptedAt: string }[] = [];
@@ -319,21 +335,33 @@ async function listHeld(temporal: Client, taskQueue: string): Promise<ListedHold
       ...(required !== undefined && { required }),
     });
   }
-  for (const order of unmarked) {
-    const view = await temporal
-      .withDeadline(Date.now() + CALL_TIMEOUT_MS, () =>
-        temporal.workflow.getHandle(order.workflowId).query(statusQuery),
-      )
-      .catch(() => undefined);
-    if (view?.status !== 'HELD' || !view.hold) continue;
-    const required = view.hold.reason === 'balance' ? heldNeed(view.hold, view.request) : undefined;
-    held.push({
-      ...order,
-      reason: view.hold.reason,
-      ...(view.hold.operator && { operator: view.hold.operator as OperatorName }),
-      ...(required !== undefined && { required }),
-    });
+  progress();
+  unmarked.sort((a, b) => a.acceptedAt.localeCompare(b.acceptedAt));
+  const toQuery = unmarked.slice(0, UNMARKED_PER_ROUND);
+  // Not read this round: it stops the balance line where it stands (an amount no balance covers).
+  for (const order of unmarked.slice(UNMARKED_PER_ROUND)) {
+    held.push({ ...order, reason: 'balance', required: Number.POSITIVE_INFINITY });
   }
+  await Promise.all(
+    Array.from({ length: Math.min(UNMARKED_CONCURRENCY, toQuery.length) }, async () => {
+      for (let order = toQuery.shift(); order; order = toQuery.shift()) {
+        const view = await temporal
+          .withDeadline(Date.now() + CALL_TIMEOUT_MS, () =>
+            temporal.workflow.getHandle(order.workflowId).query(statusQuery),
+          )
+          .catch(() => undefined);
+        progress();
+        if (view?.status !== 'HELD' || !view.hold) continue;
+        const required = view.hold.reason === 'balance' ? heldNeed(view.hold, view.request) : undefined;
+        held.push({
+          ...order,
+          reason: view.hold.reason,
+          ...(view.hold.operator && { operator: view.hold.operator as OperatorName }),
+          ...(required !== undefined && { required }),
+        });
+      }
+    }),
+  );
   // By workflow ID: the stable sort by acceptance (resumableHeld) breaks ties the same way every round.
   return held.sort((a, b) => a.workflowId.localeCompare(b.workflowId));
 }
