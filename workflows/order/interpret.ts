@@ -97,7 +97,8 @@ function providerSays(message: string | undefined): string {
   if (!message) return '';
   // eslint-disable-next-line no-control-regex -- control characters are exactly what we strip
   let quoted = message.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
-  quoted = quoted.replace(/\d(?:[\s-]?\d){5,}/g, '[digits]');
+  // Any digits (Arabic-Indic too), with one separator of any kind between them (06.61.23…, 0661/…).
+  quoted = quoted.replace(/\p{Nd}(?:[^\p{L}\p{Nd}]?\p{Nd}){5,}/gu, '[digits]');
   if (quoted.length > MAX_QUOTED_MESSAGE) quoted = `${quoted.slice(0, MAX_QUOTED_MESSAGE)}…`;
   return `; the provider says: "${quoted}"`;
 }
