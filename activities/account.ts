@@ -308,7 +308,11 @@ export function createAccountActivities(
  * The orders held on `taskQueue`, with their holds: from their search attributes, or for an order
  * held before patch hold-search-attributes (none), from its view (one query each).
  */
-async function listHeld(temporal: Client, taskQueue: string, progress: () => void): Promise<ListedHold[]> {
+export async function listHeld(
+  temporal: Client,
+  taskQueue: string,
+  progress: () => void,
+): Promise<ListedHold[]> {
   const query = `OrderStatus = 'HELD' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
   const held: ListedHold[] = [];
   const unmarked: { workflowId: string; acceptedAt: string }[] = [];
