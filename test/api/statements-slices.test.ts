@@ -18,7 +18,7 @@ import {
   type OrderRequest,
   type OrderSettlement,
 } from '../../contract/order';
-import { giftCardRequest, internetRequest, mobileRequest, seedListedOrder } from '../helpers/orders';
+import { seedListedOrder, statementMixOrder } from '../helpers/orders';
 import { useTemporal, type TestTemporal } from '../helpers/temporal';
 
 const HOUR = 3_600_000;
@@ -62,30 +62,7 @@ describe('statements: time slices read at once against one listing', () => {
   ];
   const seeds: Seed[] = times.map((time, i) => {
     const ref = `SLICE-${run}-${i}`;
-    const request =
-      i % 3 === 0
-        ? { ...mobileRequest(ref), amount: 100 + i }
-        : i % 3 === 1
-          ? internetRequest(ref)
-          : giftCardRequest(ref, 1 + (i % 4));
-    const drawn = statuses[i % statuses.length]!;
-    const status = drawn === 'PARTIALLY_FULFILLED' && request.type !== 'gift_card' ? 'FULFILLED' : drawn;
-    const open = status === 'NEEDS_REVIEW' || status === 'PROCESSING';
-    const settlement: OrderSettlement | undefined =
-      status === 'PARTIALLY_FULFILLED' && request.type === 'gift_card'
-        ? {
-            debit: { amount: 750, source: 'fulfilled_amount' },
-            partial: {
-              quantity: request.quantity,
-              fulfilledQuantity: 1,
-              refundedQuantity: request.quantity - 1,
-            },
-          }
-        : status === 'FULFILLED' && i % 4 !== 0
-          ? { debit: { amount: 10 * i + 0.25, source: 'balance_amount' } }
-          : status === 'REFUNDED'
-            ? { debit: { amount: 0, source: 'balance_amount' } }
-            : undefined;
+    const { request, status, open, settlement } = statementMixOrder(i, ref, statuses);
     return {
       request,
       status,

@@ -355,6 +355,44 @@ export function installTestRuntime(): void {
 }
 
 /**
+ * The i-th order of a statement test's mix: a type by `i % 3` with amounts varying with `i`, the
+ * status `statuses[i]` (cycling; a partial fill only for a gift card) and the settlement figures
+ * such an order records (a partial split, a debit on most fulfilled orders, none refunded).
+ */
+export function statementMixOrder(
+  i: number,
+  ref: string,
+  statuses: readonly OrderStatus[],
+): { request: OrderRequest; status: OrderStatus; open: boolean; settlement?: OrderSettlement } {
+  const request =
+    i % 3 === 0
+      ? { ...mobileRequest(ref), amount: 100 + i }
+      : i % 3 === 1
+        ? internetRequest(ref)
+        : giftCardRequest(ref, 1 + (i % 4));
+  const drawn = statuses[i % statuses.length]!;
+  const status = drawn === 'PARTIALLY_FULFILLED' && request.type !== 'gift_card' ? 'FULFILLED' : drawn;
+  const open = status === 'NEEDS_REVIEW' || status === 'PROCESSING';
+  const settlement: OrderSettlement | undefined =
+    status === 'PARTIALLY_FULFILLED' && request.type === 'gift_card'
+      ? {
+          debit: { amount: 750.5, source: 'fulfilled_amount' },
+          partial: {
+            quantity: request.quantity,
+            fulfilledQuantity: 1,
+            refundedQuantity: request.quantity - 1,
+            fulfilledAmount: 750.5,
+          },
+        }
+      : status === 'FULFILLED' && i % 4 !== 0
+        ? { debit: { amount: 10 * i + 0.15, source: 'balance_amount' } }
+        : status === 'REFUNDED'
+          ? { debit: { amount: 0, source: 'balance_amount' } }
+          : undefined;
+  return { request, status, open, ...(settlement && { settlement }) };
+}
+
+/**
  * An order as the list, the statements and the export see it, without a worker: started on a
  * queue nobody polls, with the search attributes the API and the workflow set (and, with
  * `figures`, the memo's figures the API stores), so a read route can be tested at any size.
