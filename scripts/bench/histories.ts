@@ -117,6 +117,11 @@ export interface HistoryFacts {
   checkAttempts: number;
   /** When the send / placement activity completed (the provider's clock started just before). */
   sendCompletedMs?: number;
+  /**
+   * Workflow tasks that timed out before the send completed: a worker too starved to finish its
+   * task in time, which the server hands out again only after the task's timeout.
+   */
+  taskTimeoutsBeforeSend: number;
   startMs?: number;
   closeMs?: number;
   continuedAsNew: boolean;
@@ -160,6 +165,7 @@ export async function historyFacts(client: Client, workflowId: string): Promise<
     sendActivities: 0,
     checkActivities: 0,
     checkAttempts: 0,
+    taskTimeoutsBeforeSend: 0,
     continuedAsNew: false,
     actions: billableActions([]),
     time: {
@@ -186,6 +192,9 @@ export async function historyFacts(client: Client, workflowId: string): Promise<
           event.workflowTaskStartedEventAttributes?.scheduledEventId,
           at,
         );
+        break;
+      case EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+        if (facts.sendCompletedMs === undefined) facts.taskTimeoutsBeforeSend++;
         break;
       case EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
         facts.time.workflowTaskRunMs += since(event.workflowTaskCompletedEventAttributes?.startedEventId, at);
