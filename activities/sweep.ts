@@ -6,12 +6,14 @@
  * provider certainly never had it (the settle rules of "Never send twice").
  */
 import { log } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { SearchAttributePair, TypedSearchAttributes } from '@temporalio/common';
 import {
   defaultOrderTimings,
   finalStatuses,
   orderInputQuery,
   OrderStatusAttribute,
+  searchAttributeDefinitions,
   statusQuery,
   workflowTypeByOrderType,
   type OrderInput,
@@ -38,22 +40,38 @@ export function createSweepActivities(temporal: Client | undefined) {
       if (!temporal) throw new Error('this worker has no Temporal client for the sweep');
       const resumed: string[] = [];
       for await (const closed of temporal.workflow.list({ query: strandedOrdersQuery(taskQueue) })) {
-        const latest = await temporal.workflow.getHandle(closed.workflowId).describe();
-        // A later run exists (already resumed, or a new order under a reused ID): not ours to touch.
-        if (latest.runId !== closed.runId || !strandedNames.includes(latest.status.name)) continue;
+        const stillStranded = async () => {
+          const latest = await temporal.workflow.getHandle(closed.workflowId).describe();
+          // A later run exists (resumed by another sweep, or a new order under a reused ID): not ours.
+          return latest.runId === closed.runId && strandedNames.includes(latest.status.name)
+            ? latest
+            : undefined;
+        };
+        if (!(await stillStranded())) continue;
         const run = temporal.workflow.getHandle(closed.workflowId, closed.runId);
         // A closed run answers queries by replaying its history on a worker.
         const input = await run.query(orderInputQuery);
         const view = await run.query(statusQuery).catch(() => undefined);
         if (view && finalStatuses.includes(view.status)) continue;
-        await temporal.workflow.start(latest.type, {
-          workflowId: closed.workflowId,
-          taskQueue: latest.taskQueue,
-          args: [resumedInput(input, view, latest.status.name)],
-          workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-          memo: latest.memo,
-          typedSearchAttributes: latest.typedSearchAttributes,
-        });
+        // Again right before the start: the queries take a worker's replay, time enough for another
+        // sweep (a second worker's, a manual trigger) to resume the order and that run to close.
+        const latest = await stillStranded();
+        if (!latest) continue;
+        try {
+          await temporal.workflow.start(latest.type, {
+            workflowId: closed.workflowId,
+            taskQueue: latest.taskQueue,
+            args: [resumedInput(input, view, latest.status.name)],
+            workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+            // Never beside a run another sweep has just started.
+            workflowIdConflictPolicy: 'FAIL',
+            memo: latest.memo,
+            typedSearchAttributes: ownSearchAttributes(latest.typedSearchAttributes),
+          });
+        } catch (err) {
+          if (err instanceof WorkflowExecutionAlreadyStartedError) continue;
+          throw err;
+        }
         log.warn('order resumed after its workflow closed without a final status', {
           workflowId: closed.workflowId,
           closedAs: latest.status.name,
@@ -66,6 +84,14 @@ export function createSweepActivities(temporal: Client | undefined) {
 }
 
 export type SweepActivities = ReturnType<typeof createSweepActivities>;
+
+/**
+ * The closed run's search attributes the service owns (the order's type, client, status …), none
+ * of Temporal's: the closed run's patch versions (`TemporalChangeVersion`) are not the new run's.
+ */
+export function ownSearchAttributes(attributes: TypedSearchAttributes): SearchAttributePair[] {
+  return attributes.getAll().filter((pair) => Object.hasOwn(searchAttributeDefinitions, pair.key.name));
+}
 
 /**
  * The closed run's input with its last view: the new run starts where the closed one was, with a

@@ -8,8 +8,10 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { temporal as proto } from '@temporalio/proto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createSweepActivities } from '../../activities/sweep';
 import { ensureOrderSweepSchedule } from '../../src/temporal/sweep-schedule';
-import { orderWorkflowId, type OrderView } from '../../contract/order';
+import { orderWorkflowId, searchAttributeDefinitions, type OrderView } from '../../contract/order';
 import {
   giftCardRequest,
   mobileRequest,
@@ -112,6 +114,60 @@ describe('an order whose workflow run is terminated or reset', () => {
     const view = await env.client.workflow.getHandle(orderWorkflowId(ref), runId ?? undefined).result();
     assert.equal(view.status, 'FULFILLED', events(view));
     assert.match(events(view), /already had this order from an earlier attempt; not sent again/);
+    assert.deepEqual(await sandbox.sendsOf(ref), { ref, accepted: 1, attempts: 1 });
+  });
+
+  it('two sweeps at once on one terminated order: it is resumed once, neither sweep fails, and the new run carries only the service’s search attributes', async () => {
+    const ref = newRef('two-sweeps');
+    await sandbox.changeTopup(ref, { status: 'HANDLING' });
+    const handle = await startOrder(env.client, env.taskQueues.main, mobileRequest(ref), {
+      timings: scaledTimings(),
+    });
+    await waitForView(handle, (v) => v.status === 'SUBMITTED');
+    await handle.terminate('pressed Terminate');
+    // Visibility lists the closed run as stranded a moment after the terminate.
+    const sweep = createSweepActivities(env.client);
+    const sweepOnce = () =>
+      new MockActivityEnvironment().run(() => sweep.resumeStrandedOrders(env.taskQueues.main));
+    const mine = (r: { resumed: string[] }) => r.resumed.filter((id) => id === handle.workflowId).length;
+    for (const deadline = Date.now() + 30_000; ;) {
+      // Both read the same closed run before either starts the new one (a second worker's sweep, a manual trigger).
+      const results = await Promise.allSettled([sweepOnce(), sweepOnce()]);
+      for (const r of results)
+        assert.equal(r.status, 'fulfilled', String((r as PromiseRejectedResult).reason));
+      const resumed = results.map((r) => mine((r as PromiseFulfilledResult<{ resumed: string[] }>).value));
+      if (resumed[0]! + resumed[1]! > 0) {
+        assert.deepEqual(resumed.sort(), [0, 1], 'resumed by exactly one sweep');
+        break;
+      }
+      assert.ok(Date.now() < deadline, 'the sweeps saw the terminated order');
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const runs: string[] = [];
+    for await (const e of env.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` }))
+      runs.push(e.runId);
+    assert.equal(runs.length, 2, 'the terminated run and one resumed run');
+
+    const resumedRun = await env.client.workflow.getHandle(handle.workflowId).describe();
+    const start = (await env.client.workflow.getHandle(handle.workflowId, resumedRun.runId).fetchHistory())
+      .events?.[0]?.workflowExecutionStartedEventAttributes;
+    const startedWith = Object.keys(start?.searchAttributes?.indexedFields ?? {});
+    const closedRun = await env.client.workflow
+      .getHandle(handle.workflowId, handle.firstExecutionRunId)
+      .describe();
+    assert.ok(
+      closedRun.typedSearchAttributes
+        .getAll()
+        .some((p) => !Object.hasOwn(searchAttributeDefinitions, p.key.name)),
+      `the closed run carries one of Temporal's own: ${closedRun.typedSearchAttributes.getAll().map((p) => p.key.name)}`,
+    );
+    assert.deepEqual(
+      startedWith.filter((name) => !Object.hasOwn(searchAttributeDefinitions, name)),
+      [],
+      `started with ${startedWith}`,
+    );
+    await sandbox.changeTopup(ref, { status: 'FULFILLED' });
+    assert.equal((await env.client.workflow.getHandle(handle.workflowId).result()).status, 'FULFILLED');
     assert.deepEqual(await sandbox.sendsOf(ref), { ref, accepted: 1, attempts: 1 });
   });
 });
