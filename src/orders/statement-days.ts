@@ -2,17 +2,22 @@
  * Closed days of statements, summed once and kept in Temporal (contract/statement.ts; why and how
  * fast: docs/operators.md "Statements and reconciliation").
  *
- * A day's summary holds only order runs that have closed: a closed run's search attributes and
- * memo never change again, so a summary can go out of date in two ways only, and both change the
- * number of closed runs of the day, which one visibility count tells:
+ * A day's summary holds only order runs that have closed, each still its workflow ID's latest run
+ * (an order reopened by the reconciliation, reset or resumed has later runs: only the latest
+ * counts, see `LatestRuns`). A closed run's search attributes and memo never change again, so a
+ * summary can go out of date in three ways only, and one visibility count tells each:
  * - a run still open (a watch after a decision) closes later with its completion in the day: one more;
- * - a closed run is deleted (the namespace's retention, or by hand): one fewer.
+ * - a closed run is deleted (the namespace's retention, or by hand): one fewer;
+ * - an order accepted by the day's end starts a new run after the day was summed (reopened, reset,
+ *   resumed; or a review's run of its own, which changes nothing but is summed again all the same):
+ *   one more, counted by its start.
  * Open runs that carry a final status are never summed; the statement reads them live.
  */
 import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import pLimit from 'p-limit';
 import {
+  AcceptedAtAttribute,
   CompletedAtAttribute,
   finalStatuses,
   OrderClientAttribute,
@@ -37,6 +42,13 @@ export const PAGE_SIZE = 1_000;
 const IDS_PER_LISTING = 100;
 /** Counts, reads and writes of summaries in flight at once. */
 const AT_ONCE = 8;
+/** Closed runs checked for later runs at once: workflow IDs named by one count. */
+const RUNS_PER_CHECK = 100;
+/**
+ * The summing rule a kept day was written under; a summary of another (or none: before an
+ * order's earlier runs were left out) is not trusted and is summed again.
+ */
+export const STATEMENT_DAY_RULE = 'latest-run';
 
 /** YYYY-MM-DD of a UTC instant. */
 export const dateOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -61,12 +73,99 @@ export function keyClause(key: string): string {
 function closedRunsQuery(fromMs: number, toMs: number, key?: string): string {
   return [
     orderRunsClause(),
+    closedInClause(fromMs, toMs),
+    ...(key === undefined ? [] : [keyClause(key)]),
+  ].join(' AND ');
+}
+
+function closedInClause(fromMs: number, toMs: number): string {
+  return [
     `ExecutionStatus != 'Running'`,
     finalStatusesClause(),
     `${CompletedAtAttribute.name} >= '${new Date(fromMs).toISOString()}'`,
     `${CompletedAtAttribute.name} < '${new Date(toMs).toISOString()}'`,
-    ...(key === undefined ? [] : [keyClause(key)]),
   ].join(' AND ');
+}
+
+/**
+ * What a kept day's check counts: the day's closed final runs, and the runs started since it was
+ * summed by orders accepted by its end. An order's first run starts when it is accepted, so those
+ * are later runs (reopened, reset, resumed, continued) of orders that may be in the day.
+ */
+function keptDayCheckQuery(summary: StatementDaySummary): string {
+  const from = Date.parse(`${summary.date}T00:00:00Z`);
+  // From when the listing began: a later run started before it is one the summing saw (its IDs'
+  // runs are counted after the listing's pages, by then visible).
+  const since = Date.parse(summary.computedAt);
+  const laterRuns =
+    `${AcceptedAtAttribute.name} < '${new Date(from + DAY_MS).toISOString()}' AND ` +
+    `StartTime >= '${new Date(since).toISOString()}'`;
+  return [
+    orderRunsClause(),
+    keyClause(summary.key),
+    `((${closedInClause(from, from + DAY_MS)}) OR (${laterRuns}))`,
+  ].join(' AND ');
+}
+
+/**
+ * Keeps only the rows that are their workflow ID's latest run (docs/integrators.md "Statements"):
+ * an order's workflow ID can hold several runs with a final status — the nightly reconciliation
+ * reopens a closed order in a new run, an operator resets a closed run, the sweep resumes one —
+ * and visibility lists every run. A running run is its ID's latest (one runs at a time); closed
+ * ones are checked RUNS_PER_CHECK at a time by one count of their IDs' runs, and only when an ID
+ * has more than one run are they listed to find its latest: the running one, else the last closed.
+ * A latest run that closed without a final status (stranded, until the sweep resumes it) leaves
+ * the order in no day and not open, for those minutes.
+ */
+export class LatestRuns<R extends { workflowId: string; runId: string; running: boolean }> {
+  readonly #client: Client;
+  readonly #take: (row: R) => void;
+  #pending: R[] = [];
+
+  constructor(client: Client, take: (row: R) => void) {
+    this.#client = client;
+    this.#take = take;
+  }
+
+  async add(row: R): Promise<void> {
+    if (row.running) {
+      this.#take(row);
+      return;
+    }
+    this.#pending.push(row);
+    if (this.#pending.length >= RUNS_PER_CHECK) await this.flush();
+  }
+
+  /** Checks the rows held and takes the latest runs among them. */
+  async flush(): Promise<void> {
+    const rows = this.#pending;
+    this.#pending = [];
+    if (rows.length === 0) return;
+    const ids = [...new Set(rows.map((row) => row.workflowId))];
+    const query = `${orderRunsClause()} AND WorkflowId IN (${ids.map((id) => `'${id}'`).join(', ')})`;
+    const { count } = await this.#client.workflow.count(query);
+    if (count === ids.length) {
+      // One run per ID: each row is its order's only run.
+      rows.forEach((row) => this.#take(row));
+      return;
+    }
+    const latest = new Map<string, { runId: string; running: boolean; closedAt: number }>();
+    for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
+      const run = {
+        runId: execution.runId,
+        running: execution.status.name === 'RUNNING',
+        closedAt: execution.closeTime?.getTime() ?? 0,
+      };
+      const before = latest.get(execution.workflowId);
+      const later = !before || (!before.running && (run.running || run.closedAt > before.closedAt));
+      if (later) latest.set(execution.workflowId, run);
+    }
+    for (const row of rows) {
+      // Not listed at all (deleted meanwhile): as listed before, it counts.
+      const found = latest.get(row.workflowId);
+      if (!found || found.runId === row.runId) this.#take(row);
+    }
+  }
 }
 
 export class StatementDays {
@@ -94,7 +193,8 @@ export class StatementDays {
             `WorkflowId IN (${chunk.map((id) => `'${id}'`).join(', ')})`;
           for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
             const summary = execution.memo?.[STATEMENT_DAY_MEMO] as StatementDaySummary | undefined;
-            if (!summary) continue;
+            // Summed under another rule (before earlier runs were left out): as if missing.
+            if (!summary || summary.rule !== STATEMENT_DAY_RULE) continue;
             const before = found.get(execution.workflowId);
             if (!before || before.computedAt < summary.computedAt) found.set(execution.workflowId, summary);
           }
@@ -104,16 +204,16 @@ export class StatementDays {
     return found;
   }
 
-  /** Those of `summaries` whose day still has as many closed runs as they summed (one count each). */
+  /**
+   * Those of `summaries` whose day still has as many closed runs as they summed and no later run
+   * of an order accepted by its end (one count each).
+   */
   async stillValid(summaries: readonly StatementDaySummary[]): Promise<StatementDaySummary[]> {
     const limit = pLimit(AT_ONCE);
     const valid = await Promise.all(
       summaries.map((summary) =>
         limit(async () => {
-          const from = Date.parse(`${summary.date}T00:00:00Z`);
-          const { count } = await this.#client.workflow.count(
-            closedRunsQuery(from, from + DAY_MS, summary.key),
-          );
+          const { count } = await this.#client.workflow.count(keptDayCheckQuery(summary));
           return count === summary.orders;
         }),
       ),
@@ -138,7 +238,15 @@ export class StatementDays {
       const id = statementDayWorkflowId(rowKey, date);
       let summary = summaries.get(id);
       if (!summary) {
-        summary = { key: rowKey, date, orders: 0, lines: [], computedAt, byLine: new Map() };
+        summary = {
+          key: rowKey,
+          date,
+          orders: 0,
+          lines: [],
+          computedAt,
+          rule: STATEMENT_DAY_RULE,
+          byLine: new Map(),
+        };
         summaries.set(id, summary);
       }
       return summary;
@@ -146,6 +254,10 @@ export class StatementDays {
     if (key !== undefined) for (let day = fromMs; day < toMs; day += DAY_MS) summaryOf(key, dateOf(day));
     const query = closedRunsQuery(fromMs, toMs, key);
     let listed = 0;
+    const latest = new LatestRuns<StatementRow & { summary: ReturnType<typeof summaryOf> }>(
+      this.#client,
+      (row) => addTo(row.summary.byLine, row),
+    );
     for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
       if (++listed % PAGE_SIZE === 0) progress?.();
       const completedAt = execution.typedSearchAttributes.get(CompletedAtAttribute);
@@ -155,8 +267,9 @@ export class StatementDays {
       const summary = summaryOf(rowKey, dateOf(completedAt.getTime()));
       // Counted as the validity check counts: every run the query lists, summed or not.
       summary.orders += 1;
-      if (row) addTo(summary.byLine, row);
+      if (row) await latest.add({ ...row, summary });
     }
+    await latest.flush();
     return [...summaries.values()].map(({ byLine, ...summary }) => ({
       ...summary,
       lines: [...byLine.values()].sort(
