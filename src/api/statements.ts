@@ -14,8 +14,7 @@
  * range's ends, today, and the runs still open (a watch after a decision, orders not final yet).
  * Listing everything (`stored: false`) gives the same figures, slower.
  *
- * An order is counted once, by its workflow ID's latest run (src/orders/statement-days.ts
- * `LatestRuns`): a run an order has superseded (reopened by the reconciliation, reset, resumed)
+ * An order is counted once, by its workflow ID's latest run (src/orders/latest-runs.ts): a run an order has superseded (reopened by the reconciliation, reset, resumed)
  * stays in visibility and is left out, live and in the kept days.
  *
  * Which statuses are final and which are open comes from the contract (`finalStatuses`), so a
@@ -34,11 +33,11 @@ import {
   dateOf,
   DAY_MS,
   finalStatusesClause,
-  LatestRuns,
   orderRunsClause,
   PAGE_SIZE,
   StatementDays,
 } from '../orders/statement-days';
+import { LatestRuns } from '../orders/latest-runs';
 import { ApiError } from './errors';
 import { ownedByClause, rangeClauses } from './order-list';
 import { checkRange, MAX_RANGE_DAYS, RangeBound } from './schemas';

@@ -4,7 +4,7 @@
  *
  * A day's summary holds only order runs that have closed, each still its workflow ID's latest run
  * (an order reopened by the reconciliation, reset or resumed has later runs: only the latest
- * counts, see `LatestRuns`). A closed run's search attributes and memo never change again, so a
+ * counts: latest-runs.ts). A closed run's search attributes and memo never change again, so a
  * summary can go out of date in three ways only, and one visibility count tells each:
  * - a run still open (a watch after a decision) closes later with its completion in the day: one more;
  * - a closed run is deleted (the namespace's retention, or by hand): one fewer;
@@ -22,7 +22,6 @@ import {
   finalStatuses,
   OrderClientAttribute,
   OrderStatusAttribute,
-  workflowTypeByOrderType,
 } from '../../contract/order';
 import {
   NO_CLIENT_KEY,
@@ -33,6 +32,9 @@ import {
   type StatementDaySummary,
   type StatementDaysReport,
 } from '../../contract/statement';
+import { LatestRuns, orderRunsClause } from './latest-runs';
+
+export { orderRunsClause };
 import { addRow, sortProducts, statementRow, type StatementRow } from './statement-lines';
 
 export const DAY_MS = 86_400_000;
@@ -42,8 +44,6 @@ export const PAGE_SIZE = 1_000;
 const IDS_PER_LISTING = 100;
 /** Counts, reads and writes of summaries in flight at once. */
 const AT_ONCE = 8;
-/** Closed runs checked for later runs at once: workflow IDs named by one count. */
-const RUNS_PER_CHECK = 100;
 /**
  * The summing rule a kept day was written under; a summary of another (or none: before an
  * order's earlier runs were left out) is not trusted and is summed again.
@@ -52,12 +52,6 @@ export const STATEMENT_DAY_RULE = 'latest-run';
 
 /** YYYY-MM-DD of a UTC instant. */
 export const dateOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-
-/** Clauses of every order run listed by a statement: the order workflows, not a run continued as new. */
-export function orderRunsClause(): string {
-  const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
-  return `WorkflowType IN (${types.join(', ')}) AND ExecutionStatus != 'ContinuedAsNew'`;
-}
 
 export const finalStatusesClause = () =>
   `${OrderStatusAttribute.name} IN (${finalStatuses.map((s) => `'${s}'`).join(', ')})`;
@@ -105,67 +99,6 @@ function keptDayCheckQuery(summary: StatementDaySummary): string {
     keyClause(summary.key),
     `((${closedInClause(from, from + DAY_MS)}) OR (${laterRuns}))`,
   ].join(' AND ');
-}
-
-/**
- * Keeps only the rows that are their workflow ID's latest run (docs/integrators.md "Statements"):
- * an order's workflow ID can hold several runs with a final status — the nightly reconciliation
- * reopens a closed order in a new run, an operator resets a closed run, the sweep resumes one —
- * and visibility lists every run. A running run is its ID's latest (one runs at a time); closed
- * ones are checked RUNS_PER_CHECK at a time by one count of their IDs' runs, and only when an ID
- * has more than one run are they listed to find its latest: the running one, else the last closed.
- * A latest run that closed without a final status (stranded, until the sweep resumes it) leaves
- * the order in no day and not open, for those minutes.
- */
-export class LatestRuns<R extends { workflowId: string; runId: string; running: boolean }> {
-  readonly #client: Client;
-  readonly #take: (row: R) => void;
-  #pending: R[] = [];
-
-  constructor(client: Client, take: (row: R) => void) {
-    this.#client = client;
-    this.#take = take;
-  }
-
-  async add(row: R): Promise<void> {
-    if (row.running) {
-      this.#take(row);
-      return;
-    }
-    this.#pending.push(row);
-    if (this.#pending.length >= RUNS_PER_CHECK) await this.flush();
-  }
-
-  /** Checks the rows held and takes the latest runs among them. */
-  async flush(): Promise<void> {
-    const rows = this.#pending;
-    this.#pending = [];
-    if (rows.length === 0) return;
-    const ids = [...new Set(rows.map((row) => row.workflowId))];
-    const query = `${orderRunsClause()} AND WorkflowId IN (${ids.map((id) => `'${id}'`).join(', ')})`;
-    const { count } = await this.#client.workflow.count(query);
-    if (count === ids.length) {
-      // One run per ID: each row is its order's only run.
-      rows.forEach((row) => this.#take(row));
-      return;
-    }
-    const latest = new Map<string, { runId: string; running: boolean; closedAt: number }>();
-    for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
-      const run = {
-        runId: execution.runId,
-        running: execution.status.name === 'RUNNING',
-        closedAt: execution.closeTime?.getTime() ?? 0,
-      };
-      const before = latest.get(execution.workflowId);
-      const later = !before || (!before.running && (run.running || run.closedAt > before.closedAt));
-      if (later) latest.set(execution.workflowId, run);
-    }
-    for (const row of rows) {
-      // Not listed at all (deleted meanwhile): as listed before, it counts.
-      const found = latest.get(row.workflowId);
-      if (!found || found.runId === row.runId) this.#take(row);
-    }
-  }
 }
 
 export class StatementDays {

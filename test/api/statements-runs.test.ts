@@ -13,6 +13,9 @@ import { temporal as proto } from '@temporalio/proto';
 import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ClientRegistry } from '../../src/clients/registry';
 import { StatementService, type Statement } from '../../src/api/statements';
+import { OrderListing } from '../../src/api/order-list';
+import { pageTokensFromConfig } from '../../src/api/page-token';
+import type { OrderStatus } from '../../contract/schemas';
 import { testClientsFile } from '../../src/api/testing';
 import { FIGURES_MEMO, orderFigures } from '../../src/orders/figures';
 import {
@@ -98,6 +101,40 @@ describe('statements: an order with several final runs is counted once, by its l
     assert.deepEqual(lines(fromKept), lines(all));
     return { listed: brief(all), kept: brief(fromKept) };
   };
+  /**
+   * The order as GET /v1/orders lists it (all, and by each status it had) and as the export scans
+   * it (GET /v1/orders/export reads each scanned order's view): [ref, status] rows.
+   */
+  const listings = async () => {
+    const listing = new OrderListing(
+      stack.client,
+      registry,
+      (fn) => fn(),
+      pageTokensFromConfig({}).pageTokens,
+    );
+    const list = async (status?: OrderStatus) =>
+      (
+        await listing.list(caller, { pageSize: 50, acceptedFrom: range.from, ...(status && { status }) })
+      ).orders.map((o) => [o.ref, o.status]);
+    const scanned: unknown[][] = [];
+    for await (const page of listing.scan(caller, { acceptedFrom: range.from, acceptedTo: range.to }))
+      scanned.push(...page.map(({ summary }) => [summary.ref, summary.status]));
+    return {
+      all: await list(),
+      fulfilled: await list('FULFILLED'),
+      disputed: await list('DISPUTED'),
+      refunded: await list('REFUNDED'),
+      scanned,
+    };
+  };
+  /** What listings() answers for an order whose latest run is `status`: that run, once. */
+  const listedOnceAs = (status: OrderStatus) => ({
+    all: [[request.ref, status]],
+    fulfilled: status === 'FULFILLED' ? [[request.ref, status]] : [],
+    disputed: status === 'DISPUTED' ? [[request.ref, status]] : [],
+    refunded: status === 'REFUNDED' ? [[request.ref, status]] : [],
+    scanned: [[request.ref, status]],
+  });
   const expect = (days: unknown[][], open: unknown[][]) => ({
     listed: { days, open },
     kept: { days, open },
@@ -127,6 +164,7 @@ describe('statements: an order with several final runs is counted once, by its l
     await visible(`ExecutionStatus = 'Completed' AND OrderStatus = 'FULFILLED'`, 1);
     // The kept day is summed now, while the order is FULFILLED.
     assert.deepEqual(await both(), expect([['FULFILLED', 1, amount]], []));
+    assert.deepEqual(await listings(), listedOnceAs('FULFILLED'));
   });
 
   it('reopened by the reconciliation as DISPUTED (a new run): open only, in no day — listed and kept', async () => {
@@ -151,6 +189,8 @@ describe('statements: an order with several final runs is counted once, by its l
     await visible(`ExecutionStatus = 'Running' AND OrderStatus = 'DISPUTED'`, 1);
     // The FULFILLED run no longer counts; the kept day summed while it did is not trusted.
     assert.deepEqual(await both(), expect([], [['DISPUTED', 1, amount]]));
+    // The list and the export: the order once, as its latest run; not under its old status.
+    assert.deepEqual(await listings(), listedOnceAs('DISPUTED'));
   });
 
   it('decided REFUNDED: counted once, REFUNDED, in its watch and once closed — listed and kept', async () => {
@@ -168,6 +208,7 @@ describe('statements: an order with several final runs is counted once, by its l
     // Summed again, then read from the kept day: the same.
     assert.deepEqual(await both(), refunded);
     assert.deepEqual(await both(), refunded);
+    assert.deepEqual(await listings(), listedOnceAs('REFUNDED'));
   });
 
   it('its first run reset by an operator (a third run, which looks the order up: REFUNDED): still once', async () => {
@@ -190,5 +231,6 @@ describe('statements: an order with several final runs is counted once, by its l
     assert.equal(view.status, 'REFUNDED');
     await visible(`ExecutionStatus = 'Completed' AND OrderStatus = 'REFUNDED'`, 2);
     assert.deepEqual(await both(), expect([['REFUNDED', 1, amount]], []));
+    assert.deepEqual(await listings(), listedOnceAs('REFUNDED'));
   });
 });
