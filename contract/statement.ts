@@ -54,11 +54,19 @@ export interface StatementDaySummary {
   key: string;
   /** YYYY-MM-DD, UTC. */
   date: string;
-  /** Closed order runs summed: compared with a visibility count before the summary is trusted. */
+  /**
+   * Closed final order runs of the day listed (an order's earlier runs included, though only its
+   * latest is summed in `lines`): compared with a visibility count before the summary is trusted.
+   */
   orders: number;
   lines: StatementDayLine[];
-  /** ISO instant the listing began. */
+  /** ISO instant the listing began: runs started since then make the summary out of date. */
   computedAt: string;
+  /**
+   * The summing rule it was written under (src/orders/statement-days.ts STATEMENT_DAY_RULE): a
+   * summary of another, or without one, is summed again.
+   */
+  rule?: string;
 }
 
 /** The nightly precompute runs behind every client's live orders, as the reconciliation, with a fairness key of its own. */

@@ -10,10 +10,13 @@
  * same statement as listing every order; and the nightly precompute of three days, with nothing
  * to write and with every day to write.
  *
- *   npx tsx scripts/bench-statement.ts [orders=20000] [--db=FILE] [--rounds=3] [--slices]
+ *   npx tsx scripts/bench-statement.ts [orders=20000] [--db=FILE] [--rounds=3] [--slices] [--backfill]
  *
  * `--db=FILE` keeps the seeded server file for the next run; `--slices` also times 2, 4 and 8
- * time slices of the old path, and a describe per order, as measured before days were kept.
+ * time slices of the old path, and a describe per order, as measured before days were kept;
+ * `--backfill` makes the kept days out of date again, runs what a fresh deployment's backfill of
+ * the `statement-days` Schedule runs (each night of the range, one after another) and times the
+ * first statement after it.
  */
 import { seedListedOrder } from '../test/helpers/orders';
 import { randomUUID } from 'node:crypto';
@@ -138,6 +141,29 @@ async function main(): Promise<void> {
     await timed('kept days, cold (every day summed and kept)', kept, baseline);
     for (let round = 1; round <= ROUNDS; round++)
       await timed(`kept days, warm, round ${round}`, kept, baseline);
+
+    if (process.argv.includes('--backfill')) {
+      // A fresh deployment: setup backfills the `statement-days` Schedule, one run per night, one
+      // after another; each run's activity is this call (the nights of the range, three days each).
+      const summaries = await days.stored(['acme'], dates);
+      const stale = [...summaries.values()].map((s) => ({
+        ...s,
+        orders: -1,
+        computedAt: new Date().toISOString(),
+      }));
+      await days.store(stale);
+      await new Promise((r) => setTimeout(r, 2_000));
+      const t0 = performance.now();
+      let written = 0;
+      for (let night = start + DAY + 30 * 60_000; night <= start + 31 * DAY + 30 * 60_000; night += DAY)
+        written += (await days.summarizeRecentDays(night, 3)).written;
+      console.log(
+        `backfill, 31 nights of three days one after another: ${written} written, ` +
+          `${((performance.now() - t0) / 1000).toFixed(2)} s; load ${loadavg()[0]!.toFixed(1)}`,
+      );
+      await new Promise((r) => setTimeout(r, 2_000));
+      await timed('kept days, first statement after the backfill', kept, baseline);
+    }
 
     // Another caller lists the whole range over and over meanwhile: visibility is busy.
     let flooding = true;

@@ -279,6 +279,12 @@ const schema = z.object({
     .regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'HH:MM, e.g. 00:30')
     .default('00:30'),
   /**
+   * When `npm run temporal:setup` creates the `statement-days` Schedule (a fresh deployment): the
+   * nights of this many past days are run at once (a Temporal Schedule backfill), so statements
+   * over them read kept days from the start. 0 = none.
+   */
+  STATEMENT_DAYS_BACKFILL_DAYS: z.coerce.number().int().min(0).max(366).default(31),
+  /**
    * How long an order an operator resolved without the provider's confirmation keeps being checked
    * against the provider (a later contradiction makes it DISPUTED). A day: providers reverse or
    * complete stuck orders within hours, not weeks. 0 = no watch.

@@ -34,6 +34,7 @@ import {
   type OrderStatus,
 } from '../../contract/order';
 import type { OrderType } from '../../contract/schemas';
+import { LatestRuns, type OrderRun } from '../orders/latest-runs';
 import { ApiError } from './errors';
 import type { PageTokens } from './page-token';
 import type { ListOrdersQuery, workflowStatuses } from './schemas';
@@ -303,7 +304,10 @@ export class OrderListing {
     olderExist ??= rows.length <= pageSize ? (await this.#count(olderThan(w))) > 0 : true;
     const more = rows.length > pageSize || olderExist;
     return {
-      rows: pageRows,
+      // An order's earlier runs (reopened, reset, resumed) are not listed: the page goes on after them.
+      rows: await LatestRuns.of(this.#client, pageRows.map(orderRun), this.#timed).then((latest) =>
+        latest.map(({ row }) => row),
+      ),
       w,
       ...(last && more ? { next: { at: last.acceptedAtMs, id: last.workflowId, w } } : {}),
     };
@@ -378,6 +382,19 @@ function clientNotFound(client: string): ApiError {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A row as LatestRuns checks it. */
+function orderRun(row: Row): OrderRun & { row: Row } {
+  return {
+    workflowId: row.workflowId,
+    runId: row.raw.execution?.runId ?? '',
+    running:
+      row.raw.status !== undefined &&
+      row.raw.status !== null &&
+      workflowStatusByCode[row.raw.status] === 'RUNNING',
+    row,
+  };
+}
 
 function newestFirst(a: Row, b: Row): number {
   return (

@@ -14,6 +14,9 @@
  * range's ends, today, and the runs still open (a watch after a decision, orders not final yet).
  * Listing everything (`stored: false`) gives the same figures, slower.
  *
+ * An order is counted once, by its workflow ID's latest run (src/orders/latest-runs.ts): a run an order has superseded (reopened by the reconciliation, reset, resumed)
+ * stays in visibility and is left out, live and in the kept days.
+ *
  * Which statuses are final and which are open comes from the contract (`finalStatuses`), so a
  * final status added later is summed, and an open one (a hold, a queue) is counted apart, unchanged.
  */
@@ -34,6 +37,7 @@ import {
   PAGE_SIZE,
   StatementDays,
 } from '../orders/statement-days';
+import { LatestRuns } from '../orders/latest-runs';
 import { ApiError } from './errors';
 import { ownedByClause, rangeClauses } from './order-list';
 import { checkRange, MAX_RANGE_DAYS, RangeBound } from './schemas';
@@ -326,11 +330,14 @@ export class StatementService {
     return clauses.join(' AND ');
   }
 
+  /** Each order run the query lists that is its order's latest run (LatestRuns). */
   async #each(query: string, take: (row: StatementRow) => void): Promise<void> {
+    const latest = new LatestRuns(this.#client, take);
     for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
       const row = statementRow(execution);
-      if (row) take(row);
+      if (row) await latest.add(row);
     }
+    await latest.flush();
   }
 }
 

@@ -2,22 +2,26 @@
  * Closed days of statements, summed once and kept in Temporal (contract/statement.ts; why and how
  * fast: docs/operators.md "Statements and reconciliation").
  *
- * A day's summary holds only order runs that have closed: a closed run's search attributes and
- * memo never change again, so a summary can go out of date in two ways only, and both change the
- * number of closed runs of the day, which one visibility count tells:
+ * A day's summary holds only order runs that have closed, each still its workflow ID's latest run
+ * (an order reopened by the reconciliation, reset or resumed has later runs: only the latest
+ * counts: latest-runs.ts). A closed run's search attributes and memo never change again, so a
+ * summary can go out of date in three ways only, and one visibility count tells each:
  * - a run still open (a watch after a decision) closes later with its completion in the day: one more;
- * - a closed run is deleted (the namespace's retention, or by hand): one fewer.
+ * - a closed run is deleted (the namespace's retention, or by hand): one fewer;
+ * - an order accepted by the day's end starts a new run after the day was summed (reopened, reset,
+ *   resumed; or a review's run of its own, which changes nothing but is summed again all the same):
+ *   one more, counted by its start.
  * Open runs that carry a final status are never summed; the statement reads them live.
  */
 import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import pLimit from 'p-limit';
 import {
+  AcceptedAtAttribute,
   CompletedAtAttribute,
   finalStatuses,
   OrderClientAttribute,
   OrderStatusAttribute,
-  workflowTypeByOrderType,
 } from '../../contract/order';
 import {
   NO_CLIENT_KEY,
@@ -28,6 +32,9 @@ import {
   type StatementDaySummary,
   type StatementDaysReport,
 } from '../../contract/statement';
+import { LatestRuns, orderRunsClause } from './latest-runs';
+
+export { orderRunsClause };
 import { addRow, sortProducts, statementRow, type StatementRow } from './statement-lines';
 
 export const DAY_MS = 86_400_000;
@@ -37,15 +44,14 @@ export const PAGE_SIZE = 1_000;
 const IDS_PER_LISTING = 100;
 /** Counts, reads and writes of summaries in flight at once. */
 const AT_ONCE = 8;
+/**
+ * The summing rule a kept day was written under; a summary of another (or none: before an
+ * order's earlier runs were left out) is not trusted and is summed again.
+ */
+export const STATEMENT_DAY_RULE = 'latest-run';
 
 /** YYYY-MM-DD of a UTC instant. */
 export const dateOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-
-/** Clauses of every order run listed by a statement: the order workflows, not a run continued as new. */
-export function orderRunsClause(): string {
-  const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
-  return `WorkflowType IN (${types.join(', ')}) AND ExecutionStatus != 'ContinuedAsNew'`;
-}
 
 export const finalStatusesClause = () =>
   `${OrderStatusAttribute.name} IN (${finalStatuses.map((s) => `'${s}'`).join(', ')})`;
@@ -61,11 +67,37 @@ export function keyClause(key: string): string {
 function closedRunsQuery(fromMs: number, toMs: number, key?: string): string {
   return [
     orderRunsClause(),
+    closedInClause(fromMs, toMs),
+    ...(key === undefined ? [] : [keyClause(key)]),
+  ].join(' AND ');
+}
+
+function closedInClause(fromMs: number, toMs: number): string {
+  return [
     `ExecutionStatus != 'Running'`,
     finalStatusesClause(),
     `${CompletedAtAttribute.name} >= '${new Date(fromMs).toISOString()}'`,
     `${CompletedAtAttribute.name} < '${new Date(toMs).toISOString()}'`,
-    ...(key === undefined ? [] : [keyClause(key)]),
+  ].join(' AND ');
+}
+
+/**
+ * What a kept day's check counts: the day's closed final runs, and the runs started since it was
+ * summed by orders accepted by its end. An order's first run starts when it is accepted, so those
+ * are later runs (reopened, reset, resumed, continued) of orders that may be in the day.
+ */
+function keptDayCheckQuery(summary: StatementDaySummary): string {
+  const from = Date.parse(`${summary.date}T00:00:00Z`);
+  // From when the listing began: a later run started before it is one the summing saw (its IDs'
+  // runs are counted after the listing's pages, by then visible).
+  const since = Date.parse(summary.computedAt);
+  const laterRuns =
+    `${AcceptedAtAttribute.name} < '${new Date(from + DAY_MS).toISOString()}' AND ` +
+    `StartTime >= '${new Date(since).toISOString()}'`;
+  return [
+    orderRunsClause(),
+    keyClause(summary.key),
+    `((${closedInClause(from, from + DAY_MS)}) OR (${laterRuns}))`,
   ].join(' AND ');
 }
 
@@ -94,7 +126,8 @@ export class StatementDays {
             `WorkflowId IN (${chunk.map((id) => `'${id}'`).join(', ')})`;
           for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
             const summary = execution.memo?.[STATEMENT_DAY_MEMO] as StatementDaySummary | undefined;
-            if (!summary) continue;
+            // Summed under another rule (before earlier runs were left out): as if missing.
+            if (!summary || summary.rule !== STATEMENT_DAY_RULE) continue;
             const before = found.get(execution.workflowId);
             if (!before || before.computedAt < summary.computedAt) found.set(execution.workflowId, summary);
           }
@@ -104,16 +137,16 @@ export class StatementDays {
     return found;
   }
 
-  /** Those of `summaries` whose day still has as many closed runs as they summed (one count each). */
+  /**
+   * Those of `summaries` whose day still has as many closed runs as they summed and no later run
+   * of an order accepted by its end (one count each).
+   */
   async stillValid(summaries: readonly StatementDaySummary[]): Promise<StatementDaySummary[]> {
     const limit = pLimit(AT_ONCE);
     const valid = await Promise.all(
       summaries.map((summary) =>
         limit(async () => {
-          const from = Date.parse(`${summary.date}T00:00:00Z`);
-          const { count } = await this.#client.workflow.count(
-            closedRunsQuery(from, from + DAY_MS, summary.key),
-          );
+          const { count } = await this.#client.workflow.count(keptDayCheckQuery(summary));
           return count === summary.orders;
         }),
       ),
@@ -138,7 +171,15 @@ export class StatementDays {
       const id = statementDayWorkflowId(rowKey, date);
       let summary = summaries.get(id);
       if (!summary) {
-        summary = { key: rowKey, date, orders: 0, lines: [], computedAt, byLine: new Map() };
+        summary = {
+          key: rowKey,
+          date,
+          orders: 0,
+          lines: [],
+          computedAt,
+          rule: STATEMENT_DAY_RULE,
+          byLine: new Map(),
+        };
         summaries.set(id, summary);
       }
       return summary;
@@ -146,6 +187,10 @@ export class StatementDays {
     if (key !== undefined) for (let day = fromMs; day < toMs; day += DAY_MS) summaryOf(key, dateOf(day));
     const query = closedRunsQuery(fromMs, toMs, key);
     let listed = 0;
+    const latest = new LatestRuns<StatementRow & { summary: ReturnType<typeof summaryOf> }>(
+      this.#client,
+      (row) => addTo(row.summary.byLine, row),
+    );
     for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
       if (++listed % PAGE_SIZE === 0) progress?.();
       const completedAt = execution.typedSearchAttributes.get(CompletedAtAttribute);
@@ -155,8 +200,9 @@ export class StatementDays {
       const summary = summaryOf(rowKey, dateOf(completedAt.getTime()));
       // Counted as the validity check counts: every run the query lists, summed or not.
       summary.orders += 1;
-      if (row) addTo(summary.byLine, row);
+      if (row) await latest.add({ ...row, summary });
     }
+    await latest.flush();
     return [...summaries.values()].map(({ byLine, ...summary }) => ({
       ...summary,
       lines: [...byLine.values()].sort(

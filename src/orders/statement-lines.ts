@@ -19,6 +19,11 @@ import { FIGURES_MEMO, type OrderFigures } from './figures';
 
 /** One order as a statement reads it from visibility. */
 export interface StatementRow {
+  /** Its workflow ID and run: an order's runs share the ID, and only its latest run counts. */
+  workflowId: string;
+  runId: string;
+  /** Still running: then it is its workflow ID's latest run (one run of an ID runs at a time). */
+  running: boolean;
   type: string;
   status: string;
   completedAt?: Date;
@@ -35,6 +40,9 @@ export function statementRow(execution: WorkflowExecutionInfo): StatementRow | u
   const status = attributes.get(OrderStatusAttribute);
   if (!type || !status || attributes.get(AcceptedAtAttribute) === undefined) return undefined;
   return {
+    workflowId: execution.workflowId,
+    runId: execution.runId,
+    running: execution.status.name === 'RUNNING',
     type,
     status,
     completedAt: attributes.get(CompletedAtAttribute),

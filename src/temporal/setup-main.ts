@@ -55,6 +55,7 @@ async function main(): Promise<void> {
     const statementDays = await ensureStatementDaysSchedule(client, {
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       at: config.STATEMENT_DAYS_AT,
+      backfillDays: config.STATEMENT_DAYS_BACKFILL_DAYS,
     });
     logger.info(
       {

@@ -125,4 +125,104 @@ describe('the nightly precompute of statements’ days (Schedule)', () => {
       await schedule.delete();
     }
   });
+
+  it('created on a deployment with past days: backfilled (a run per night of the last days, one at a time), so a statement finds them kept; updated, not again', async () => {
+    const today = Math.floor(Date.now() / DAY) * DAY;
+    const backfillOwner = `backfill_${run}`;
+    // Closed orders 6, 5 and 2 days ago: older than the nightly run's three days.
+    const orderDays = [today - 6 * DAY, today - 5 * DAY, today - 5 * DAY, today - 2 * DAY];
+    for (const [i, day] of orderDays.entries()) {
+      const request = { ...mobileRequest(`FILL-${run}-${i}`), amount: 100 * (i + 1) };
+      const handle = await seedListedOrder(stack.client, {
+        taskQueue: `statement-days-orders-${run}`,
+        owner: backfillOwner,
+        request,
+        status: 'FULFILLED',
+        acceptedAt: new Date(day + 60_000),
+        completedAt: new Date(day + 120_000 + i),
+        figures: true,
+      });
+      await handle.terminate('closed');
+    }
+    for (const deadline = Date.now() + 30_000; ; await sleep(200)) {
+      const { count } = await stack.client.workflow.count(
+        `OrderClient = '${backfillOwner}' AND ExecutionStatus = 'Terminated'`,
+      );
+      if (count === orderDays.length) break;
+      assert.ok(Date.now() < deadline, 'the orders are visible');
+    }
+
+    const scheduleId = `statement-days-backfill-${run}`;
+    const options = { taskQueue: stack.taskQueues.main, scheduleId, at: '00:30', backfillDays: 7 };
+    const schedule = stack.client.schedule.getHandle(scheduleId);
+    try {
+      assert.equal(await ensureStatementDaysSchedule(stack.client, options), 'created');
+      const wanted = [6, 5, 2].map((n) => date(today - n * DAY));
+      const days = new StatementDays(stack.client, stack.taskQueues.main);
+      for (const deadline = Date.now() + 120_000; ; await sleep(500)) {
+        const kept = await days.stored([backfillOwner], wanted);
+        if (kept.size === wanted.length) break;
+        assert.ok(Date.now() < deadline, `kept days by the backfill: ${[...kept.keys()].join(', ')}`);
+      }
+      // Temporal's backfill: one run per night in the last 7 days, each with its night's time.
+      const actions = (await schedule.describe()).info.recentActions;
+      assert.ok(actions.length >= 6, `${actions.length} runs`);
+      assert.ok(
+        actions.every((a) => a.scheduledAt.getUTCHours() === 0 && a.scheduledAt.getUTCMinutes() === 30),
+        JSON.stringify(actions.map((a) => a.scheduledAt)),
+      );
+
+      const caller = {
+        id: backfillOwner,
+        name: backfillOwner,
+        scopes: new Set(['orders:read']),
+        keyId: 'k1',
+      } as never;
+      const range = { from: new Date(today - 7 * DAY), to: new Date(today - 1) };
+      const registry = new ClientRegistry(testClientsFile);
+      const before = (await listKeptRuns(backfillOwner, wanted)).length;
+      const statement = await new StatementService(stack.client, registry, {
+        taskQueue: stack.taskQueues.main,
+      }).statement(caller, range);
+      assert.deepEqual(
+        statement,
+        await new StatementService(stack.client, registry).statement(caller, range),
+      );
+      assert.deepEqual(
+        statement.days.map((line) => [line.date, line.orders, line.amount]),
+        [
+          [date(today - 6 * DAY), 1, 100],
+          [date(today - 5 * DAY), 2, 500],
+          [date(today - 2 * DAY), 1, 400],
+        ],
+      );
+      await sleep(500);
+      // The days with orders were read as kept; the days without (none kept: a night writes a
+      // client's day only where it has orders) were summed, each an empty listing.
+      assert.equal(
+        (await listKeptRuns(backfillOwner, wanted)).length,
+        before,
+        'no day with orders summed again',
+      );
+
+      // Updated at the next start: no second backfill.
+      const runs = (await schedule.describe()).info.numActionsTaken;
+      assert.equal(await ensureStatementDaysSchedule(stack.client, options), 'updated');
+      await sleep(1_000);
+      assert.equal((await schedule.describe()).info.numActionsTaken, runs);
+    } finally {
+      await schedule.delete();
+    }
+  });
+
+  /** The runs of a client's kept days of `dates` (each summing writes a new run). */
+  async function listKeptRuns(owner: string, dates: string[]): Promise<string[]> {
+    const ids = dates.map((d) => `'${statementDayWorkflowId(owner, d)}'`);
+    const runs: string[] = [];
+    for await (const execution of stack.client.workflow.list({
+      query: `WorkflowType = '${STATEMENT_DAY_WORKFLOW}' AND WorkflowId IN (${ids.join(', ')})`,
+    }))
+      runs.push(execution.runId);
+    return runs;
+  }
 });

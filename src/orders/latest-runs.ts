@@ -1,0 +1,108 @@
+/**
+ * An order's runs: its workflow ID can hold several that reached a final status — the nightly
+ * reconciliation reopens a closed order in a new run, an operator resets a closed run, the sweep
+ * resumes one — and visibility lists every run. The statements, the list and the export count
+ * each order once, by its latest run (docs/integrators.md "One order, several runs").
+ */
+import type { Client } from '@temporalio/client';
+import { workflowTypeByOrderType } from '../../contract/order';
+
+/** Rows per visibility page: its largest (the IDs' runs are few). */
+const PAGE_SIZE = 1_000;
+/** Closed runs checked for later runs at once: workflow IDs named by one count. */
+const RUNS_PER_CHECK = 100;
+
+type Timed = <T>(fn: () => Promise<T>) => Promise<T>;
+
+/** A listed order run. */
+export interface OrderRun {
+  workflowId: string;
+  runId: string;
+  /** Still running: then it is its workflow ID's latest run (one run of an ID runs at a time). */
+  running: boolean;
+}
+
+/** Every order run that is not continued as new (its successor is the same order). */
+export function orderRunsClause(): string {
+  const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
+  return `WorkflowType IN (${types.join(', ')}) AND ExecutionStatus != 'ContinuedAsNew'`;
+}
+
+/**
+ * Keeps only the rows that are their workflow ID's latest run (docs/integrators.md "Statements"):
+ * an order's workflow ID can hold several runs with a final status — the nightly reconciliation
+ * reopens a closed order in a new run, an operator resets a closed run, the sweep resumes one —
+ * and visibility lists every run. A running run is its ID's latest (one runs at a time); closed
+ * ones are checked RUNS_PER_CHECK at a time by one count of their IDs' runs, and only when an ID
+ * has more than one run are they listed to find its latest: the running one, else the last closed.
+ * A latest run that closed without a final status (stranded, until the sweep resumes it) leaves
+ * the order in no day and not open, for those minutes.
+ */
+export class LatestRuns<R extends OrderRun> {
+  readonly #client: Client;
+  readonly #take: (row: R) => void;
+  readonly #timed: Timed;
+  #pending: R[] = [];
+
+  /** `timed`: wraps each Temporal call (the list's deadline). */
+  constructor(client: Client, take: (row: R) => void, timed: Timed = (fn) => fn()) {
+    this.#client = client;
+    this.#take = take;
+    this.#timed = timed;
+  }
+
+  /** Those of `rows` that are their workflow ID's latest run, in their order. */
+  static async of<R extends OrderRun>(client: Client, rows: readonly R[], timed?: Timed): Promise<R[]> {
+    const kept = new Set<R>();
+    const latest = new LatestRuns<R>(client, (row) => kept.add(row), timed);
+    for (const row of rows) await latest.add(row);
+    await latest.flush();
+    return rows.filter((row) => kept.has(row));
+  }
+
+  async add(row: R): Promise<void> {
+    if (row.running) {
+      this.#take(row);
+      return;
+    }
+    this.#pending.push(row);
+    if (this.#pending.length >= RUNS_PER_CHECK) await this.flush();
+  }
+
+  /** Checks the rows held and takes the latest runs among them. */
+  async flush(): Promise<void> {
+    const rows = this.#pending;
+    this.#pending = [];
+    if (rows.length === 0) return;
+    const ids = [...new Set(rows.map((row) => row.workflowId))];
+    const query = `${orderRunsClause()} AND WorkflowId IN (${ids.map((id) => `'${id}'`).join(', ')})`;
+    const { count } = await this.#timed(() => this.#client.workflow.count(query));
+    if (count === ids.length) {
+      // One run per ID: each row is its order's only run.
+      rows.forEach((row) => this.#take(row));
+      return;
+    }
+    const latest = new Map<string, { runId: string; running: boolean; closedAt: number }>();
+    const executions = await this.#timed(async () => {
+      const all = [];
+      for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE }))
+        all.push(execution);
+      return all;
+    });
+    for (const execution of executions) {
+      const run = {
+        runId: execution.runId,
+        running: execution.status.name === 'RUNNING',
+        closedAt: execution.closeTime?.getTime() ?? 0,
+      };
+      const before = latest.get(execution.workflowId);
+      const later = !before || (!before.running && (run.running || run.closedAt > before.closedAt));
+      if (later) latest.set(execution.workflowId, run);
+    }
+    for (const row of rows) {
+      // Not listed at all (deleted meanwhile): as listed before, it counts.
+      const found = latest.get(row.workflowId);
+      if (!found || found.runId === row.runId) this.#take(row);
+    }
+  }
+}
