@@ -54,6 +54,7 @@ import {
   type ReconcileDayInput,
   type ReconciliationDay,
   type ReconciliationItem,
+  type TopUpSeen,
 } from '../contract/reconciliation';
 
 export type ReconciliationProvider = Pick<
@@ -514,12 +515,30 @@ export function createReconciliationActivities(
     if (!view || !finalStatuses.includes(view.status))
       return item('open', `the order's workflow closed without a final view (${latest.status.name})`, ours);
     const named = { ...ours, status: view.status };
-    if (view.providerReference !== undefined && view.providerReference !== row.objid)
-      return item(
-        'foreign',
-        `${providerSays}: a second top-up under the ref of the order, whose own is ${view.providerReference}`,
-        named,
-      );
+    if (view.providerReference !== undefined && view.providerReference !== row.objid) {
+      // Money sent twice for one order. Not reopened: the order's own top-up is what its status
+      // speaks of; the second is a matter for operators and the provider (docs/operators.md).
+      const own = await askById(upstream(), mismatch.orderType, view.providerReference);
+      const secondTopUp = {
+        order: seen(view.providerReference, own),
+        second: seen(row.objid, answer),
+      };
+      log.warn('reconciliation: a second top-up under the ref of an order', {
+        workflowId: order.workflowId,
+        order: view.providerReference,
+        second: row.objid,
+      });
+      return {
+        ...item(
+          'second-top-up',
+          `a second top-up under the ref of order ${order.workflowId}: the provider's ` +
+            `${mismatch.orderType} ${describeSeen(secondTopUp.second)}, the order's own ` +
+            describeSeen(secondTopUp.order),
+          named,
+        ),
+        secondTopUp,
+      };
+    }
     return settle(
       { workflowId: order.workflowId, runId: latest.runId },
       view,
@@ -736,8 +755,23 @@ function orderTypeOfRow(row: LedgerRow): OrderType {
 }
 
 type IdAnswer =
-  | { kind: 'status'; status: ProviderStatus; ref?: string; createdAt?: string }
+  | { kind: 'status'; status: ProviderStatus; ref?: string; createdAt?: string; amount?: number }
   | { kind: 'unreachable'; detail: string };
+
+/** A top-up as its check by id answered (its id alone when the provider could not be asked). */
+function seen(providerReference: string, answer: IdAnswer): TopUpSeen {
+  if (answer.kind === 'unreachable') return { providerReference };
+  return {
+    providerReference,
+    status: answer.status,
+    ...(answer.amount !== undefined && { amount: answer.amount }),
+  };
+}
+
+function describeSeen(topUp: TopUpSeen): string {
+  const amount = topUp.amount === undefined ? 'amount unknown' : `${topUp.amount} DZD`;
+  return `${topUp.providerReference} (${topUp.status ?? 'status unknown'}, ${amount})`;
+}
 
 /** A ledger row's own id asked at the provider (check-id; a gift card's checkOrder), one call. */
 async function askById(provider: ReconciliationProvider, type: OrderType, id: string): Promise<IdAnswer> {
@@ -745,11 +779,23 @@ async function askById(provider: ReconciliationProvider, type: OrderType, id: st
     switch (type) {
       case 'mobile_topup': {
         const check = await provider.checkMobileTopupById(id);
-        return { kind: 'status', status: check.status, ref: check.ref, createdAt: check.created_at };
+        return {
+          kind: 'status',
+          status: check.status,
+          ref: check.ref,
+          createdAt: check.created_at,
+          ...(check.topup_amount !== undefined && { amount: check.topup_amount }),
+        };
       }
       case 'internet_topup': {
         const check = await provider.checkInternetTopupById(id);
-        return { kind: 'status', status: check.status, ref: check.ref, createdAt: check.created_at };
+        return {
+          kind: 'status',
+          status: check.status,
+          ref: check.ref,
+          createdAt: check.created_at,
+          ...(check.topup_amount !== undefined && { amount: check.topup_amount }),
+        };
       }
       case 'gift_card': {
         // Gift-card orders carry no ref of ours: such a row cannot lead back to an order.

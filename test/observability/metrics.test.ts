@@ -436,6 +436,7 @@ describe('metrics of the API and the worker, after real orders', () => {
       'ProviderErrorRateHigh',
       'ProviderOperatorDown',
       'ReviewBacklogTooOld',
+      'TopUpSentTwice',
       'WebhookDeliveriesFailing',
       'WorkflowTaskFailures',
     ]);
