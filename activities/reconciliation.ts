@@ -9,7 +9,7 @@
  * All reads: a retried attempt (after a worker kill) reads again and finds the same. The one write,
  * reopening an order, is recognised on a retry by the order's view (`dispute.reconciliation`).
  */
-import { heartbeat, log } from '@temporalio/activity';
+import { activityInfo, heartbeat, log } from '@temporalio/activity';
 import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
@@ -68,6 +68,13 @@ export type ReconciliationProvider = Pick<
 >;
 
 const LEDGER_PAGE_SIZE = 100;
+/**
+ * The ledger rows a heartbeat carries at most, as JSON characters: below the payload size Temporal
+ * warns about, so a retry resumes the read of an ordinary day (docs/operators.md "Size and restarts").
+ */
+const LEDGER_CARRIED_CHARS = 400_000;
+/** The order reads' heartbeats carry the ledger: sent this often at most. */
+const ORDERS_HEARTBEAT_EVERY_MS = 1_000;
 /** Orders' results read at once while matching. */
 const READS_AT_ONCE = 8;
 /** Every final status: a cancelled order the provider debited anyway is money lost too. */
@@ -204,30 +211,60 @@ export function createReconciliationActivities(
     return provider;
   };
 
-  async function readLedger(from: string, to: string): Promise<LedgerRow[]> {
+  /**
+   * The ledger over [from, to), page by page. A retried attempt (after a worker kill) goes on
+   * after the last page its predecessor's heartbeat carried, with the rows it carried.
+   */
+  async function readLedger(
+    from: string,
+    to: string,
+  ): Promise<{ rows: LedgerRow[]; progress: LedgerProgress }> {
     const rows = new Map<string, LedgerRow>();
-    for (let page = 1; ; page++) {
+    const carried = resumableLedger(activityInfo().heartbeatDetails, from, to);
+    let progress: LedgerProgress = carried ?? { from, to, page: 0, done: false, rows: [] };
+    const compact: CompactRow[] = [...(progress.rows ?? [])];
+    for (const row of compact) rows.set(row[0], fromCompact(row));
+    let size = JSON.stringify(compact).length;
+    if (carried)
+      log.info('reconciliation: the ledger read goes on after its last page', { page: carried.page });
+    while (!progress.done) {
+      const page = progress.page + 1;
       const { items, pagination } = await upstream().listTransactions({
         page,
         pageSize: LEDGER_PAGE_SIZE,
         range: { from, to },
       });
-      for (const row of items) {
-        rows.set(row._id, {
-          id: row._id,
-          type: row.type,
-          amount: row.amount,
-          time: row.time,
-          ...(row.objid !== undefined && { objid: row.objid }),
-        });
+      for (const item of items) {
+        const row: LedgerRow = {
+          id: item._id,
+          type: item.type,
+          amount: item.amount,
+          time: item.time,
+          ...(item.objid !== undefined && { objid: item.objid }),
+        };
+        rows.set(row.id, row);
+        if (size <= LEDGER_CARRIED_CHARS) {
+          const small = toCompact(row);
+          compact.push(small);
+          size += JSON.stringify(small).length + 1;
+        }
       }
-      heartbeat({ phase: 'ledger', page });
-      if (items.length === 0 || !pagination || page >= pagination.totalPages) break;
+      const done = items.length === 0 || !pagination || page >= pagination.totalPages;
+      // Past the budget the rows are no longer carried: a retry would read the ledger from page 1.
+      progress = { from, to, page, done, ...(size <= LEDGER_CARRIED_CHARS && { rows: compact }) };
+      heartbeat({ phase: 'ledger', ledger: progress } satisfies MatchProgress);
     }
-    return [...rows.values()];
+    return { rows: [...rows.values()], progress };
   }
 
-  async function listOrders(input: MatchInput, from: string): Promise<ListedOrder[]> {
+  async function listOrders(input: MatchInput, from: string, ledger: LedgerProgress): Promise<ListedOrder[]> {
+    // Every heartbeat carries the ledger read (and so keeps it for a retry), at most every so often.
+    let lastBeat = 0;
+    const beat = (progress: Omit<MatchProgress, 'ledger'>) => {
+      if (Date.now() - lastBeat < ORDERS_HEARTBEAT_EVERY_MS) return;
+      lastBeat = Date.now();
+      heartbeat({ ...progress, ledger } satisfies MatchProgress);
+    };
     const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
     const statuses = reconciledStatuses.map((s) => `'${s}'`);
     const query =
@@ -243,7 +280,7 @@ export function createReconciliationActivities(
         status: execution.status.name,
         completedAt: execution.typedSearchAttributes.get(CompletedAtAttribute),
       });
-      if (listed.length % 500 === 0) heartbeat({ listed: listed.length });
+      beat({ phase: 'orders', listed: listed.length });
     }
     const orders: (ListedOrder | undefined)[] = new Array<ListedOrder | undefined>(listed.length);
     let next = 0;
@@ -279,7 +316,7 @@ export function createReconciliationActivities(
           superseded: latest.runId !== runId,
           reopened: latest.runId !== runId && latest.status.name === 'RUNNING',
         };
-        heartbeat({ phase: 'orders', read: index });
+        beat({ phase: 'orders', read: index });
       }
     };
     await Promise.all(Array.from({ length: READS_AT_ONCE }, lane));
@@ -289,8 +326,8 @@ export function createReconciliationActivities(
   /** The day's orders and ledger matched: every mismatch (orders and unexplained rows), sorted by key. */
   async function matchDay(input: MatchInput): Promise<Omit<MatchChunk, 'more'>> {
     const from = new Date(Date.parse(input.from) - input.lookbackMs).toISOString();
-    const ledger = await readLedger(from, input.to);
-    const orders = await listOrders(input, from);
+    const { rows: ledger, progress } = await readLedger(from, input.to);
+    const orders = await listOrders(input, from, progress);
     const byObjid = new Map<string, OrderRows>();
     for (const row of ledger) {
       if (row.objid === undefined) continue;
@@ -745,6 +782,44 @@ export function chunkOf(day: Omit<MatchChunk, 'more'>, after: string | undefined
     mismatches: rest.slice(0, limit).map((m) => ({ ...m, rows: m.rows.slice(0, ROWS_PER_MISMATCH) })),
     more: rest.length > limit,
   };
+}
+
+/** A ledger row as a heartbeat carries it: [id, type, amount, time, objid]. */
+type CompactRow = [string, string, number, string] | [string, string, number, string, string];
+
+function toCompact(row: LedgerRow): CompactRow {
+  return row.objid === undefined
+    ? [row.id, row.type, row.amount, row.time]
+    : [row.id, row.type, row.amount, row.time, row.objid];
+}
+
+function fromCompact([id, type, amount, time, objid]: CompactRow): LedgerRow {
+  return { id, type, amount, time, ...(objid !== undefined && { objid }) };
+}
+
+/** How far the ledger read of [from, to) got: its last page, whether it was the last, the rows read. */
+interface LedgerProgress {
+  from: string;
+  to: string;
+  page: number;
+  done: boolean;
+  /** Absent once they outgrew LEDGER_CARRIED_CHARS: a retry then reads the ledger from page 1. */
+  rows?: CompactRow[];
+}
+
+/** The matching's heartbeat details: where it is, and the ledger read so far (a retry's cursor). */
+interface MatchProgress {
+  phase: 'ledger' | 'orders';
+  ledger: LedgerProgress;
+  listed?: number;
+  read?: number;
+}
+
+/** The ledger progress a previous attempt's heartbeat carried, if a retry can go on from it. */
+function resumableLedger(details: unknown, from: string, to: string): LedgerProgress | undefined {
+  const ledger = (details as Partial<MatchProgress> | undefined)?.ledger;
+  if (!ledger || ledger.from !== from || ledger.to !== to || !Array.isArray(ledger.rows)) return undefined;
+  return ledger;
 }
 
 /** Which check-id route a ledger row's objid is for. */
