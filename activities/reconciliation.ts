@@ -9,7 +9,7 @@
  * All reads: a retried attempt (after a worker kill) reads again and finds the same. The one write,
  * reopening an order, is recognised on a retry by the order's view (`dispute.reconciliation`).
  */
-import { heartbeat, log } from '@temporalio/activity';
+import { activityInfo, heartbeat, log } from '@temporalio/activity';
 import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
@@ -54,6 +54,7 @@ import {
   type ReconcileDayInput,
   type ReconciliationDay,
   type ReconciliationItem,
+  type TopUpSeen,
 } from '../contract/reconciliation';
 
 export type ReconciliationProvider = Pick<
@@ -67,6 +68,13 @@ export type ReconciliationProvider = Pick<
 >;
 
 const LEDGER_PAGE_SIZE = 100;
+/**
+ * The ledger rows a heartbeat carries at most, as JSON characters: below the payload size Temporal
+ * warns about, so a retry resumes the read of an ordinary day (docs/operators.md "Size and restarts").
+ */
+const LEDGER_CARRIED_CHARS = 400_000;
+/** The order reads' heartbeats carry the ledger: sent this often at most. */
+const ORDERS_HEARTBEAT_EVERY_MS = 1_000;
 /** Orders' results read at once while matching. */
 const READS_AT_ONCE = 8;
 /** Every final status: a cancelled order the provider debited anyway is money lost too. */
@@ -203,30 +211,60 @@ export function createReconciliationActivities(
     return provider;
   };
 
-  async function readLedger(from: string, to: string): Promise<LedgerRow[]> {
+  /**
+   * The ledger over [from, to), page by page. A retried attempt (after a worker kill) goes on
+   * after the last page its predecessor's heartbeat carried, with the rows it carried.
+   */
+  async function readLedger(
+    from: string,
+    to: string,
+  ): Promise<{ rows: LedgerRow[]; progress: LedgerProgress }> {
     const rows = new Map<string, LedgerRow>();
-    for (let page = 1; ; page++) {
+    const carried = resumableLedger(activityInfo().heartbeatDetails, from, to);
+    let progress: LedgerProgress = carried ?? { from, to, page: 0, done: false, rows: [] };
+    const compact: CompactRow[] = [...(progress.rows ?? [])];
+    for (const row of compact) rows.set(row[0], fromCompact(row));
+    let size = JSON.stringify(compact).length;
+    if (carried)
+      log.info('reconciliation: the ledger read goes on after its last page', { page: carried.page });
+    while (!progress.done) {
+      const page = progress.page + 1;
       const { items, pagination } = await upstream().listTransactions({
         page,
         pageSize: LEDGER_PAGE_SIZE,
         range: { from, to },
       });
-      for (const row of items) {
-        rows.set(row._id, {
-          id: row._id,
-          type: row.type,
-          amount: row.amount,
-          time: row.time,
-          ...(row.objid !== undefined && { objid: row.objid }),
-        });
+      for (const item of items) {
+        const row: LedgerRow = {
+          id: item._id,
+          type: item.type,
+          amount: item.amount,
+          time: item.time,
+          ...(item.objid !== undefined && { objid: item.objid }),
+        };
+        rows.set(row.id, row);
+        if (size <= LEDGER_CARRIED_CHARS) {
+          const small = toCompact(row);
+          compact.push(small);
+          size += JSON.stringify(small).length + 1;
+        }
       }
-      heartbeat({ phase: 'ledger', page });
-      if (items.length === 0 || !pagination || page >= pagination.totalPages) break;
+      const done = items.length === 0 || !pagination || page >= pagination.totalPages;
+      // Past the budget the rows are no longer carried: a retry would read the ledger from page 1.
+      progress = { from, to, page, done, ...(size <= LEDGER_CARRIED_CHARS && { rows: compact }) };
+      heartbeat({ phase: 'ledger', ledger: progress } satisfies MatchProgress);
     }
-    return [...rows.values()];
+    return { rows: [...rows.values()], progress };
   }
 
-  async function listOrders(input: MatchInput, from: string): Promise<ListedOrder[]> {
+  async function listOrders(input: MatchInput, from: string, ledger: LedgerProgress): Promise<ListedOrder[]> {
+    // Every heartbeat carries the ledger read (and so keeps it for a retry), at most every so often.
+    let lastBeat = 0;
+    const beat = (progress: Omit<MatchProgress, 'ledger'>) => {
+      if (Date.now() - lastBeat < ORDERS_HEARTBEAT_EVERY_MS) return;
+      lastBeat = Date.now();
+      heartbeat({ ...progress, ledger } satisfies MatchProgress);
+    };
     const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
     const statuses = reconciledStatuses.map((s) => `'${s}'`);
     const query =
@@ -242,7 +280,7 @@ export function createReconciliationActivities(
         status: execution.status.name,
         completedAt: execution.typedSearchAttributes.get(CompletedAtAttribute),
       });
-      if (listed.length % 500 === 0) heartbeat({ listed: listed.length });
+      beat({ phase: 'orders', listed: listed.length });
     }
     const orders: (ListedOrder | undefined)[] = new Array<ListedOrder | undefined>(listed.length);
     let next = 0;
@@ -278,7 +316,7 @@ export function createReconciliationActivities(
           superseded: latest.runId !== runId,
           reopened: latest.runId !== runId && latest.status.name === 'RUNNING',
         };
-        heartbeat({ phase: 'orders', read: index });
+        beat({ phase: 'orders', read: index });
       }
     };
     await Promise.all(Array.from({ length: READS_AT_ONCE }, lane));
@@ -288,8 +326,8 @@ export function createReconciliationActivities(
   /** The day's orders and ledger matched: every mismatch (orders and unexplained rows), sorted by key. */
   async function matchDay(input: MatchInput): Promise<Omit<MatchChunk, 'more'>> {
     const from = new Date(Date.parse(input.from) - input.lookbackMs).toISOString();
-    const ledger = await readLedger(from, input.to);
-    const orders = await listOrders(input, from);
+    const { rows: ledger, progress } = await readLedger(from, input.to);
+    const orders = await listOrders(input, from, progress);
     const byObjid = new Map<string, OrderRows>();
     for (const row of ledger) {
       if (row.objid === undefined) continue;
@@ -514,12 +552,30 @@ export function createReconciliationActivities(
     if (!view || !finalStatuses.includes(view.status))
       return item('open', `the order's workflow closed without a final view (${latest.status.name})`, ours);
     const named = { ...ours, status: view.status };
-    if (view.providerReference !== undefined && view.providerReference !== row.objid)
-      return item(
-        'foreign',
-        `${providerSays}: a second top-up under the ref of the order, whose own is ${view.providerReference}`,
-        named,
-      );
+    if (view.providerReference !== undefined && view.providerReference !== row.objid) {
+      // Money sent twice for one order. Not reopened: the order's own top-up is what its status
+      // speaks of; the second is a matter for operators and the provider (docs/operators.md).
+      const own = await askById(upstream(), mismatch.orderType, view.providerReference);
+      const secondTopUp = {
+        order: seen(view.providerReference, own),
+        second: seen(row.objid, answer),
+      };
+      log.warn('reconciliation: a second top-up under the ref of an order', {
+        workflowId: order.workflowId,
+        order: view.providerReference,
+        second: row.objid,
+      });
+      return {
+        ...item(
+          'second-top-up',
+          `a second top-up under the ref of order ${order.workflowId}: the provider's ` +
+            `${mismatch.orderType} ${describeSeen(secondTopUp.second)}, the order's own ` +
+            describeSeen(secondTopUp.order),
+          named,
+        ),
+        secondTopUp,
+      };
+    }
     return settle(
       { workflowId: order.workflowId, runId: latest.runId },
       view,
@@ -728,6 +784,44 @@ export function chunkOf(day: Omit<MatchChunk, 'more'>, after: string | undefined
   };
 }
 
+/** A ledger row as a heartbeat carries it: [id, type, amount, time, objid]. */
+type CompactRow = [string, string, number, string] | [string, string, number, string, string];
+
+function toCompact(row: LedgerRow): CompactRow {
+  return row.objid === undefined
+    ? [row.id, row.type, row.amount, row.time]
+    : [row.id, row.type, row.amount, row.time, row.objid];
+}
+
+function fromCompact([id, type, amount, time, objid]: CompactRow): LedgerRow {
+  return { id, type, amount, time, ...(objid !== undefined && { objid }) };
+}
+
+/** How far the ledger read of [from, to) got: its last page, whether it was the last, the rows read. */
+interface LedgerProgress {
+  from: string;
+  to: string;
+  page: number;
+  done: boolean;
+  /** Absent once they outgrew LEDGER_CARRIED_CHARS: a retry then reads the ledger from page 1. */
+  rows?: CompactRow[];
+}
+
+/** The matching's heartbeat details: where it is, and the ledger read so far (a retry's cursor). */
+interface MatchProgress {
+  phase: 'ledger' | 'orders';
+  ledger: LedgerProgress;
+  listed?: number;
+  read?: number;
+}
+
+/** The ledger progress a previous attempt's heartbeat carried, if a retry can go on from it. */
+function resumableLedger(details: unknown, from: string, to: string): LedgerProgress | undefined {
+  const ledger = (details as Partial<MatchProgress> | undefined)?.ledger;
+  if (!ledger || ledger.from !== from || ledger.to !== to || !Array.isArray(ledger.rows)) return undefined;
+  return ledger;
+}
+
 /** Which check-id route a ledger row's objid is for. */
 function orderTypeOfRow(row: LedgerRow): OrderType {
   if (row.type.endsWith('FLEXY')) return 'mobile_topup';
@@ -736,8 +830,23 @@ function orderTypeOfRow(row: LedgerRow): OrderType {
 }
 
 type IdAnswer =
-  | { kind: 'status'; status: ProviderStatus; ref?: string; createdAt?: string }
+  | { kind: 'status'; status: ProviderStatus; ref?: string; createdAt?: string; amount?: number }
   | { kind: 'unreachable'; detail: string };
+
+/** A top-up as its check by id answered (its id alone when the provider could not be asked). */
+function seen(providerReference: string, answer: IdAnswer): TopUpSeen {
+  if (answer.kind === 'unreachable') return { providerReference };
+  return {
+    providerReference,
+    status: answer.status,
+    ...(answer.amount !== undefined && { amount: answer.amount }),
+  };
+}
+
+function describeSeen(topUp: TopUpSeen): string {
+  const amount = topUp.amount === undefined ? 'amount unknown' : `${topUp.amount} DZD`;
+  return `${topUp.providerReference} (${topUp.status ?? 'status unknown'}, ${amount})`;
+}
 
 /** A ledger row's own id asked at the provider (check-id; a gift card's checkOrder), one call. */
 async function askById(provider: ReconciliationProvider, type: OrderType, id: string): Promise<IdAnswer> {
@@ -745,11 +854,23 @@ async function askById(provider: ReconciliationProvider, type: OrderType, id: st
     switch (type) {
       case 'mobile_topup': {
         const check = await provider.checkMobileTopupById(id);
-        return { kind: 'status', status: check.status, ref: check.ref, createdAt: check.created_at };
+        return {
+          kind: 'status',
+          status: check.status,
+          ref: check.ref,
+          createdAt: check.created_at,
+          ...(check.topup_amount !== undefined && { amount: check.topup_amount }),
+        };
       }
       case 'internet_topup': {
         const check = await provider.checkInternetTopupById(id);
-        return { kind: 'status', status: check.status, ref: check.ref, createdAt: check.created_at };
+        return {
+          kind: 'status',
+          status: check.status,
+          ref: check.ref,
+          createdAt: check.created_at,
+          ...(check.topup_amount !== undefined && { amount: check.topup_amount }),
+        };
       }
       case 'gift_card': {
         // Gift-card orders carry no ref of ours: such a row cannot lead back to an order.

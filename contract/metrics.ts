@@ -155,7 +155,8 @@ export const metricCatalog = {
       're-checked at the provider that it agreed with (agreed), that were reopened as DISPUTED or found ' +
       'DISPUTED already (disputed), that could not be checked (unreachable) or whose workflow was running ' +
       'again (open), ledger rows of the day no order explains (unexplained), and those of them the ' +
-      'provider knows under an id no order of ours has (foreign).',
+      'provider knows under an id no order of ours has (foreign) or as a second top-up under the ref of ' +
+      'an order of ours, money sent twice (second-top-up).',
     ['outcome'],
   ),
   ordersDisputed: counter(

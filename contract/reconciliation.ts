@@ -147,9 +147,14 @@ export type ItemOutcome =
   | 'open'
   /**
    * A ledger row the provider knows under an id no order of ours has (a top-up sent with our key
-   * outside this service, a second top-up under one of our refs, a gift-card order we never placed).
+   * outside this service, a gift-card order we never placed).
    */
-  | 'foreign';
+  | 'foreign'
+  /**
+   * A ledger row of a top-up the provider sent under the ref of an order of ours whose own top-up
+   * is another one: money sent twice for one order (`ReconciliationItem.secondTopUp`).
+   */
+  | 'second-top-up';
 
 export interface ReconciliationItem {
   kind: MismatchKind;
@@ -163,6 +168,18 @@ export interface ReconciliationItem {
   outcome: ItemOutcome;
   /** What the provider said, in words, and the ledger rows. */
   evidence: string;
+  /** `second-top-up`: the order's own top-up and the second one, as the provider reports each. */
+  secondTopUp?: { order: TopUpSeen; second: TopUpSeen };
+}
+
+/** A top-up as the provider's check by id reports it (no phone number, no card code). */
+export interface TopUpSeen {
+  /** The provider's topupId. */
+  providerReference: string;
+  /** Absent when the provider could not be asked. */
+  status?: string;
+  /** What was sent (`topup_amount`, DZD), when the provider says. */
+  amount?: number;
 }
 
 export interface ReconciliationReport {
@@ -184,6 +201,8 @@ export interface ReconciliationReport {
   open: number;
   /** Unexplained rows the provider knows under an id no order of ours has (`foreign` items). */
   foreign?: number;
+  /** Unexplained rows of a second top-up under an order's ref (`second-top-up` items). */
+  secondTopUps?: number;
   /** Debit and refund rows of the day no order explains (the first `UNEXPLAINED_LISTED`). */
   unexplained: LedgerRow[];
   /** How many rows no order explains, all of them (each re-checked by its id). */
@@ -201,7 +220,7 @@ export interface ReconciliationReport {
   finishedAt?: string;
 }
 
-/** Report items kept (disputed, unreachable, open, foreign); the rest are counted in `itemsOmitted`. */
+/** Report items kept (disputed, unreachable, open, foreign, second-top-up); the rest are counted in `itemsOmitted`. */
 export const REPORT_ITEMS_KEPT = 500;
 /** Unexplained rows listed in the report (all are counted and re-checked). */
 export const UNEXPLAINED_LISTED = 100;

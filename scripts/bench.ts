@@ -27,6 +27,11 @@ import type { NormalReport } from './bench/run-normal';
 import { runNormal } from './bench/run-normal';
 import { runScale } from './bench/run-scale';
 import { formatNoisy, runNoisy, type NoisyReport } from './bench/run-noisy';
+import {
+  formatNoisyReconcile,
+  runNoisyReconcile,
+  type NoisyReconcileReport,
+} from './bench/run-noisy-reconcile';
 import { fairnessDynamicConfig } from '../src/temporal/dev-server';
 import { runWebhookFairnessPart } from './bench/run-webhook-fairness';
 import { startStack } from './bench/stack';
@@ -66,7 +71,12 @@ function timestamp(date: Date): string {
 async function noisyMain(options: BenchOptions): Promise<void> {
   const startedAt = new Date();
   const reports: NoisyReport[] = [];
-  const runs = { both: [false, true], off: [false], on: [true] }[options.noisyFairness];
+  const reconciling: NoisyReconcileReport[] = [];
+  // The reconciliation's priority and fairness key only mean something with fairness on.
+  const runs =
+    options.noisyReconcile !== undefined
+      ? [true]
+      : { both: [false, true], off: [false], on: [true] }[options.noisyFairness];
   for (const fairness of runs) {
     const runLauncher = new Launcher({ output: 'none', log });
     const runId = `${Date.now().toString(36)}${fairness ? 'f' : 'n'}`;
@@ -87,7 +97,9 @@ async function noisyMain(options: BenchOptions): Promise<void> {
         temporal: stack.pids.temporal,
       });
       runLauncher.onStop('monitor', async () => monitor.close());
-      reports.push(await runNoisy({ options: runOptions, stack, client, monitor, runId, log }, fairness));
+      const ctx = { options: runOptions, stack, client, monitor, runId, log };
+      if (options.noisyReconcile !== undefined) reconciling.push(await runNoisyReconcile(ctx));
+      else reports.push(await runNoisy(ctx, fairness));
     } finally {
       await runLauncher.stop();
     }
@@ -99,13 +111,19 @@ async function noisyMain(options: BenchOptions): Promise<void> {
         .map((l) => l.toFixed(2))
         .join(' ')}; time scale ${options.timeScale}, mix ${options.mix.join('/')}`,
   ];
-  process.stdout.write(`${formatNoisy(reports, header)}\n`);
+  process.stdout.write(
+    `${reconciling[0] ? formatNoisyReconcile(reconciling[0], header) : formatNoisy(reports, header)}\n`,
+  );
   const outDir = resolve(projectRoot, options.outDir);
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `bench-${timestamp(startedAt)}-noisy.json`);
   writeFileSync(
     file,
-    JSON.stringify({ startedAt: startedAt.toISOString(), git: gitRevision(), reports }, null, 2),
+    JSON.stringify(
+      { startedAt: startedAt.toISOString(), git: gitRevision(), reports: [...reports, ...reconciling] },
+      null,
+      2,
+    ),
   );
   log(`results written to ${file}`);
 }

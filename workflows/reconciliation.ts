@@ -36,6 +36,7 @@ import {
   reconciliationWorkflowId,
   REPORT_ITEMS_KEPT,
   type ChunkedContinuation,
+  type ItemOutcome,
   type Mismatch,
   type ReconcileDayInput,
   type ReconciliationItem,
@@ -202,12 +203,22 @@ async function reconcileDayChunked(input: ReconcileDayInput): Promise<Reconcilia
 /** Counts a re-check; keeps its item only when it is not agreed, and only so many. */
 function record(report: ReconciliationReport, item: ReconciliationItem): void {
   report.checked++;
-  if (item.outcome === 'foreign') report.foreign = (report.foreign ?? 0) + 1;
-  else report[item.outcome]++;
+  countOutcome(report, item.outcome);
   count(item.outcome, 1);
   if (item.outcome === 'agreed') return;
   if (report.items.length < REPORT_ITEMS_KEPT) report.items.push(item);
   else report.itemsOmitted = (report.itemsOmitted ?? 0) + 1;
+}
+
+/**
+ * One re-check's outcome in the report's counts. The outcomes added since Lifecycle 1.0 have
+ * optional counts, absent from the reports of runs that never met one. Counting issues no command,
+ * so a new outcome needs no patch: a history replays the same whatever its activities returned.
+ */
+function countOutcome(report: ReconciliationReport, outcome: ItemOutcome): void {
+  if (outcome === 'foreign') report.foreign = (report.foreign ?? 0) + 1;
+  else if (outcome === 'second-top-up') report.secondTopUps = (report.secondTopUps ?? 0) + 1;
+  else report[outcome]++;
 }
 
 /** The day as the code before the `reconciliation-chunked` patch runs it (runs of it still in flight). */
@@ -259,8 +270,7 @@ async function reconcileDayLifecycle1(input: ReconcileDayInput): Promise<Reconci
     while (next < thisRun.length) {
       const item = await recheck(thisRun[next++]!, input.date);
       report.checked++;
-      if (item.outcome === 'foreign') report.foreign = (report.foreign ?? 0) + 1;
-      else report[item.outcome]++;
+      countOutcome(report, item.outcome);
       report.items.push(item);
       count(item.outcome, 1);
     }

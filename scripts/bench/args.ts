@@ -15,6 +15,8 @@ export interface BenchOptions {
   scale?: number;
   /** Noisy-neighbour mode: client A floods this many orders in batches of 500, fairness off then on. */
   noisy?: number;
+  /** With `noisy`: the reconciliation of a day of this many orders under the flood, fairness on only. */
+  noisyReconcile?: number;
   /** Noisy-neighbour mode: the runs with fairness off, on, or both (default). */
   noisyFairness: 'off' | 'on' | 'both';
   /** Only one part of the normal run, on a stack of its own (quicker to measure a change to it). */
@@ -76,6 +78,9 @@ export const usage = `npm run bench -- [flags]
                            floods N orders in batches of 500 while B submits one order every 2 s and A
                            one single order every 5 s, against the same orders on the idle stack
   --noisy-fairness on|off|both  the noisy run with fairness on only, off only, or both (default)
+  --noisy-reconcile N      with --noisy M: a day of N orders reconciled alone, then B's trickle idle,
+                           during A's flood of M and during another flood of M with the day reconciled
+                           meanwhile (fairness on; docs/contributors.md "Reconciliation under a flood")
   --part webhook-fairness  only the normal run's webhook fairness part (a prompt endpoint's client
                            idle, beside a 10 s endpoint, beside a client without one), on its own stack
   --scale-submit api|direct  scale run: through the API (default) or OrderService in-process
@@ -148,6 +153,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       noisy: { type: 'string' },
       part: { type: 'string' },
       'noisy-fairness': { type: 'string' },
+      'noisy-reconcile': { type: 'string' },
       'time-scale': { type: 'string' },
       mix: { type: 'string' },
       warmup: { type: 'string' },
@@ -183,6 +189,12 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
 
   const scale = values.scale !== undefined ? positive('scale', values.scale, 0) : undefined;
   const noisy = values.noisy !== undefined ? positive('noisy', values.noisy, 3_000) : undefined;
+  const noisyReconcile =
+    values['noisy-reconcile'] !== undefined
+      ? positive('noisy-reconcile', values['noisy-reconcile'], 2_000)
+      : undefined;
+  if (noisyReconcile !== undefined && noisy === undefined)
+    throw new Error('--noisy-reconcile needs --noisy M (the flood)');
   const mix = (values.mix ?? orderTypes.join(',')).split(',').map((t) => t.trim());
   for (const type of mix) {
     if (!(orderTypes as readonly string[]).includes(type)) {
@@ -218,6 +230,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     rounds: positive('rounds', values.rounds, 1),
     scale,
     noisy,
+    noisyReconcile,
     noisyFairness,
     part,
     scaleSubmit,

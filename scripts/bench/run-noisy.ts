@@ -47,7 +47,7 @@ export interface NoisyReport {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Submits one order every `everyMs` until `until()` says stop; the refs submitted. */
-async function trickle(
+export async function trickle(
   submit: (i: number) => Promise<string>,
   everyMs: number,
   until: () => boolean,
@@ -62,7 +62,7 @@ async function trickle(
   return i;
 }
 
-async function figures(ctx: RunContext, prefix: string, count: number): Promise<TrickleFigures> {
+export async function figures(ctx: RunContext, prefix: string, count: number): Promise<TrickleFigures> {
   const ids = Array.from({ length: count }, (_, i) => `${prefix}${i}`);
   const histories = await fetchHistories(ctx.client, ids, ctx.options.historyConcurrency);
   const sent = histories.flatMap((h) =>

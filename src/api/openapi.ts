@@ -383,7 +383,8 @@ function buildRegistry(): OpenAPIRegistry {
       'The report of the reconciliation of `date` (a Temporal Schedule runs it every night for the day ' +
         'before, docs/operators.md): final orders matched against the provider’s ledger, what did not match ' +
         're-checked at the provider (agreed, disputed — the order is then DISPUTED —, unreachable), and ledger ' +
-        'rows no order explains, each checked by its id (foreign when no order of ours has it). Every client’s ' +
+        'rows no order explains, each checked by its id (foreign when no order of ours has it, second-top-up when the provider ' +
+        'sent a second top-up under the ref of an order of ours). Every client’s ' +
         'orders: auditors only. While the run goes on, the report so far. The latest run of the day, with ' +
         'the list of its runs; `run` reads an earlier one.',
     ),

@@ -44,6 +44,11 @@ const LedgerRow = z.object({
   time: z.string(),
   objid: z.string().optional(),
 });
+const TopUpSeen = z.object({
+  providerReference: z.string().meta({ description: 'The provider’s topupId.' }),
+  status: z.string().optional().meta({ description: 'As the provider’s check by id reports it.' }),
+  amount: z.number().optional().meta({ description: 'What was sent (DZD), as the provider reports it.' }),
+});
 const Item = z.object({
   kind: z.enum([
     'fulfilled-without-debit',
@@ -57,8 +62,12 @@ const Item = z.object({
   workflowId: z.string(),
   status: OrderStatus.optional(),
   row: LedgerRow.optional().meta({ description: '`unexplained-row`: the ledger row checked by its id.' }),
-  outcome: z.enum(['agreed', 'disputed', 'unreachable', 'open', 'foreign']),
+  outcome: z.enum(['agreed', 'disputed', 'unreachable', 'open', 'foreign', 'second-top-up']),
   evidence: z.string(),
+  secondTopUp: z.object({ order: TopUpSeen, second: TopUpSeen }).optional().meta({
+    description:
+      '`second-top-up`: the order’s own top-up and a second one the provider sent under its ref (money sent twice).',
+  }),
 });
 
 export const ReconciliationReport = z
@@ -83,6 +92,10 @@ export const ReconciliationReport = z
     foreign: z.number().int().optional().meta({
       description: 'Unexplained rows the provider knows under an id or ref no order of ours has.',
     }),
+    secondTopUps: z.number().int().optional().meta({
+      description:
+        'Unexplained rows of a second top-up the provider sent under the ref of an order of ours (money sent twice).',
+    }),
     unexplained: z
       .array(LedgerRow)
       .meta({ description: 'Debits and refunds of the day no order explains (the first 100).' }),
@@ -94,7 +107,7 @@ export const ReconciliationReport = z
     ledgerRows: z.number().int(),
     items: z.array(Item).meta({
       description:
-        'One entry per re-check that did not agree (disputed, unreachable, open, foreign), with the evidence; the first 500.',
+        'One entry per re-check that did not agree (disputed, unreachable, open, foreign, second-top-up), with the evidence; the first 500.',
     }),
     itemsOmitted: z
       .number()

@@ -139,8 +139,9 @@ export function createResponder(now: () => number, logger: Logger) {
 
   /** Route middleware: log when the request came and when its connection let go (GET /admin/requests). */
   function trackRequest(state: SandboxState, route: RouteName): RequestHandler {
-    return (_req, res, next) => {
-      const record = state.trackRequest(route);
+    return (req, res, next) => {
+      const page = Number(req.query.page);
+      const record = state.trackRequest(route, Number.isInteger(page) ? page : undefined);
       res.once('close', () => {
         record.endedAt = now();
         record.answered = res.writableFinished;

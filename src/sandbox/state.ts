@@ -232,6 +232,8 @@ export interface RequestRecord {
   endedAt?: number;
   /** Whether a complete answer was written (false: the client left, or the answer was dropped). */
   answered?: boolean;
+  /** A list route's `page` (tests count the pages a reader asked for). */
+  page?: number;
 }
 
 /** The request log keeps the latest requests only: a long run must not grow it without bound. */
@@ -493,8 +495,8 @@ export class SandboxState {
   }
 
   /** Start watching a request to `route`; the caller sets `endedAt` and `answered` when it ends. */
-  trackRequest(route: RouteName): RequestRecord {
-    const record: RequestRecord = { route, receivedAt: this.#now() };
+  trackRequest(route: RouteName, page?: number): RequestRecord {
+    const record: RequestRecord = { route, receivedAt: this.#now(), ...(page !== undefined && { page }) };
     this.#requests.push(record);
     if (this.#requests.length > REQUEST_LOG_SIZE)
       this.#requests = this.#requests.slice(-REQUEST_LOG_SIZE / 2);

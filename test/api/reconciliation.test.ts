@@ -410,6 +410,68 @@ describe('the nightly reconciliation against the provider ledger', () => {
     assert.deepEqual([resumed.dispute?.decision, resumed.dispute?.providerStatus], ['FULFILLED', 'REFUNDED']);
   });
 
+  it('a second top-up the provider committed under the ref of a fulfilled order (money sent twice): its own outcome, with the order and both top-ups as evidence, not foreign', async () => {
+    const from = Date.now();
+    const request = mobileRequest(newRef(`rec-${run}-twice`));
+    const accepted = await stack.api.request('POST', '/v1/orders', { body: request, ...key('shop') });
+    assert.equal(accepted.status, 201, accepted.text);
+    const read = await stack.api.request<OrderView & { workflowId: string }>(
+      'GET',
+      `/v1/orders/${request.ref}`,
+      key('shop'),
+    );
+    const handle = stack.client.workflow.getHandle(read.body.workflowId);
+    started.push(handle.workflowId);
+    const view = (await handle.result()) as OrderView;
+    assert.equal(view.status, 'FULFILLED');
+    const first = view.providerReference!;
+    // A provider without an atomic uniqueness check commits a second send of the same ref.
+    await stack.sandbox.settings({ uniqueRefs: false });
+    let second: string;
+    try {
+      second = (
+        await stack.provider.client.sendMobileTopup({
+          plan_code: request.planCode,
+          MSSIDN: request.msisdn,
+          amount: 700,
+          ref: providerRefFor('shop', request.ref),
+        })
+      ).topupId;
+    } finally {
+      await stack.sandbox.settings({ uniqueRefs: true });
+    }
+    assert.notEqual(second, first);
+    while ((await stack.provider.client.checkMobileTopupById(second)).status !== 'FULFILLED') await sleep(50);
+
+    const { report } = await reconcile('2001-03-03', from);
+    assert.deepEqual(
+      [report.orders, report.matched, report.checked, report.secondTopUps, report.foreign, report.disputed],
+      [1, 1, 1, 1, 0, 0],
+      JSON.stringify(report),
+    );
+    const [item] = report.items;
+    assert.deepEqual(
+      [item?.kind, item?.outcome, item?.workflowId, item?.ref, item?.status, item?.row?.objid],
+      ['unexplained-row', 'second-top-up', handle.workflowId, request.ref, 'FULFILLED', second],
+    );
+    assert.deepEqual(item?.secondTopUp, {
+      order: { providerReference: first, status: 'FULFILLED', amount: request.amount },
+      second: { providerReference: second, status: 'FULFILLED', amount: 700 },
+    });
+    assert.match(
+      item?.evidence ?? '',
+      new RegExp(
+        `^a second top-up under the ref of order ${handle.workflowId}: the provider's mobile_topup ${second} ` +
+          `\\(FULFILLED, 700 DZD\\), the order's own ${first} \\(FULFILLED, ${request.amount} DZD\\); ledger: FLEXY`,
+      ),
+    );
+    // No personal data in the evidence: neither the phone number nor any part of it.
+    assert.doesNotMatch(JSON.stringify(item), new RegExp(request.msisdn.slice(-6)));
+    // Not reopened: the order's own outcome is not in question (docs/operators.md).
+    const latest = await stack.client.workflow.getHandle(handle.workflowId).describe();
+    assert.equal(latest.runId, (await handle.describe()).runId);
+  });
+
   it('a run continued as new by the code before chunked matching ({pending, report}) finishes on that code', async () => {
     const report: ReconciliationReport = {
       date: '2001-05-01',

@@ -32,6 +32,7 @@ import {
   mobileRequest,
   newRef,
   startTestSandbox,
+  testProvider,
   TIME_SCALE,
   type TestSandbox,
 } from '../helpers/orders';
@@ -370,6 +371,25 @@ describe('metrics of the API and the worker, after real orders', () => {
   });
 
   it('counts what the nightly reconciliation found, by outcome', async () => {
+    // One more order, which the provider then tops up a second time under its ref (money sent twice).
+    const twice = newRef('metrics-twice');
+    const shopKey = testClients.shop.key;
+    assert.equal((await api('POST', '/v1/orders', shopKey, mobileRequest(twice))).status, 201);
+    await waitFor(twice, 'FULFILLED', shopKey);
+    const provider = testProvider(sandbox.url);
+    await sandbox.settings({ uniqueRefs: false });
+    try {
+      const { planCode, msisdn, amount } = mobileRequest(twice);
+      await provider.client.sendMobileTopup({
+        plan_code: planCode,
+        MSSIDN: msisdn,
+        amount,
+        ref: providerRefFor('shop', twice),
+      });
+    } finally {
+      await sandbox.settings({ uniqueRefs: true });
+      await provider.close();
+    }
     // The orders the tests above settled, against the sandbox's ledger of the same hour.
     const report = (await client.workflow.execute(RECONCILE_DAY_WORKFLOW, {
       workflowId: reconciliationWorkflowId(`metrics-${randomUUID()}`),
@@ -387,9 +407,13 @@ describe('metrics of the API and the worker, after real orders', () => {
     assert.ok(report.matched >= 1, JSON.stringify(report));
     const all = await scrapeUntil(
       workerMetricsUrl,
-      (s) => valueOf(s, 'topup_reconciliation_orders_total', { outcome: 'matched' }) >= 1,
+      (s) =>
+        valueOf(s, 'topup_reconciliation_orders_total', { outcome: 'matched' }) >= 1 &&
+        valueOf(s, 'topup_reconciliation_orders_total', { outcome: 'second-top-up' }) >= 1,
     );
     assert.equal(valueOf(all, 'topup_reconciliation_orders_total', { outcome: 'matched' }), report.matched);
+    assert.equal(report.secondTopUps, 1, JSON.stringify(report.items));
+    assert.equal(valueOf(all, 'topup_reconciliation_orders_total', { outcome: 'second-top-up' }), 1);
   });
 
   it('exports every metric the Grafana dashboard and the alert rules query (a failed workflow task included)', async () => {
@@ -436,6 +460,7 @@ describe('metrics of the API and the worker, after real orders', () => {
       'ProviderErrorRateHigh',
       'ProviderOperatorDown',
       'ReviewBacklogTooOld',
+      'TopUpSentTwice',
       'WebhookDeliveriesFailing',
       'WorkflowTaskFailures',
     ]);

@@ -313,6 +313,16 @@ describe('sandbox faults of real providers', { timeout: 60_000 }, () => {
       assert.equal(second?.route, 'internet.send');
     });
 
+    it('records the page a list route was asked for', async () => {
+      await api.call('GET', '/v3/account/transactions?page=2&pageSize=10');
+      await api.call('GET', '/v3/account/transactions');
+      const logged = await api.requests('account.transactions');
+      assert.deepEqual(
+        logged.slice(-2).map((r) => r.page),
+        [2, undefined],
+      );
+    });
+
     it('an unknown route in the query is 400', async () => {
       assert.equal((await api.admin('GET', '/admin/requests?route=nope')).status, 400);
     });

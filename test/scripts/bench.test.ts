@@ -65,6 +65,17 @@ describe('bench flags', () => {
     assert.throws(() => parse(['--noisy', '0']), /--noisy: expected a positive integer/);
   });
 
+  it('--noisy-reconcile N: the day reconciled under the flood, only beside --noisy M', () => {
+    const run = parse(['--noisy', '1000', '--noisy-reconcile', '2000']);
+    assert.deepEqual([run.noisy, run.noisyReconcile, run.timeScale], [1000, 2000, 1]);
+    assert.equal(parse(['--noisy', '1000']).noisyReconcile, undefined);
+    assert.throws(() => parse(['--noisy-reconcile', '2000']), /--noisy-reconcile needs --noisy M/);
+    assert.throws(
+      () => parse(['--noisy', '1000', '--noisy-reconcile', 'x']),
+      /--noisy-reconcile: expected a positive integer/,
+    );
+  });
+
   it('reads --env as text and --server-config as typed dynamic config', () => {
     const options = parse([
       '--env',

@@ -31,8 +31,10 @@ import {
   scaledTimings,
   startOrder,
   startTestSandbox,
+  testProvider,
   type TestSandbox,
 } from '../helpers/orders';
+import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 
 const root = resolve(__dirname, '..', '..');
 /** The child's provider timeouts: one call takes at most 2.5 s, so an attempt needs 2 × 2.5 s + margin. */
@@ -265,6 +267,94 @@ describe('a worker process killed while an order is in flight', () => {
         attempts.some((a) => a >= 2),
         `attempts ${JSON.stringify(attempts)}`,
       );
+    } finally {
+      await sandbox.clearFaults();
+      second.kill('SIGKILL');
+      await once(second, 'exit');
+    }
+  });
+  it('when SIGKILLed in the middle of a ledger of several pages, the new worker goes on after the last page the heartbeat carried: no page read twice but the one in flight, every row checked once', async () => {
+    const first = await startWorkerProcess({ WORKER_PROVIDER_CALLS_PER_SECOND: '50' });
+    const from = Date.now();
+    const order = await startOrder(client, taskQueue, mobileRequest(newRef('paged')), {
+      timings: scaledTimings(),
+    });
+    assert.equal((await order.result()).status, 'FULFILLED');
+    // 350 top-ups sent with our key outside the service: with the order's debit, 4 ledger pages of 100.
+    const provider = testProvider(sandbox.url);
+    const run = randomUUID().slice(0, 6);
+    try {
+      for (let i = 0; i < 350; i++)
+        await provider.client.sendMobileTopup({
+          plan_code: 'PREPAID_DJEZZY',
+          MSSIDN: '0557654321',
+          amount: 100,
+          ref: `stray-${run}-${i}`,
+        });
+    } finally {
+      await provider.close();
+    }
+    // Each ledger page takes a second: the worker is killed in the middle of the read.
+    await sandbox.addFault({ kind: 'latency', latencyMs: 1_000, routes: ['account.transactions'] });
+    const since = Date.now();
+    const input: ReconcileDayInput = {
+      date: '2001-03-02',
+      timeZone: 'UTC',
+      from: new Date(from).toISOString(),
+      to: new Date(Date.now() + 1).toISOString(),
+      lookbackMs: 0,
+      heartbeatTimeoutMs: 3_000,
+    };
+    const handle = await client.workflow.start(RECONCILE_DAY_WORKFLOW, {
+      workflowId: reconciliationWorkflowId(`${input.date}-${randomUUID()}`),
+      taskQueue,
+      args: [input],
+    });
+    // Killed once Temporal holds a heartbeat past page 1 of a read that is not done.
+    let cursor = 0;
+    for (const deadline = Date.now() + 20_000; cursor < 2; await new Promise((r) => setTimeout(r, 50))) {
+      assert.ok(Date.now() < deadline, 'the matching heartbeated past page 1');
+      const pending = (await handle.describe()).raw.pendingActivities ?? [];
+      const details = pending[0]?.heartbeatDetails?.payloads;
+      if (!details?.length) continue;
+      const progress = await decodeFromPayloadsAtIndex<{
+        ledger?: { page: number; done: boolean };
+        page?: number;
+      }>(client.options.loadedDataConverter, 0, details);
+      assert.notEqual(progress.ledger?.done, true, 'the ledger read finished before the kill');
+      // (`page` alone: the heartbeat of the code before the ledger was carried.)
+      cursor = progress.ledger?.page ?? progress.page ?? 0;
+    }
+    first.kill('SIGKILL');
+    await once(first, 'exit');
+    const second = await startWorkerProcess({ WORKER_PROVIDER_CALLS_PER_SECOND: '50' });
+    try {
+      const report = (await handle.result()) as ReconciliationReport;
+      assert.deepEqual(
+        [
+          report.orders,
+          report.matched,
+          report.ledgerRows,
+          report.unexplainedRows,
+          report.checked,
+          report.foreign,
+        ],
+        [1, 1, 351, 350, 350, 350],
+        JSON.stringify({ ...report, items: report.items.length, unexplained: report.unexplained.length }),
+      );
+      const pages = (await sandbox.requests('account.transactions'))
+        .filter((r) => r.receivedAt >= since)
+        .map((r) => r.page ?? 0);
+      const readsOf = (page: number) => pages.filter((p) => p === page).length;
+      // The pages up to the cursor Temporal held were read once; the one after it twice at most.
+      for (let page = 1; page <= cursor; page++)
+        assert.equal(readsOf(page), 1, `page ${page}: ${pages.join(',')}`);
+      for (let page = cursor + 1; page <= 4; page++)
+        assert.ok(readsOf(page) >= 1 && readsOf(page) <= 2, `page ${page}: ${pages.join(',')}`);
+      assert.ok(pages.length <= 4 + 1, `at most the page in flight read again: ${pages.join(',')}`);
+      // Every row no order explains was checked by its id once (the kill came before any check).
+      const checks = (await sandbox.requests('mobile.checkId')).filter((r) => r.receivedAt >= since);
+      assert.equal(checks.length, 350);
     } finally {
       await sandbox.clearFaults();
       second.kill('SIGKILL');
