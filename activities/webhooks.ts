@@ -29,6 +29,7 @@ import {
   type DirectAttempt,
   type DurableEndpoints,
   type EndpointDelivery,
+  type UntriedReason,
   type OrderEvent,
   type WebhookDeliveryInput,
   type WebhookDeliveryPolicy,
@@ -104,6 +105,12 @@ export class DirectGate {
     return true;
   }
 
+  /** Why `enter` just refused: cooling after a failure, or as many tries in flight as allowed (one while suspect). */
+  refusal(key: string): UntriedReason {
+    if ((this.#coolingUntil.get(key) ?? 0) > this.#o.clock()) return 'cooling';
+    return this.#suspect.has(key) ? 'suspect' : 'busy';
+  }
+
   leave(key: string, ok: boolean): void {
     const left = (this.#inFlight.get(key) ?? 1) - 1;
     if (left > 0) this.#inFlight.set(key, left);
@@ -130,9 +137,10 @@ export function createAnnounceActivity(deps: AnnounceDeps | undefined) {
   async function tryDirect(
     event: WebhookEvent,
     endpoint: string,
-  ): Promise<{ settled: EndpointDelivery } | { failed?: DirectAttempt }> {
+  ): Promise<{ settled: EndpointDelivery } | { failed?: DirectAttempt; untried?: UntriedReason }> {
     const key = `${event.client}:${endpoint}`;
-    if (!gate || !deps?.direct || !gate.enter(key)) return {};
+    if (!gate || !deps?.direct) return {};
+    if (!gate.enter(key)) return { untried: gate.refusal(key) };
     const startedAt = gate.now();
     const at = new Date(startedAt).toISOString();
     let result: DeliveryOutcome;
@@ -207,11 +215,13 @@ export function createAnnounceActivity(deps: AnnounceDeps | undefined) {
       const deliveries: EndpointDelivery[] = [];
       const handedOff: string[] = [];
       const directAttempts: DirectAttempt[] = [];
+      const untried: NonNullable<WebhookEvent['untried']> = [];
       for (const t of tries) {
         if ('settled' in t && t.settled) deliveries.push(t.settled);
         else {
           handedOff.push(t.endpoint);
           if ('failed' in t && t.failed) directAttempts.push(t.failed);
+          if ('untried' in t && t.untried) untried.push({ endpoint: t.endpoint, reason: t.untried });
         }
       }
       if (handedOff.length > 0) {
@@ -220,6 +230,7 @@ export function createAnnounceActivity(deps: AnnounceDeps | undefined) {
           ...webhookEvent,
           targets: handedOff,
           ...(directAttempts.length > 0 ? { directAttempts } : {}),
+          ...(untried.length > 0 ? { untried } : {}),
         };
         await deps.temporal.workflow.signalWithStart(webhookDeliveryWorkflowType, {
           workflowId: webhookDeliveryWorkflowId(orderWorkflowId),
