@@ -29,6 +29,7 @@ import {
   type DirectAttempt,
   type DurableEndpoints,
   type EndpointDelivery,
+  type UntriedReason,
   type OrderEvent,
   type WebhookDeliveryInput,
   type WebhookDeliveryPolicy,
@@ -50,6 +51,12 @@ export interface DirectDelivery {
   maxInFlight?: number;
   /** A failed try (a slow answer is a timeout) sends the endpoint's events to the delivery workflow for this long. */
   cooldownMs?: number;
+  /**
+   * A try that finds a *prompt* endpoint's tries all in flight waits this long at most for one of
+   * them to end (no more waiting than `maxInFlight`), instead of being handed off at once. Prompt:
+   * its tries lately took less than this on average. 0 turns waiting off.
+   */
+  maxWaitMs?: number;
   clock?: () => number;
 }
 
@@ -58,7 +65,12 @@ export interface DirectDelivery {
  * delivery workflow. After a failure, 10 s without first tries: a dead endpoint costs a worker at
  * most `maxInFlight` short tries that often.
  */
-export const DIRECT_DELIVERY_DEFAULTS = { timeoutMs: 2_000, maxInFlight: 16, cooldownMs: 10_000 };
+export const DIRECT_DELIVERY_DEFAULTS = {
+  timeoutMs: 2_000,
+  maxInFlight: 16,
+  cooldownMs: 10_000,
+  maxWaitMs: 500,
+};
 
 export interface AnnounceDeps {
   /** A Temporal client with the worker's data converter: the event is a payload like any other. */
@@ -87,11 +99,41 @@ export class DirectGate {
   readonly #coolingUntil = new Map<string, number>();
   /** Endpoints whose last try failed and none has succeeded since. */
   readonly #suspect = new Set<string>();
+  /** Per endpoint, how long its tries lately took (a moving mean of the successful ones), ms. */
+  readonly #typicalMs = new Map<string, number>();
+  /** Per endpoint, the tries waiting for one in flight to end, first come first served. */
+  readonly #waiting = new Map<string, ((entered: boolean) => void)[]>();
   readonly #o: Required<Omit<DirectDelivery, 'deliver'>>;
 
   constructor(options: Omit<DirectDelivery, 'deliver'> = {}) {
-    const { maxInFlight, cooldownMs } = DIRECT_DELIVERY_DEFAULTS;
-    this.#o = { maxInFlight, cooldownMs, clock: Date.now, ...options };
+    const { maxInFlight, cooldownMs, maxWaitMs } = DIRECT_DELIVERY_DEFAULTS;
+    this.#o = { maxInFlight, cooldownMs, maxWaitMs, clock: Date.now, ...options };
+  }
+
+  /**
+   * `enter`, or, when a prompt endpoint's tries are all in flight, a short wait for one to end (its
+   * slot passes straight to the first waiting). A burst of a prompt receiver's events thus gets its
+   * first tries a moment later instead of a delivery workflow each; the receiver still has at most
+   * `maxInFlight` at once, and a slow, failing or unknown endpoint waits for nothing.
+   */
+  async enterOrWait(key: string): Promise<boolean> {
+    if (this.enter(key)) return true;
+    const waiting = this.#waiting.get(key) ?? [];
+    const typical = this.#typicalMs.get(key);
+    const prompt = typical !== undefined && typical < this.#o.maxWaitMs;
+    if (this.refusal(key) !== 'busy' || !prompt || waiting.length >= this.#o.maxInFlight) return false;
+    this.#waiting.set(key, waiting);
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => settle(false), this.#o.maxWaitMs);
+      const settle = (entered: boolean) => {
+        clearTimeout(timer);
+        const at = waiting.indexOf(settle);
+        if (at >= 0) waiting.splice(at, 1);
+        if (waiting.length === 0 && this.#waiting.get(key) === waiting) this.#waiting.delete(key);
+        resolve(entered);
+      };
+      waiting.push(settle);
+    });
   }
 
   /** Whether a direct try may start now; if so it is counted until `leave`. */
@@ -104,16 +146,34 @@ export class DirectGate {
     return true;
   }
 
-  leave(key: string, ok: boolean): void {
+  /** Why `enter` just refused: cooling after a failure, or as many tries in flight as allowed (one while suspect). */
+  refusal(key: string): UntriedReason {
+    if ((this.#coolingUntil.get(key) ?? 0) > this.#o.clock()) return 'cooling';
+    return this.#suspect.has(key) ? 'suspect' : 'busy';
+  }
+
+  /** A try ended: `ok` unless it failed; `tookMs`, how long it took. */
+  leave(key: string, ok: boolean, tookMs?: number): void {
+    if (ok && tookMs !== undefined) {
+      const typical = this.#typicalMs.get(key);
+      this.#typicalMs.set(key, typical === undefined ? tookMs : typical * 0.8 + tookMs * 0.2);
+    }
+    if (!ok) this.#typicalMs.delete(key);
+    const waiting = this.#waiting.get(key);
+    if (ok) {
+      this.#suspect.delete(key);
+      // The slot goes to the first try waiting for it, if any: in flight stays as it was.
+      const next = waiting?.[0];
+      if (next) return next(true);
+    }
     const left = (this.#inFlight.get(key) ?? 1) - 1;
     if (left > 0) this.#inFlight.set(key, left);
     else this.#inFlight.delete(key);
-    if (ok) {
-      this.#suspect.delete(key);
-      return;
-    }
+    if (ok) return;
     this.#suspect.add(key);
     this.#coolingUntil.set(key, this.#o.clock() + this.#o.cooldownMs);
+    // Cooling now: whoever waited is handed off.
+    for (const settle of [...(waiting ?? [])]) settle(false);
   }
 
   now(): number {
@@ -130,9 +190,10 @@ export function createAnnounceActivity(deps: AnnounceDeps | undefined) {
   async function tryDirect(
     event: WebhookEvent,
     endpoint: string,
-  ): Promise<{ settled: EndpointDelivery } | { failed?: DirectAttempt }> {
+  ): Promise<{ settled: EndpointDelivery } | { failed?: DirectAttempt; untried?: UntriedReason }> {
     const key = `${event.client}:${endpoint}`;
-    if (!gate || !deps?.direct || !gate.enter(key)) return {};
+    if (!gate || !deps?.direct) return {};
+    if (!(await gate.enterOrWait(key))) return { untried: gate.refusal(key) };
     const startedAt = gate.now();
     const at = new Date(startedAt).toISOString();
     let result: DeliveryOutcome;
@@ -144,7 +205,7 @@ export function createAnnounceActivity(deps: AnnounceDeps | undefined) {
         error: `the attempt failed (${err instanceof Error ? err.message : String(err)})`,
       };
     }
-    gate.leave(key, result.outcome !== 'failed');
+    gate.leave(key, result.outcome !== 'failed', gate.now() - startedAt);
     const base = { endpoint, attempts: 1, dueSince: at, lastAttemptAt: at };
     switch (result.outcome) {
       case 'delivered':
@@ -207,11 +268,13 @@ export function createAnnounceActivity(deps: AnnounceDeps | undefined) {
       const deliveries: EndpointDelivery[] = [];
       const handedOff: string[] = [];
       const directAttempts: DirectAttempt[] = [];
+      const untried: NonNullable<WebhookEvent['untried']> = [];
       for (const t of tries) {
         if ('settled' in t && t.settled) deliveries.push(t.settled);
         else {
           handedOff.push(t.endpoint);
           if ('failed' in t && t.failed) directAttempts.push(t.failed);
+          if ('untried' in t && t.untried) untried.push({ endpoint: t.endpoint, reason: t.untried });
         }
       }
       if (handedOff.length > 0) {
@@ -220,6 +283,7 @@ export function createAnnounceActivity(deps: AnnounceDeps | undefined) {
           ...webhookEvent,
           targets: handedOff,
           ...(directAttempts.length > 0 ? { directAttempts } : {}),
+          ...(untried.length > 0 ? { untried } : {}),
         };
         await deps.temporal.workflow.signalWithStart(webhookDeliveryWorkflowType, {
           workflowId: webhookDeliveryWorkflowId(orderWorkflowId),

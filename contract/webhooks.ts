@@ -31,6 +31,13 @@ export const webhookDeliveryWorkflowType = 'webhookDeliveryWorkflow';
  */
 export const WEBHOOK_DEFERRED_PATCH = 'webhook-deferred-attempt';
 
+/**
+ * The patch that ends an event's retry window at a deferral too: an event deferred past
+ * `retryForMs` after it became due is `failed`, as a failed attempt then would make it. Before it,
+ * an event whose endpoint stayed at its cap was deferred for as long as the cap lasted, past the window.
+ */
+export const WEBHOOK_DEFERRAL_WINDOW_PATCH = 'webhook-deferral-window';
+
 /** One delivery workflow per order; `:` cannot appear in an order's workflow ID's parts (order.ts). */
 export function webhookDeliveryWorkflowId(orderWorkflowId: string): string {
   return `webhooks:${orderWorkflowId}`;
@@ -65,7 +72,15 @@ export interface WebhookEvent extends OrderEvent {
    * the delivery workflow counts each as its endpoint's first attempt and retries after the back-off.
    */
   directAttempts?: DirectAttempt[];
+  /** Endpoints the announcement handed off without a first try, and why (the bench counts them). */
+  untried?: { endpoint: string; reason: UntriedReason }[];
 }
+
+/**
+ * Why the announcement handed an endpoint's event off without a first try (its breaker, per
+ * endpoint and worker: activities/webhooks.ts DirectGate). Information only: no code decides on it.
+ */
+export type UntriedReason = 'cooling' | 'busy' | 'suspect';
 
 /** A failed first attempt made by the announcement, before the event was handed to the delivery workflow. */
 export interface DirectAttempt {

@@ -927,6 +927,81 @@ async function recordDeferredScenario(
   }
 }
 
+/**
+ * `webhook-delivery-deferral-expired`: a delivery workflow whose event's retry window ended while
+ * the worker deferred its attempts (patch webhook-deferral-window). Two orders of one client,
+ * first tries off, a cap of one, a window of 3 s, and a receiver that holds the first delivery it
+ * gets for 8 s: the other order's events wait their turn past their window and end `failed`. The
+ * fixture is the one whose result shows a failed event that was deferred.
+ */
+async function recordDeferralExpiredScenario(
+  timeScale: number,
+  wanted: (name: string) => boolean,
+): Promise<string[]> {
+  const name = 'webhook-delivery-deferral-expired';
+  if (!wanted(name)) return [];
+  const signingKey = randomBytes(32);
+  let first = true;
+  const receiver = await startReceiver({
+    secrets: [endpointSecret(signingKey, 'recorder', 'main', 1)],
+    answer: () => {
+      const delayMs = first ? 8_000 : 0;
+      first = false;
+      return { status: 204, delayMs };
+    },
+  });
+  const stack = await startWebhookStack({
+    clients: clientsWith({
+      recorder: { key: 'recorder-key', webhooks: [{ id: 'main', url: receiver.url }] },
+    }),
+    signingKey,
+    sandboxTimeScale: timeScale,
+    timingsFor: () => scaled(timeScale, noWatch),
+    policy: { attemptTimeoutMs: 30_000, retryMaxIntervalMs: 1_000, retryForMs: 3_000, idleCloseMs: 2_000 },
+    senderTimeoutMs: 30_000,
+    direct: { maxInFlight: 0 },
+    maxInFlightPerEndpoint: 1,
+  });
+  try {
+    const ids = await Promise.all(
+      [newRef('wh-expired'), newRef('wh-expired')].map(async (ref) => {
+        const res = await stack.api.request('POST', '/v1/orders', {
+          body: mobileRequest(ref),
+          apiKey: 'recorder-key',
+        });
+        if (res.status !== 201) throw new Error(`submitting ${ref}: ${res.status} ${res.text}`);
+        return webhookDeliveryWorkflowId(orderWorkflowId(ref, 'recorder'));
+      }),
+    );
+    const results = await Promise.all(
+      ids.map(async (id) => {
+        const handle = stack.client.workflow.getHandle(id);
+        await eventually(
+          () =>
+            handle.describe().then(
+              (d) => d.status.name,
+              () => 'NOT STARTED',
+            ),
+          (status) => status !== 'NOT STARTED',
+          `${id} started`,
+          60_000,
+        );
+        return (await handle.result()) as WebhookDeliveryState;
+      }),
+    );
+    const at = results.findIndex((r) =>
+      r.events.some((e) => e.deliveries.some((d) => d.state === 'failed' && (d.deferrals ?? 0) > 0)),
+    );
+    if (at < 0) throw new Error(`${name}: no deferred event ended failed; record again`);
+    const history = await stack.client.workflow.getHandle(ids[at]!).fetchHistory();
+    writeFileSync(join(historiesDir, `${name}.json`), historyToJson(history));
+    return [`| ${name} | ${history.events?.length ?? 0} events |`];
+  } finally {
+    await stack.stop();
+    await receiver.close();
+  }
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -944,6 +1019,7 @@ async function main(): Promise<void> {
     ...(await recordWebhookScenarios(timeScale, wanted)),
     ...(await recordAccountScenarios(timeScale, wanted)),
     ...(await recordDeferredScenario(timeScale, wanted)),
+    ...(await recordDeferralExpiredScenario(timeScale, wanted)),
   ];
   for (const row of webhookRows) console.log(row);
   const names = Object.keys(scenarios).filter(wanted);

@@ -13,7 +13,8 @@
  * its result — always says how many attempts were made and why the last one failed. An attempt the
  * worker did not make because the endpoint was at its cap (`deferred`) is no attempt: it is tried
  * again after a short wait of its own, leaving the count, the error, the endpoint's back-off and the
- * retry window (still measured from when the event became due) as they were.
+ * retry window (still measured from when the event became due) as they were; a deferral after the
+ * window has ended ends the event as `failed`, as a failed attempt would.
  *
  * It closes once the order is final, everything is settled and nothing new came for
  * WEBHOOK_IDLE_CLOSE_MS; its result is its state. A redelivery after that starts a new run with
@@ -36,6 +37,7 @@ import {
   webhookDeliveriesQuery,
   webhookEventSignal,
   WEBHOOK_DEFERRED_PATCH,
+  WEBHOOK_DEFERRAL_WINDOW_PATCH,
   type DeliveryOutcome,
   type EndpointDelivery,
   type EventDeliveries,
@@ -241,6 +243,13 @@ class WebhookDelivery {
           else delivery.lastAttemptAt = previousAttemptAt;
         }
         delivery.deferrals = (delivery.deferrals ?? 0) + 1;
+        // The window runs from dueSince, deferrals included: past it, the event ends as a failed attempt would end it.
+        if (this.windowEnded(delivery, now) && patched(WEBHOOK_DEFERRAL_WINDOW_PATCH)) {
+          delivery.state = 'failed';
+          delivery.lastError = `the retry window ended before an attempt could be made (${result.reason})`;
+          delete delivery.nextAttemptAt;
+          return;
+        }
         const wait =
           result.retryAfterMs !== undefined
             ? Math.min(this.input.policy.retryMaxIntervalMs, result.retryAfterMs)
@@ -257,11 +266,11 @@ class WebhookDelivery {
         delivery.lastError = result.error;
         if (result.status !== undefined) delivery.lastStatus = result.status;
         else delete delivery.lastStatus;
-        const { retryInitialMs, retryMaxIntervalMs, retryForMs } = this.input.policy;
+        const { retryInitialMs, retryMaxIntervalMs } = this.input.policy;
         const previous = this.state.backoffMs[delivery.endpoint];
         const backoff = previous === undefined ? retryInitialMs : Math.min(retryMaxIntervalMs, previous * 2);
         this.state.backoffMs[delivery.endpoint] = backoff;
-        if (now - Date.parse(delivery.dueSince) >= retryForMs) {
+        if (this.windowEnded(delivery, now)) {
           delivery.state = 'failed';
           delete delivery.nextAttemptAt;
         } else {
@@ -269,6 +278,11 @@ class WebhookDelivery {
         }
       }
     }
+  }
+
+  /** WEBHOOK_RETRY_FOR_MS has passed since the event (or its redelivery) became due. */
+  private windowEnded(delivery: EndpointDelivery, now: number): boolean {
+    return now - Date.parse(delivery.dueSince) >= this.input.policy.retryForMs;
   }
 
   /**

@@ -382,7 +382,10 @@ export function formatNormal(report: NormalReport, header: string[]): string {
     lines.push(
       `  orders whose final event arrived: ${deliveries.ordersWithFinalEvent}/${deliveries.orders}; ` +
         `deliveries ${deliveries.deliveries} for ${deliveries.events} events; unverified ${deliveries.unverified}; ` +
-        `orders with a delivery workflow (a first try failed) ${deliveries.handedOff ?? 'n/a'}`,
+        `orders with a delivery workflow (a first try failed) ${deliveries.handedOff ?? 'n/a'}` +
+        (deliveries.handOffReasons
+          ? `; handed-off events: ${JSON.stringify(deliveries.handOffReasons)}`
+          : ''),
     );
     lines.push(
       table([

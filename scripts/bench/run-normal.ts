@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import type { OrderType } from '../../contract/schemas';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { orderWorkflowId, workflowTypeByOrderType } from '../../contract/order';
-import { webhookDeliveryWorkflowId } from '../../contract/webhooks';
+import { webhookDeliveryWorkflowId, type WebhookDeliveryState } from '../../contract/webhooks';
 import type { BenchOptions } from './args';
 import { meanActions, type BillableActions } from './billable-actions';
 import {
@@ -95,6 +95,11 @@ export interface WebhookDeliveryReport {
   ordersWithFinalEvent: number;
   /** Orders with a delivery workflow: an event's first try failed (or its endpoint was cooling). */
   handedOff?: number;
+  /**
+   * Why events went to those delivery workflows, per event: the first try's error (`first try
+   * failed: …`), or `not tried` (the endpoint's breaker cooling or full, or the order already behind).
+   */
+  handOffReasons?: Record<string, number>;
   /** Distinct events (webhook ids) received, and every delivery (a retry is a second one). */
   events: number;
   deliveries: number;
@@ -679,15 +684,15 @@ async function deliveriesOf(
     if (!first.has(d.id)) first.set(d.id, d.receivedAt - Date.parse(d.message!.timestamp));
   }
   // Orders whose announcement handed an event to a delivery workflow (the first try did not settle it).
-  const handedOff = (
-    await listWorkflows(
-      ctx.client,
-      webhookDeliveryWorkflowId(workflowIdPrefix(runId, phaseName, stack.webhooks!.clientId)),
-    )
-  ).length;
+  const handedOffWorkflows = await listWorkflows(
+    ctx.client,
+    webhookDeliveryWorkflowId(workflowIdPrefix(runId, phaseName, stack.webhooks!.clientId)),
+  );
+  const handOffReasons = await handOffReasonsOf(ctx, handedOffWorkflows);
   const result: WebhookDeliveryReport = {
     orders: report.load.ok,
-    handedOff,
+    handedOff: handedOffWorkflows.length,
+    handOffReasons,
     ordersWithFinalEvent: withFinal(),
     events: first.size,
     deliveries: mine().length,
@@ -696,9 +701,40 @@ async function deliveriesOf(
     latencyMs: summarize([...first.values()]),
     waitedS,
   };
+  log(`  webhooks handed off: ${JSON.stringify(handOffReasons)}`);
   log(
     `  webhooks: ${result.events} events to ${result.ordersWithFinalEvent}/${settled} orders' final status, ` +
       `p50 ${result.latencyMs.p50} ms after the change`,
   );
   return result;
+}
+
+/** Per handed-off event: the first try's error with digits blanked (one key per kind), or `not tried`. */
+async function handOffReasonsOf(
+  ctx: RunContext,
+  workflows: { workflowId: string; status: string }[],
+): Promise<Record<string, number>> {
+  const reasons: Record<string, number> = {};
+  for (const w of workflows) {
+    if (w.status !== 'COMPLETED') {
+      reasons[`delivery workflow ${w.status}`] = (reasons[`delivery workflow ${w.status}`] ?? 0) + 1;
+      continue;
+    }
+    const state = (await ctx.client.workflow.getHandle(w.workflowId).result()) as WebhookDeliveryState;
+    const behind = new Set<string>();
+    for (const { event } of state.events) {
+      for (const target of event.targets) {
+        const tried = event.directAttempts?.find((a) => a.endpoint === target);
+        // Once an event of an order went to the workflow, the order's later events follow it there.
+        const key = behind.has(target)
+          ? 'after an earlier hand-off of its order'
+          : tried
+            ? `first try failed: ${tried.error.replace(/\d+/g, 'N')}`
+            : `not tried: ${event.untried?.find((u) => u.endpoint === target)?.reason ?? 'unknown'}`;
+        behind.add(target);
+        reasons[key] = (reasons[key] ?? 0) + 1;
+      }
+    }
+  }
+  return reasons;
 }

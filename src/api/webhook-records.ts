@@ -11,6 +11,7 @@ import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-wor
 import { finalStatuses } from '../../contract/order';
 import {
   type AnnounceOutcome,
+  type EndpointDelivery,
   type EventDeliveries,
   type WebhookDeliveryState,
 } from '../../contract/webhooks';
@@ -63,9 +64,11 @@ export function mergedState(
 ): WebhookDeliveryState | undefined {
   if (outcomes.length === 0) return workflow;
   const records = new Map<string, EventDeliveries>();
+  const handedOff = new Map<string, string[]>();
   for (const outcome of outcomes) {
     const event = outcome.event!;
     records.set(event.id, { event, deliveries: [...outcome.deliveries] });
+    handedOff.set(event.id, outcome.handedOff);
   }
   for (const record of workflow?.events ?? []) {
     const direct = records.get(record.event.id);
@@ -79,6 +82,20 @@ export function mergedState(
       ...record.deliveries,
     ].sort((a, b) => direct.event.targets.indexOf(a.endpoint) - direct.event.targets.indexOf(b.endpoint));
   }
+  // Handed off, yet the delivery workflow's current run has no record of it: that run never got it.
+  for (const [id, endpoints] of handedOff) {
+    const record = records.get(id)!;
+    for (const endpoint of endpoints) {
+      if (record.deliveries.some((d) => d.endpoint === endpoint)) continue;
+      record.deliveries.push({
+        endpoint,
+        state: 'failed',
+        attempts: 0,
+        dueSince: record.event.timestamp,
+        lastError: `${NOT_SENT}: the delivery workflow has no record of it (the run it went to was terminated, or is past retention); ${REDELIVER}`,
+      });
+    }
+  }
   const events = [...records.values()].sort((a, b) => a.event.sequence - b.event.sequence);
   const policy = workflow?.policy ?? outcomes.find((o) => o.policy)?.policy;
   if (!policy) return workflow;
@@ -90,5 +107,29 @@ export function mergedState(
     orderFinal:
       (workflow?.orderFinal ?? false) || events.some((e) => finalStatuses.includes(e.event.view.status)),
     backoffMs: workflow?.backoffMs ?? {},
+  };
+}
+
+const NOT_SENT = 'not sent and not retried';
+const REDELIVER = 'redeliver the event to send it';
+
+/**
+ * The state of a delivery workflow that stopped before it had settled everything (terminated, timed
+ * out, failed, cancelled: Temporal's buttons, not its own code): what it left pending will never be
+ * tried again, so it is shown `failed`, saying why and what sends it. Its attempts so far, its
+ * deferrals and its ids stay as they were; a redelivery starts a new run from this state.
+ */
+export function stoppedRunState(state: WebhookDeliveryState, status: string): WebhookDeliveryState {
+  const lastError = `${NOT_SENT}: its delivery workflow was ${status.toLowerCase().replace('_', ' ')}; ${REDELIVER}`;
+  return {
+    ...state,
+    events: state.events.map((record) => ({
+      ...record,
+      deliveries: record.deliveries.map((d): EndpointDelivery => {
+        if (d.state !== 'pending') return d;
+        const { nextAttemptAt: _never, ...rest } = d;
+        return { ...rest, state: 'failed', lastError };
+      }),
+    })),
   };
 }

@@ -21,7 +21,7 @@ import {
   type WebhookEventType,
 } from '../../contract/webhooks';
 import { ApiError } from './errors';
-import { announcedOutcomes, mergedState } from './webhook-records';
+import { announcedOutcomes, mergedState, stoppedRunState } from './webhook-records';
 import type { OrderService } from './orders';
 
 export interface WebhookServiceOptions {
@@ -146,14 +146,20 @@ export class WebhookService {
     return caller.id === owner && this.#o.clients.webhooksOf(caller.id).length > 0;
   }
 
-  /** The delivery workflow's state: queried while it runs, its result once closed, nothing if there is none. */
+  /**
+   * The delivery workflow's state: queried while it runs, its result once completed, its state when
+   * it stopped if Temporal stopped it (terminate, timeout), nothing if there is none.
+   */
   async #workflowState(orderWorkflowId: string): Promise<WebhookDeliveryState | undefined> {
     const handle = this.#o.client.workflow.getHandle(webhookDeliveryWorkflowId(orderWorkflowId));
     try {
       const description = await this.#timed(() => handle.describe());
-      if (description.status.name === 'COMPLETED')
+      const status = description.status.name;
+      if (status === 'COMPLETED')
         return await this.#timed(() => handle.result() as Promise<WebhookDeliveryState>);
-      return await this.#timed(() => handle.query(webhookDeliveriesQuery));
+      // A closed run answers the query too (a worker replays it): its state when it stopped.
+      const state = await this.#timed(() => handle.query(webhookDeliveriesQuery));
+      return status === 'RUNNING' ? state : stoppedRunState(state, status);
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return undefined;
       throw err;

@@ -13,7 +13,7 @@ import { createDeliveryActivities, type DirectDelivery } from '../../activities/
 import { accountReport } from '../../src/api/account';
 import { registerAccountGauges } from '../../src/api/metrics';
 import { PrometheusMetrics } from '../../src/observability/prometheus';
-import { announcedOutcomes, mergedState } from '../../src/api/webhook-records';
+import { announcedOutcomes, mergedState, stoppedRunState } from '../../src/api/webhook-records';
 import { apiTestConfig, startTestApi, testClientsFile, type TestApi } from '../../src/api/testing';
 import type { ClientsFile, WebhookEndpoint } from '../../src/clients/model';
 import { ClientRegistry } from '../../src/clients/registry';
@@ -63,6 +63,8 @@ export interface WebhookStack {
   temporal: TestTemporal;
   /** The order worker's task queue. */
   taskQueue: string;
+  /** The delivery workflows' task queue (WEBHOOK_TASK_QUEUE). */
+  webhookTaskQueue: string;
   sandbox: TestSandbox;
   client: Client;
   api: TestApi;
@@ -108,6 +110,8 @@ export async function startWebhookStack(options: {
   policy?: Partial<WebhookDeliveryPolicy>;
   /** The announcements' direct tries (activities/webhooks.ts DirectDelivery): limits for a test. */
   direct?: Omit<DirectDelivery, 'deliver'>;
+  /** The delivery worker's sender timeout, WEBHOOK_TIMEOUT_MS (default TEST_WEBHOOK_TIMEOUT_MS). */
+  senderTimeoutMs?: number;
   /** The delivery worker's WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT (default: unbounded). */
   maxInFlightPerEndpoint?: number;
   sandboxTimeScale?: number;
@@ -126,7 +130,7 @@ export async function startWebhookStack(options: {
   const nativeConnection = await NativeConnection.connect({ address: temporal.address });
   const workflowCode = workflowCodeOptions();
   const sender = new WebhookSender({
-    timeoutMs: TEST_WEBHOOK_TIMEOUT_MS,
+    timeoutMs: options.senderTimeoutMs ?? TEST_WEBHOOK_TIMEOUT_MS,
     policy: new AddressPolicy(options.allowedNetworks ?? ['127.0.0.1/32']),
     lookup: options.lookup,
   });
@@ -199,6 +203,7 @@ export async function startWebhookStack(options: {
   return {
     temporal,
     taskQueue,
+    webhookTaskQueue,
     sandbox,
     client,
     api,
@@ -212,7 +217,8 @@ export async function startWebhookStack(options: {
         try {
           const { status } = await handle.describe();
           if (status.name === 'COMPLETED') return (await handle.result()) as WebhookDeliveryState;
-          return await handle.query(webhookDeliveriesQuery);
+          const state = await handle.query(webhookDeliveriesQuery);
+          return status.name === 'RUNNING' ? state : stoppedRunState(state, status.name);
         } catch (err) {
           if ((err as Error).name === 'WorkflowNotFoundError') return undefined;
           throw err;

@@ -20,6 +20,56 @@ function admitted(g: DirectGate, key: string, asked = 10): number {
   return n;
 }
 
+describe('first tries: a short wait for a prompt endpoint’s slot', () => {
+  function waitingGate(maxWaitMs = 100) {
+    let now = 1_000_000;
+    const g = new DirectGate({ maxInFlight: 2, cooldownMs: 10_000, maxWaitMs, clock: () => now });
+    return { g, advance: (ms: number) => (now += ms) };
+  }
+  /** Starts a try and ends it after `tookMs`: the endpoint's record of how long its tries take. */
+  function tried(g: DirectGate, key: string, tookMs: number) {
+    assert.ok(g.enter(key));
+    g.leave(key, true, tookMs);
+  }
+
+  it('a prompt endpoint’s try waits for a slot and gets the first that frees, the receiver never having more than maxInFlight', async () => {
+    const { g } = waitingGate();
+    tried(g, 'a:1', 20);
+    assert.equal(admitted(g, 'a:1'), 2);
+    const waiting = g.enterOrWait('a:1');
+    g.leave('a:1', true, 20);
+    assert.equal(await waiting, true);
+    assert.equal(admitted(g, 'a:1'), 0, 'the freed slot went to the waiting try');
+  });
+
+  it('an endpoint with no record, or a slow one, waits for nothing', async () => {
+    const { g } = waitingGate();
+    assert.equal(admitted(g, 'a:new'), 2);
+    assert.equal(await g.enterOrWait('a:new'), false);
+    tried(g, 'a:slow', 1_500);
+    assert.equal(admitted(g, 'a:slow'), 2);
+    assert.equal(await g.enterOrWait('a:slow'), false);
+  });
+
+  it('a wait ends after maxWaitMs, and at once when the endpoint fails; no more wait than maxInFlight', async () => {
+    const { g } = waitingGate(50);
+    tried(g, 'a:1', 20);
+    assert.equal(admitted(g, 'a:1'), 2);
+    const started = Date.now();
+    assert.equal(await g.enterOrWait('a:1'), false);
+    assert.ok(Date.now() - started >= 45);
+    const waits = [g.enterOrWait('a:1'), g.enterOrWait('a:1'), g.enterOrWait('a:1')];
+    assert.equal(await waits[2], false, 'a third waiter beyond maxInFlight is handed off at once');
+    g.leave('a:1', false);
+    assert.deepEqual(
+      await Promise.all(waits.slice(0, 2)),
+      [false, false],
+      'cooling: the waiting are handed off',
+    );
+    assert.equal(g.refusal('a:1'), 'cooling');
+  });
+});
+
 describe('first tries: the circuit breaker per endpoint', () => {
   it('a healthy endpoint gets maxInFlight tries at once, and more as they end', () => {
     const { g } = gate();
