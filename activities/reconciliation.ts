@@ -852,18 +852,12 @@ function describeSeen(topUp: TopUpSeen): string {
 async function askById(provider: ReconciliationProvider, type: OrderType, id: string): Promise<IdAnswer> {
   try {
     switch (type) {
-      case 'mobile_topup': {
-        const check = await provider.checkMobileTopupById(id);
-        return {
-          kind: 'status',
-          status: check.status,
-          ref: check.ref,
-          createdAt: check.created_at,
-          ...(check.topup_amount !== undefined && { amount: check.topup_amount }),
-        };
-      }
+      case 'mobile_topup':
       case 'internet_topup': {
-        const check = await provider.checkInternetTopupById(id);
+        const check =
+          type === 'mobile_topup'
+            ? await provider.checkMobileTopupById(id)
+            : await provider.checkInternetTopupById(id);
         return {
           kind: 'status',
           status: check.status,

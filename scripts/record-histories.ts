@@ -887,33 +887,7 @@ async function recordDeferredScenario(
     maxInFlightPerEndpoint: 1,
   });
   try {
-    const ids = await Promise.all(
-      [newRef('wh-deferred'), newRef('wh-deferred')].map(async (ref) => {
-        const res = await stack.api.request('POST', '/v1/orders', {
-          body: mobileRequest(ref),
-          apiKey: 'recorder-key',
-        });
-        if (res.status !== 201) throw new Error(`submitting ${ref}: ${res.status} ${res.text}`);
-        return webhookDeliveryWorkflowId(orderWorkflowId(ref, 'recorder'));
-      }),
-    );
-    // Each starts with its order's first event (a signal-with-start from the order's first task).
-    const results = await Promise.all(
-      ids.map(async (id) => {
-        const handle = stack.client.workflow.getHandle(id);
-        await eventually(
-          () =>
-            handle.describe().then(
-              (d) => d.status.name,
-              () => 'NOT STARTED',
-            ),
-          (status) => status !== 'NOT STARTED',
-          `${id} started`,
-          60_000,
-        );
-        return (await handle.result()) as WebhookDeliveryState;
-      }),
-    );
+    const { ids, results } = await twoOrdersDeliveries(stack, 'wh-deferred');
     const at = results.findIndex((r) =>
       r.events.some((e) => e.deliveries.some((d) => (d.deferrals ?? 0) > 0)),
     );
@@ -925,6 +899,43 @@ async function recordDeferredScenario(
     await stack.stop();
     await receiver.close();
   }
+}
+
+/**
+ * Two orders of the `recorder` client submitted at once, and their delivery workflows' results:
+ * each starts with its order's first event (a signal-with-start from the order's first task).
+ */
+async function twoOrdersDeliveries(
+  stack: Awaited<ReturnType<typeof startWebhookStack>>,
+  refPrefix: string,
+): Promise<{ ids: string[]; results: WebhookDeliveryState[] }> {
+  const ids = await Promise.all(
+    [newRef(refPrefix), newRef(refPrefix)].map(async (ref) => {
+      const res = await stack.api.request('POST', '/v1/orders', {
+        body: mobileRequest(ref),
+        apiKey: 'recorder-key',
+      });
+      if (res.status !== 201) throw new Error(`submitting ${ref}: ${res.status} ${res.text}`);
+      return webhookDeliveryWorkflowId(orderWorkflowId(ref, 'recorder'));
+    }),
+  );
+  const results = await Promise.all(
+    ids.map(async (id) => {
+      const handle = stack.client.workflow.getHandle(id);
+      await eventually(
+        () =>
+          handle.describe().then(
+            (d) => d.status.name,
+            () => 'NOT STARTED',
+          ),
+        (status) => status !== 'NOT STARTED',
+        `${id} started`,
+        60_000,
+      );
+      return (await handle.result()) as WebhookDeliveryState;
+    }),
+  );
+  return { ids, results };
 }
 
 /**
@@ -963,32 +974,7 @@ async function recordDeferralExpiredScenario(
     maxInFlightPerEndpoint: 1,
   });
   try {
-    const ids = await Promise.all(
-      [newRef('wh-expired'), newRef('wh-expired')].map(async (ref) => {
-        const res = await stack.api.request('POST', '/v1/orders', {
-          body: mobileRequest(ref),
-          apiKey: 'recorder-key',
-        });
-        if (res.status !== 201) throw new Error(`submitting ${ref}: ${res.status} ${res.text}`);
-        return webhookDeliveryWorkflowId(orderWorkflowId(ref, 'recorder'));
-      }),
-    );
-    const results = await Promise.all(
-      ids.map(async (id) => {
-        const handle = stack.client.workflow.getHandle(id);
-        await eventually(
-          () =>
-            handle.describe().then(
-              (d) => d.status.name,
-              () => 'NOT STARTED',
-            ),
-          (status) => status !== 'NOT STARTED',
-          `${id} started`,
-          60_000,
-        );
-        return (await handle.result()) as WebhookDeliveryState;
-      }),
-    );
+    const { ids, results } = await twoOrdersDeliveries(stack, 'wh-expired');
     const at = results.findIndex((r) =>
       r.events.some((e) => e.deliveries.some((d) => d.state === 'failed' && (d.deferrals ?? 0) > 0)),
     );
