@@ -26,6 +26,8 @@ const FLOOD = Number(process.env.CLUSTER_NOISY_ORDERS ?? 400);
 const BATCH = 100;
 /** A's orders waiting for their send when B's order came: with fewer, there was no line to jump. */
 const MIN_BACKLOG = 20;
+/** B's orders judged, at the least: fewer say nothing of the order the queue keeps. */
+const MIN_JUDGED = 4;
 const run = randomUUID().slice(0, 6).toUpperCase();
 /** The end the chaos checks allow: FULFILLED, or parked in review for an operator; never lost. */
 const settled = (status: string) => status === 'FULFILLED' || status === 'NEEDS_REVIEW';
@@ -169,6 +171,11 @@ describe(
           (starved.length
             ? `; after a workflow task timed out: ${starved.map((j) => `${j.ahead}/${j.waiting}`).join(', ')}`
             : ''),
+      );
+      // A run that formed no line, or whose B orders all waited on a starved worker, judged nothing.
+      assert.ok(
+        judged.length >= MIN_JUDGED,
+        `B's orders that came while a line of ${MIN_BACKLOG} A orders waited, and were not starved: ${judged.length}`,
       );
       const stuck = judged.filter((j) => !j.jumped);
       for (const j of stuck)

@@ -346,12 +346,12 @@ describe('a worker process killed while an order is in flight', () => {
         .filter((r) => r.receivedAt >= since)
         .map((r) => r.page ?? 0);
       const readsOf = (page: number) => pages.filter((p) => p === page).length;
-      // The pages up to the cursor Temporal held were read once; the one after it twice at most.
+      // The pages up to the cursor Temporal held were read once; each after it twice at most (the
+      // SDK sends heartbeats batched, so the killed worker may have read past the cursor Temporal had).
       for (let page = 1; page <= cursor; page++)
         assert.equal(readsOf(page), 1, `page ${page}: ${pages.join(',')}`);
       for (let page = cursor + 1; page <= 4; page++)
         assert.ok(readsOf(page) >= 1 && readsOf(page) <= 2, `page ${page}: ${pages.join(',')}`);
-      assert.ok(pages.length <= 4 + 1, `at most the page in flight read again: ${pages.join(',')}`);
       // Every row no order explains was checked by its id once (the kill came before any check).
       const checks = (await sandbox.requests('mobile.checkId')).filter((r) => r.receivedAt >= since);
       assert.equal(checks.length, 350);
