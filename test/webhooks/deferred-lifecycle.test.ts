@@ -210,7 +210,8 @@ describe(
       }
 
       // A later event of the order (one an operator's decision would announce) starts a new run, as
-      // the announcement does: that run never had the three events the terminated one held.
+      // the announcement does: that run never had the three events the terminated one held, and the
+      // view still shows them as the terminated run left them.
       const later: WebhookEvent = {
         ...fabricated(orderWfId),
         id: webhookEventId(orderWfId, 4),
@@ -227,8 +228,9 @@ describe(
         assert.equal(e.deliveries[0]!.state, 'failed', JSON.stringify(e));
         assert.match(
           e.deliveries[0]!.lastError ?? '',
-          /has no record of it .*redeliver the event to send it/,
+          /delivery workflow was terminated; redeliver the event to send it/,
         );
+        assert.equal(e.deliveries[0]!.nextAttemptAt, undefined, JSON.stringify(e));
       }
       await released;
       assert.deepEqual(
