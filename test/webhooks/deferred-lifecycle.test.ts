@@ -192,8 +192,15 @@ describe(
       const orderWfId = await submit(ref);
       const workflowId = webhookDeliveryWorkflowId(orderWfId);
       await deferring(workflowId);
-      await stack.client.workflow.getHandle(workflowId).terminate('test: terminated while deferring');
+      // Every event of the order handed to this run first: one handed off after the terminate would
+      // start a new run, and be delivered there.
       await stack.client.workflow.getHandle(orderWfId).result();
+      await eventually(
+        () => stack.client.workflow.getHandle(workflowId).query(webhookDeliveriesQuery),
+        (s) => s.events.length === 3 && s.events.some((e) => e.event.type === 'order.fulfilled'),
+        `${workflowId}: the order's three events, order.fulfilled among them`,
+      );
+      await stack.client.workflow.getHandle(workflowId).terminate('test: terminated while deferring');
       const stopped = await eventually(
         () => deliveriesView(ref),
         (v) => v.events.some((e) => e.type === 'order.fulfilled'),
