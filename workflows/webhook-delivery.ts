@@ -246,7 +246,9 @@ class WebhookDelivery {
         // The window runs from dueSince, deferrals included: past it, the event ends as a failed attempt would end it.
         if (this.windowEnded(delivery, now) && patched(WEBHOOK_DEFERRAL_WINDOW_PATCH)) {
           delivery.state = 'failed';
-          delivery.lastError = `the retry window ended before an attempt could be made (${result.reason})`;
+          // An earlier attempt's error stays: it says why the event failed before it waited its turn.
+          const earlier = delivery.lastError !== undefined ? `; the last attempt: ${delivery.lastError}` : '';
+          delivery.lastError = `the retry window ended before its next attempt could be made (${result.reason})${earlier}`;
           delete delivery.nextAttemptAt;
           return;
         }

@@ -5,11 +5,13 @@
  * deliveries — and whatever was handed off lives in the order's delivery workflow. This reads the
  * first and merges the two into one state, as the routes show it.
  */
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { finalStatuses } from '../../contract/order';
 import {
+  webhookDeliveriesQuery,
+  webhookDeliveryWorkflowId,
   type AnnounceOutcome,
   type EndpointDelivery,
   type EventDeliveries,
@@ -52,15 +54,117 @@ export async function announcedOutcomes(client: Client, orderWorkflowId: string)
   }
 }
 
+/** Runs each call to Temporal under the caller's deadline (the API's request timeout). */
+export type Timed = <T>(fn: () => Promise<T>) => Promise<T>;
+const untimed: Timed = (fn) => fn();
+
+/** One run's state: queried while it runs, its result once completed, its state when Temporal stopped it. */
+async function runState(handle: WorkflowHandle, status: string, timed: Timed): Promise<WebhookDeliveryState> {
+  if (status === 'COMPLETED') return await timed(() => handle.result() as Promise<WebhookDeliveryState>);
+  // A closed run answers the query too (a worker replays it): its state when it stopped.
+  const state = await timed(() => handle.query(webhookDeliveriesQuery));
+  return status === 'RUNNING' ? state : stoppedRunState(state, status);
+}
+
+/** The order's delivery workflow's latest run (nothing if there is none) and its state. */
+export async function latestDeliveryRun(
+  client: Client,
+  orderWorkflowId: string,
+  timed: Timed = untimed,
+): Promise<{ runId: string; state: WebhookDeliveryState } | undefined> {
+  const handle = client.workflow.getHandle(webhookDeliveryWorkflowId(orderWorkflowId));
+  try {
+    const description = await timed(() => handle.describe());
+    const run = client.workflow.getHandle(handle.workflowId, description.runId, { followRuns: false });
+    return { runId: description.runId, state: await runState(run, description.status.name, timed) };
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The states of the delivery workflow's runs before `latestRunId`, newest first. A run closes once
+ * its order is final and everything is settled; a late event of the order then starts a new run
+ * with nothing carried over, and what the earlier runs did stays in them. (A run that continued as
+ * new carried its state into the next: only the last of such a chain is read.)
+ */
+export async function earlierDeliveryRuns(
+  client: Client,
+  orderWorkflowId: string,
+  latestRunId: string,
+  timed: Timed = untimed,
+): Promise<WebhookDeliveryState[]> {
+  const workflowId = webhookDeliveryWorkflowId(orderWorkflowId);
+  const query = `WorkflowId = '${workflowId.replace(/'/g, "\\'")}' AND ExecutionStatus != 'ContinuedAsNew'`;
+  const runs = await timed(async () => {
+    const found: { runId: string; startTime: Date }[] = [];
+    for await (const run of client.workflow.list({ query })) {
+      if (run.runId !== latestRunId) found.push({ runId: run.runId, startTime: run.startTime });
+    }
+    return found;
+  });
+  runs.sort((a, b) => b.startTime.getTime() - a.startTime.getTime());
+  return Promise.all(
+    runs.map(async ({ runId }) => {
+      const handle = client.workflow.getHandle(workflowId, runId, { followRuns: false });
+      // The run's own status: the list (visibility) may lag behind it.
+      const { status } = await timed(() => handle.describe());
+      return runState(handle, status.name, timed);
+    }),
+  );
+}
+
+/**
+ * Every event of the order and its deliveries, as the routes show them: those its announcements
+ * settled themselves (the order's history) merged with its delivery workflow's. `workflow` is the
+ * latest run's own state (what a redelivery carries into a new run, and what a running one knows).
+ */
+export async function orderDeliveryRecords(
+  client: Client,
+  orderWorkflowId: string,
+  timed: Timed = untimed,
+): Promise<{ merged: WebhookDeliveryState | undefined; workflow: WebhookDeliveryState | undefined }> {
+  const [outcomes, latest] = await Promise.all([
+    timed(() => announcedOutcomes(client, orderWorkflowId)),
+    latestDeliveryRun(client, orderWorkflowId, timed),
+  ]);
+  const workflow = latest?.state;
+  // Only when the latest run lacks something handed off are the earlier runs read (a listing).
+  const earlier =
+    latest && unrecorded(outcomes, workflow).length > 0
+      ? await earlierDeliveryRuns(client, orderWorkflowId, latest.runId, timed)
+      : [];
+  const owner = outcomes[0]?.event?.client ?? workflow?.client ?? '';
+  return { merged: mergedState(outcomes, workflow, orderWorkflowId, owner, earlier), workflow };
+}
+
+/** The handed-off (event id, endpoint) pairs `workflow` has no record of. */
+function unrecorded(
+  outcomes: AnnounceOutcome[],
+  workflow: WebhookDeliveryState | undefined,
+): { id: string; endpoint: string }[] {
+  const recorded = new Set(
+    (workflow?.events ?? []).flatMap((r) => r.deliveries.map((d) => `${r.event.id} ${d.endpoint}`)),
+  );
+  return outcomes.flatMap((o) =>
+    o.handedOff
+      .filter((endpoint) => !recorded.has(`${o.event!.id} ${endpoint}`))
+      .map((endpoint) => ({ id: o.event!.id, endpoint })),
+  );
+}
+
 /**
  * One state from both places. Per event and endpoint the delivery workflow's record wins: it has the
- * endpoint because the direct try failed, or because a redelivery gave it the event since.
+ * endpoint because the direct try failed, or because a redelivery gave it the event since. What was
+ * handed off and the latest run lacks comes from the newest of the `earlier` runs that has it.
  */
 export function mergedState(
   outcomes: AnnounceOutcome[],
   workflow: WebhookDeliveryState | undefined,
   orderWorkflowId: string,
   client: string,
+  earlier: WebhookDeliveryState[] = [],
 ): WebhookDeliveryState | undefined {
   if (outcomes.length === 0) return workflow;
   const records = new Map<string, EventDeliveries>();
@@ -82,19 +186,33 @@ export function mergedState(
       ...record.deliveries,
     ].sort((a, b) => direct.event.targets.indexOf(a.endpoint) - direct.event.targets.indexOf(b.endpoint));
   }
-  // Handed off, yet the delivery workflow's current run has no record of it: that run never got it.
+  const inEarlierRun = (id: string, endpoint: string): EndpointDelivery | undefined => {
+    for (const run of earlier) {
+      const found = run.events
+        .find((r) => r.event.id === id)
+        ?.deliveries.find((d) => d.endpoint === endpoint);
+      if (found) return found;
+    }
+    return undefined;
+  };
   for (const [id, endpoints] of handedOff) {
     const record = records.get(id)!;
     for (const endpoint of endpoints) {
       if (record.deliveries.some((d) => d.endpoint === endpoint)) continue;
-      record.deliveries.push({
-        endpoint,
-        state: 'failed',
-        attempts: 0,
-        dueSince: record.event.timestamp,
-        lastError: `${NOT_SENT}: the delivery workflow has no record of it (the run it went to was terminated, or is past retention); ${REDELIVER}`,
-      });
+      // Handed off, and no run of the delivery workflow still kept has a record of it: none will send it.
+      record.deliveries.push(
+        inEarlierRun(id, endpoint) ?? {
+          endpoint,
+          state: 'failed',
+          attempts: 0,
+          dueSince: record.event.timestamp,
+          lastError: `${NOT_SENT}: no run of its delivery workflow has a record of it (the run it went to is past retention, or was stopped before it took the event); ${REDELIVER}`,
+        },
+      );
     }
+    record.deliveries.sort(
+      (a, b) => record.event.targets.indexOf(a.endpoint) - record.event.targets.indexOf(b.endpoint),
+    );
   }
   const events = [...records.values()].sort((a, b) => a.event.sequence - b.event.sequence);
   const policy = workflow?.policy ?? outcomes.find((o) => o.policy)?.policy;

@@ -6,13 +6,12 @@
  * Only the order's owner reaches these: the endpoints and what they were sent are its own
  * integration's business. Another client's order is a 404 here as everywhere.
  */
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Caller, ClientRegistry } from '../clients/registry';
 import type { WebhookEndpoint } from '../clients/model';
 import {
   redeliverSignal,
-  webhookDeliveriesQuery,
   webhookDeliveryWorkflowId,
   webhookDeliveryWorkflowType,
   type EndpointDelivery,
@@ -21,7 +20,7 @@ import {
   type WebhookEventType,
 } from '../../contract/webhooks';
 import { ApiError } from './errors';
-import { announcedOutcomes, mergedState, stoppedRunState } from './webhook-records';
+import { orderDeliveryRecords } from './webhook-records';
 import type { OrderService } from './orders';
 
 export interface WebhookServiceOptions {
@@ -147,39 +146,14 @@ export class WebhookService {
   }
 
   /**
-   * The delivery workflow's state: queried while it runs, its result once completed, its state when
-   * it stopped if Temporal stopped it (terminate, timeout), nothing if there is none.
-   */
-  async #workflowState(orderWorkflowId: string): Promise<WebhookDeliveryState | undefined> {
-    const handle = this.#o.client.workflow.getHandle(webhookDeliveryWorkflowId(orderWorkflowId));
-    try {
-      const description = await this.#timed(() => handle.describe());
-      const status = description.status.name;
-      if (status === 'COMPLETED')
-        return await this.#timed(() => handle.result() as Promise<WebhookDeliveryState>);
-      // A closed run answers the query too (a worker replays it): its state when it stopped.
-      const state = await this.#timed(() => handle.query(webhookDeliveriesQuery));
-      return status === 'RUNNING' ? state : stoppedRunState(state, status);
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return undefined;
-      throw err;
-    }
-  }
-
-  /**
    * Every event of the order and its deliveries: those its announcements settled themselves (the
-   * order's history) with those of its delivery workflow (webhook-records.ts).
+   * order's history) with those of its delivery workflow's runs (webhook-records.ts).
    */
-  async #state(orderWorkflowId: string): Promise<{
+  #state(orderWorkflowId: string): Promise<{
     merged: WebhookDeliveryState | undefined;
     workflow: WebhookDeliveryState | undefined;
   }> {
-    const [outcomes, workflow] = await Promise.all([
-      this.#timed(() => announcedOutcomes(this.#o.client, orderWorkflowId)),
-      this.#workflowState(orderWorkflowId),
-    ]);
-    const owner = outcomes[0]?.event?.client ?? workflow?.client ?? '';
-    return { merged: mergedState(outcomes, workflow, orderWorkflowId, owner), workflow };
+    return orderDeliveryRecords(this.#o.client, orderWorkflowId, (fn) => this.#timed(fn));
   }
 
   /** The per-endpoint summary for the order view (see showsDeliveries). */

@@ -6,14 +6,14 @@
  * (src/webhooks/receiver.ts) that verify with the standardwebhooks library.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { createDeliveryActivities, type DirectDelivery } from '../../activities/webhooks';
 import { accountReport } from '../../src/api/account';
 import { registerAccountGauges } from '../../src/api/metrics';
 import { PrometheusMetrics } from '../../src/observability/prometheus';
-import { announcedOutcomes, mergedState, stoppedRunState } from '../../src/api/webhook-records';
+import { orderDeliveryRecords } from '../../src/api/webhook-records';
 import { apiTestConfig, startTestApi, testClientsFile, type TestApi } from '../../src/api/testing';
 import type { ClientsFile, WebhookEndpoint } from '../../src/clients/model';
 import { ClientRegistry } from '../../src/clients/registry';
@@ -25,12 +25,7 @@ import type { RunningReceiver } from '../../src/webhooks/receiver';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { WebhookSender } from '../../src/webhooks/sender';
 import { createOrderWorker, createWebhookWorker } from '../../src/worker/worker';
-import {
-  webhookDeliveriesQuery,
-  webhookDeliveryWorkflowId,
-  type WebhookDeliveryPolicy,
-  type WebhookDeliveryState,
-} from '../../contract/webhooks';
+import { type WebhookDeliveryPolicy, type WebhookDeliveryState } from '../../contract/webhooks';
 import {
   installTestRuntime,
   scaledTimings,
@@ -212,23 +207,7 @@ export async function startWebhookStack(options: {
     secretOf: (clientId, endpoint, version = 1) => endpointSecret(signingKey, clientId, endpoint, version),
     // What the routes read: the order's own record of its direct deliveries with its delivery workflow's.
     async deliveryState(orderWorkflowId) {
-      const handle: WorkflowHandle = client.workflow.getHandle(webhookDeliveryWorkflowId(orderWorkflowId));
-      const workflowState = async (): Promise<WebhookDeliveryState | undefined> => {
-        try {
-          const { status } = await handle.describe();
-          if (status.name === 'COMPLETED') return (await handle.result()) as WebhookDeliveryState;
-          const state = await handle.query(webhookDeliveriesQuery);
-          return status.name === 'RUNNING' ? state : stoppedRunState(state, status.name);
-        } catch (err) {
-          if ((err as Error).name === 'WorkflowNotFoundError') return undefined;
-          throw err;
-        }
-      };
-      const [outcomes, workflow] = await Promise.all([
-        announcedOutcomes(client, orderWorkflowId),
-        workflowState(),
-      ]);
-      return mergedState(outcomes, workflow, orderWorkflowId, outcomes[0]?.event?.client ?? '');
+      return (await orderDeliveryRecords(client, orderWorkflowId)).merged;
     },
     async stop() {
       await api.close();

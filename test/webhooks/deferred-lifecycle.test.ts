@@ -192,8 +192,15 @@ describe(
       const orderWfId = await submit(ref);
       const workflowId = webhookDeliveryWorkflowId(orderWfId);
       await deferring(workflowId);
-      await stack.client.workflow.getHandle(workflowId).terminate('test: terminated while deferring');
+      // Every event of the order handed to this run first: one handed off after the terminate would
+      // start a new run, and be delivered there.
       await stack.client.workflow.getHandle(orderWfId).result();
+      await eventually(
+        () => stack.client.workflow.getHandle(workflowId).query(webhookDeliveriesQuery),
+        (s) => s.events.length === 3 && s.events.some((e) => e.event.type === 'order.fulfilled'),
+        `${workflowId}: the order's three events, order.fulfilled among them`,
+      );
+      await stack.client.workflow.getHandle(workflowId).terminate('test: terminated while deferring');
       const stopped = await eventually(
         () => deliveriesView(ref),
         (v) => v.events.some((e) => e.type === 'order.fulfilled'),
@@ -210,7 +217,8 @@ describe(
       }
 
       // A later event of the order (one an operator's decision would announce) starts a new run, as
-      // the announcement does: that run never had the three events the terminated one held.
+      // the announcement does: that run never had the three events the terminated one held, and the
+      // view still shows them as the terminated run left them.
       const later: WebhookEvent = {
         ...fabricated(orderWfId),
         id: webhookEventId(orderWfId, 4),
@@ -227,8 +235,9 @@ describe(
         assert.equal(e.deliveries[0]!.state, 'failed', JSON.stringify(e));
         assert.match(
           e.deliveries[0]!.lastError ?? '',
-          /has no record of it .*redeliver the event to send it/,
+          /delivery workflow was terminated; redeliver the event to send it/,
         );
+        assert.equal(e.deliveries[0]!.nextAttemptAt, undefined, JSON.stringify(e));
       }
       await released;
       assert.deepEqual(
@@ -274,7 +283,10 @@ describe(
       assert.equal(d.state, 'failed', JSON.stringify(d));
       assert.equal(d.attempts, 0, JSON.stringify(d));
       assert.ok((d.deferrals ?? 0) >= 1, JSON.stringify(d));
-      assert.match(d.lastError ?? '', /retry window ended before an attempt/);
+      assert.match(
+        d.lastError ?? '',
+        /^the retry window ended before its next attempt could be made \(.*\)$/,
+      );
       assert.equal(d.nextAttemptAt, undefined);
       assert.ok(Date.now() - Date.parse(d.dueSince) >= 3_000);
       await released;

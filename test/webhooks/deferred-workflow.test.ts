@@ -18,6 +18,7 @@ import {
   webhookEventSignal,
   type DeliveryOutcome,
   type WebhookDeliveryInput,
+  type WebhookDeliveryPolicy,
   type WebhookDeliveryState,
   type WebhookEvent,
 } from '../../contract/webhooks';
@@ -83,10 +84,14 @@ describe('a deferred attempt in the delivery workflow', { timeout: 120_000 }, ()
 
   const deferred: DeliveryOutcome = { outcome: 'deferred', reason: 'at its cap', retryAfterMs: TURN_MS };
 
-  async function start(orderWorkflowId: string, answers: DeliveryOutcome[]) {
+  async function start(
+    orderWorkflowId: string,
+    answers: DeliveryOutcome[],
+    overrides: Partial<WebhookDeliveryPolicy> = {},
+  ) {
     scripts.set(orderWorkflowId, { answers, calls: [] });
     // Back-offs of the test policy, but a turn may be longer than its longest (1 s).
-    const policy = { ...TEST_WEBHOOK_POLICY, retryMaxIntervalMs: 120_000 };
+    const policy = { ...TEST_WEBHOOK_POLICY, retryMaxIntervalMs: 120_000, ...overrides };
     const input: WebhookDeliveryInput = { orderWorkflowId, client: 'acme', policy };
     const e = event(orderWorkflowId);
     const handle = await client.workflow.signalWithStart(webhookDeliveryWorkflowType, {
@@ -149,5 +154,31 @@ describe('a deferred attempt in the delivery workflow', { timeout: 120_000 }, ()
     assert.equal(d.attempts, 1, JSON.stringify(d));
     assert.equal(d.deferrals, undefined, JSON.stringify(d));
     assert.equal(script.calls.length, 3);
+  });
+
+  it('the retry window ends while a failed event waits its turn: it says so and keeps why its last attempt failed', async () => {
+    const { handle, script } = await start(
+      `order:acme:W-${randomUUID().slice(0, 8)}`,
+      [
+        { outcome: 'failed', error: 'HTTP 503', status: 503 },
+        ...Array(20).fill({ ...deferred, retryAfterMs: 500 }),
+      ],
+      { retryForMs: 3_000 },
+    );
+    const state = await eventually(
+      () => handle.query(webhookDeliveriesQuery),
+      (s) => s.events[0]?.deliveries[0]?.state === 'failed',
+      'failed once its window ended while deferred',
+    );
+    const d = state.events[0]!.deliveries[0]!;
+    assert.equal(d.attempts, 1, JSON.stringify(d));
+    assert.ok((d.deferrals ?? 0) >= 1, JSON.stringify(d));
+    assert.equal(
+      d.lastError,
+      'the retry window ended before its next attempt could be made (at its cap); the last attempt: HTTP 503',
+    );
+    assert.equal(d.lastStatus, 503);
+    assert.equal(d.nextAttemptAt, undefined);
+    assert.equal(script.calls.filter((_, i) => i > 0).length, d.deferrals);
   });
 });
