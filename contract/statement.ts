@@ -83,7 +83,7 @@ export interface StatementDaysReport {
   dates: string[];
   /** Closed orders listed. */
   orders: number;
-  /** Summaries written (new or changed). */
+  /** Summaries written (new, changed, or the same figures no longer trusted by their check). */
   written: number;
   /** Summaries found up to date. */
   unchanged: number;

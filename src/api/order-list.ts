@@ -30,11 +30,10 @@ import {
   OrderStatusAttribute,
   OrderTypeAttribute,
   parseOrderWorkflowId,
-  workflowTypeByOrderType,
   type OrderStatus,
 } from '../../contract/order';
 import type { OrderType } from '../../contract/schemas';
-import { LatestRuns, type OrderRun } from '../orders/latest-runs';
+import { LatestRuns, orderRunsClause, type OrderRun } from '../orders/latest-runs';
 import { ApiError } from './errors';
 import type { PageTokens } from './page-token';
 import type { ListOrdersQuery, workflowStatuses } from './schemas';
@@ -195,10 +194,9 @@ export class OrderListing {
   }
 
   #filterOf(caller: Caller, query: Omit<ListOrdersQuery, 'pageSize' | 'pageToken'>): string {
-    const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
     // Values come from zod enums and patterns, so they are safe inside the visibility query. A run
     // that continued as new is the same order as its successor: list the order once.
-    const clauses = [`WorkflowType IN (${types.join(', ')})`, `ExecutionStatus != 'ContinuedAsNew'`];
+    const clauses = [orderRunsClause()];
     const reach = this.#reachClause(caller, query.client);
     if (reach) clauses.push(reach);
     if (query.status) clauses.push(`${OrderStatusAttribute.name} = '${query.status}'`);
@@ -299,10 +297,10 @@ export class OrderListing {
     }
 
     rows.sort(newestFirst);
-    const pageRows = rows.slice(0, pageSize);
+    const pageRows = rows.slice(0, pageEnd(rows, pageSize));
     const last = pageRows.at(-1);
-    olderExist ??= rows.length <= pageSize ? (await this.#count(olderThan(w))) > 0 : true;
-    const more = rows.length > pageSize || olderExist;
+    olderExist ??= rows.length <= pageRows.length ? (await this.#count(olderThan(w))) > 0 : true;
+    const more = rows.length > pageRows.length || olderExist;
     return {
       // An order's earlier runs (reopened, reset, resumed) are not listed: the page goes on after them.
       rows: await LatestRuns.of(this.#client, pageRows.map(orderRun), this.#timed).then((latest) =>
@@ -394,6 +392,19 @@ function orderRun(row: Row): OrderRun & { row: Row } {
       workflowStatusByCode[row.raw.status] === 'RUNNING',
     row,
   };
+}
+
+/**
+ * Where a page of `sorted` rows ends: after `pageSize` rows, and after every further run of the
+ * last row's order. An order's runs share its AcceptedAt and workflow ID — the cursor — so a page
+ * cut between them would leave the order on no page: this one keeps only its latest run, which
+ * lies past the cut, and the next page starts after the cursor, past all of them.
+ */
+function pageEnd(sorted: readonly Row[], pageSize: number): number {
+  let end = Math.min(pageSize, sorted.length);
+  const last = sorted[end - 1];
+  while (last && end < sorted.length && newestFirst(sorted[end]!, last) === 0) end++;
+  return end;
 }
 
 function newestFirst(a: Row, b: Row): number {

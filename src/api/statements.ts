@@ -155,6 +155,11 @@ export interface StatementOptions {
    */
   taskQueue?: string;
   now?: () => number;
+  /**
+   * LATER_RUNS_MARGIN_MS but in tests that seed orders of past days just before a statement: their
+   * first runs started seconds ago, and within the margin they count as later runs.
+   */
+  laterRunsMarginMs?: number;
 }
 
 type DayLine = Line & { date: string; type: string; status: string };
@@ -171,7 +176,10 @@ export class StatementService {
     this.#client = client;
     this.#clients = clients;
     this.#slices = options.slices ?? STATEMENT_SLICES;
-    this.#days = options.taskQueue === undefined ? undefined : new StatementDays(client, options.taskQueue);
+    this.#days =
+      options.taskQueue === undefined
+        ? undefined
+        : new StatementDays(client, options.taskQueue, options.laterRunsMarginMs);
     this.#now = options.now ?? Date.now;
   }
 

@@ -33,8 +33,8 @@ export function orderRunsClause(): string {
  * an order's workflow ID can hold several runs with a final status — the nightly reconciliation
  * reopens a closed order in a new run, an operator resets a closed run, the sweep resumes one —
  * and visibility lists every run. A running run is its ID's latest (one runs at a time); closed
- * ones are checked RUNS_PER_CHECK at a time by one count of their IDs' runs, and only when an ID
- * has more than one run are they listed to find its latest: the running one, else the last closed.
+ * ones are checked RUNS_PER_CHECK at a time by one count of their IDs' other runs, and only when an ID
+ * has another run are they listed to find its latest: the running one, else the last closed.
  * A latest run that closed without a final status (stranded, until the sweep resumes it) leaves
  * the order in no day and not open, for those minutes.
  */
@@ -76,11 +76,15 @@ export class LatestRuns<R extends OrderRun> {
     if (rows.length === 0) return;
     const ids = [...new Set(rows.map((row) => row.workflowId))];
     const query = `${orderRunsClause()} AND WorkflowId IN (${ids.map((id) => `'${id}'`).join(', ')})`;
-    const { count } = await this.#timed(() => this.#client.workflow.count(query));
-    if (count === ids.length) {
-      // One run per ID: each row is its order's only run.
-      rows.forEach((row) => this.#take(row));
-      return;
+    if (ids.length === rows.length) {
+      // One row per ID and no other run of these IDs: each row is its order's only run. (Counting
+      // the IDs' runs instead would be fooled by one ID whose run was deleted and another with two.)
+      const others = `${query} AND RunId NOT IN (${rows.map((row) => `'${row.runId}'`).join(', ')})`;
+      const { count } = await this.#timed(() => this.#client.workflow.count(others));
+      if (count === 0) {
+        rows.forEach((row) => this.#take(row));
+        return;
+      }
     }
     const latest = new Map<string, { runId: string; running: boolean; closedAt: number }>();
     const executions = await this.#timed(async () => {

@@ -45,6 +45,13 @@ const IDS_PER_LISTING = 100;
 /** Counts, reads and writes of summaries in flight at once. */
 const AT_ONCE = 8;
 /**
+ * How far before a summary's `computedAt` its check counts later runs from. `computedAt` is this
+ * process's clock, a run's StartTime the server's, and visibility shows a new run a moment late: a
+ * later run started just before the listing may be neither summed nor after `computedAt`. Counting
+ * from earlier costs at most an extra summing of a day whose later run is that recent.
+ */
+export const LATER_RUNS_MARGIN_MS = 60_000;
+/**
  * The summing rule a kept day was written under; a summary of another (or none: before an
  * order's earlier runs were left out) is not trusted and is summed again.
  */
@@ -86,11 +93,11 @@ function closedInClause(fromMs: number, toMs: number): string {
  * summed by orders accepted by its end. An order's first run starts when it is accepted, so those
  * are later runs (reopened, reset, resumed, continued) of orders that may be in the day.
  */
-function keptDayCheckQuery(summary: StatementDaySummary): string {
+function keptDayCheckQuery(summary: StatementDaySummary, marginMs: number): string {
   const from = Date.parse(`${summary.date}T00:00:00Z`);
-  // From when the listing began: a later run started before it is one the summing saw (its IDs'
-  // runs are counted after the listing's pages, by then visible).
-  const since = Date.parse(summary.computedAt);
+  // From a margin before the listing began: a later run started well before it is one the summing
+  // saw (its IDs' runs are counted after the listing's pages, by then visible).
+  const since = Date.parse(summary.computedAt) - marginMs;
   const laterRuns =
     `${AcceptedAtAttribute.name} < '${new Date(from + DAY_MS).toISOString()}' AND ` +
     `StartTime >= '${new Date(since).toISOString()}'`;
@@ -104,11 +111,16 @@ function keptDayCheckQuery(summary: StatementDaySummary): string {
 export class StatementDays {
   readonly #client: Client;
   readonly #taskQueue: string;
+  readonly #laterRunsMarginMs: number;
 
-  /** `taskQueue`: where the summaries' workflows run (they end at once; a worker of the orders' queue ends them). */
-  constructor(client: Client, taskQueue: string) {
+  /**
+   * `taskQueue`: where the summaries' workflows run (they end at once; a worker of the orders' queue
+   * ends them). `laterRunsMarginMs`: LATER_RUNS_MARGIN_MS but in tests of what happens after it.
+   */
+  constructor(client: Client, taskQueue: string, laterRunsMarginMs = LATER_RUNS_MARGIN_MS) {
     this.#client = client;
     this.#taskQueue = taskQueue;
+    this.#laterRunsMarginMs = laterRunsMarginMs;
   }
 
   /** The stored summaries of these keys and days, by workflow ID: the newest run of each. */
@@ -146,7 +158,8 @@ export class StatementDays {
     const valid = await Promise.all(
       summaries.map((summary) =>
         limit(async () => {
-          const { count } = await this.#client.workflow.count(keptDayCheckQuery(summary));
+          const query = keptDayCheckQuery(summary, this.#laterRunsMarginMs);
+          const { count } = await this.#client.workflow.count(query);
           return count === summary.orders;
         }),
       ),
@@ -233,7 +246,9 @@ export class StatementDays {
 
   /**
    * The nightly precompute: the last `days` whole UTC days before `nowMs`, one listing each (every
-   * client), and a summary written for each client and day that has none or a different one.
+   * client), and a summary written for each client and day that has none, a different one, or one
+   * its check no longer trusts though the figures are the same (a later run of an order accepted by
+   * the day's end started since it was summed: rewritten as of now, the next statement trusts it).
    */
   async summarizeRecentDays(
     nowMs: number,
@@ -253,12 +268,17 @@ export class StatementDays {
         summed.map((s) => s.key),
         [date],
       );
-      const changed = summed.filter((s) => {
+      const changed: StatementDaySummary[] = [];
+      const same: { summed: StatementDaySummary; before: StatementDaySummary }[] = [];
+      for (const s of summed) {
         const before = stored.get(statementDayWorkflowId(s.key, date));
-        return (
-          !before || before.orders !== s.orders || JSON.stringify(before.lines) !== JSON.stringify(s.lines)
-        );
-      });
+        const differs =
+          !before || before.orders !== s.orders || JSON.stringify(before.lines) !== JSON.stringify(s.lines);
+        if (differs) changed.push(s);
+        else same.push({ summed: s, before });
+      }
+      const trusted = new Set(await this.stillValid(same.map(({ before }) => before)));
+      changed.push(...same.filter(({ before }) => !trusted.has(before)).map(({ summed }) => summed));
       await this.store(changed);
       progress?.();
       report.written += changed.length;

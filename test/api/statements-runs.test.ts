@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { temporal as proto } from '@temporalio/proto';
-import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ClientRegistry } from '../../src/clients/registry';
 import { StatementService, type Statement } from '../../src/api/statements';
 import { OrderListing } from '../../src/api/order-list';
@@ -40,6 +40,22 @@ import { startOrderStack, type OrderStack } from '../helpers/stack';
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** `client`, its visibility listing each page's runs in reverse order. */
+function reversedListing(client: Client): Client {
+  const service = new Proxy(client.workflowService, {
+    get(target, prop, receiver) {
+      if (prop !== 'listWorkflowExecutions') return Reflect.get(target, prop, receiver) as unknown;
+      return async (request: Parameters<typeof target.listWorkflowExecutions>[0]) => {
+        const response = await target.listWorkflowExecutions(request);
+        return { ...response, executions: [...(response.executions ?? [])].reverse() };
+      };
+    },
+  });
+  return new Proxy(client, {
+    get: (target, prop) => (prop === 'workflowService' ? service : (Reflect.get(target, prop) as unknown)),
+  });
+}
 
 describe('statements: an order with several final runs is counted once, by its latest run', () => {
   let stack: OrderStack<'main'>;
@@ -116,6 +132,26 @@ describe('statements: an order with several final runs is counted once, by its l
       (
         await listing.list(caller, { pageSize: 50, acceptedFrom: range.from, ...(status && { status }) })
       ).orders.map((o) => [o.ref, o.status]);
+    // A page at a time, one order a page, from a visibility that lists each page's runs in the
+    // reverse of the dev server's order (the list API promises none): an order's earlier run sorts
+    // before its latest, and a page cut between them must not lose the order.
+    const byOne = new OrderListing(
+      reversedListing(stack.client),
+      registry,
+      (fn) => fn(),
+      pageTokensFromConfig({}).pageTokens,
+    );
+    const paged: unknown[][] = [];
+    let pageToken: string | undefined;
+    do {
+      const page = await byOne.list(caller, {
+        pageSize: 1,
+        acceptedFrom: range.from,
+        ...(pageToken && { pageToken }),
+      });
+      paged.push(...page.orders.map((o) => [o.ref, o.status]));
+      pageToken = page.nextPageToken;
+    } while (pageToken);
     const scanned: unknown[][] = [];
     for await (const page of listing.scan(caller, { acceptedFrom: range.from, acceptedTo: range.to }))
       scanned.push(...page.map(({ summary }) => [summary.ref, summary.status]));
@@ -124,6 +160,7 @@ describe('statements: an order with several final runs is counted once, by its l
       fulfilled: await list('FULFILLED'),
       disputed: await list('DISPUTED'),
       refunded: await list('REFUNDED'),
+      paged,
       scanned,
     };
   };
@@ -133,6 +170,7 @@ describe('statements: an order with several final runs is counted once, by its l
     fulfilled: status === 'FULFILLED' ? [[request.ref, status]] : [],
     disputed: status === 'DISPUTED' ? [[request.ref, status]] : [],
     refunded: status === 'REFUNDED' ? [[request.ref, status]] : [],
+    paged: [[request.ref, status]],
     scanned: [[request.ref, status]],
   });
   const expect = (days: unknown[][], open: unknown[][]) => ({
