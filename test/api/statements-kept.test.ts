@@ -289,7 +289,10 @@ describe('statements: kept days against listing every order', () => {
       ),
       expected,
     );
-    const keptDays = await new StatementDays(client, taskQueue, 0).stored(['shop', '-'], [date(day)]);
+    // The statement stored the two keys' days; visibility lists them a moment later.
+    let keptDays = await new StatementDays(client, taskQueue, 0).stored(['shop', '-'], [date(day)]);
+    for (const deadline = Date.now() + 30_000; keptDays.size < 2 && Date.now() < deadline; await sleep(200))
+      keptDays = await new StatementDays(client, taskQueue, 0).stored(['shop', '-'], [date(day)]);
     assert.deepEqual([...keptDays.values()].map((summary) => [summary.key, summary.orders]).sort(), [
       ['-', 2],
       ['shop', 2],
