@@ -25,6 +25,7 @@ import {
   searchAttributeProbeQuery,
   type SearchAttributeTypeName,
 } from '../temporal/setup';
+import type { Timed } from '../temporal/timed';
 
 export type ProviderPort = Pick<ProviderClient, 'getGiftCardCatalog' | 'validateKey'>;
 
@@ -73,8 +74,6 @@ function timestampMs(ts: { seconds?: unknown; nanos?: number | null } | null | u
   if (!ts) return 0;
   return Number(ts.seconds ?? 0) * 1_000 + Math.floor((ts.nanos ?? 0) / 1e6);
 }
-
-type Timed = <T>(fn: () => Promise<T>) => Promise<T>;
 
 /**
  * Which of `wanted` the frontend does not know, each probed the way a start is validated (a

@@ -37,6 +37,7 @@ import { LatestRuns, orderRunsClause, type OrderRun } from '../orders/latest-run
 import { ApiError } from './errors';
 import type { PageTokens } from './page-token';
 import type { ListOrdersQuery, workflowStatuses } from './schemas';
+import type { Timed } from '../temporal/timed';
 
 export interface OrderSummaryView {
   ref: string;
@@ -89,8 +90,6 @@ const READ_BATCH = 1_000;
 const SCAN_PAGE_SIZE = 100;
 /** Search steps per page; the windows grow by 4× per step, so this spans any realistic history. */
 const MAX_STEPS = 40;
-
-type Timed = <T>(fn: () => Promise<T>) => Promise<T>;
 
 /**
  * The latest instant a cursor may name: 9999-12-31T23:59:59.999Z, the last a four-digit-year

@@ -36,8 +36,7 @@ import {
 import { orderStatuses } from '../../contract/schemas';
 import { GrpcStatus, grpcCode } from '../temporal/grpc';
 import { closesRun } from '../temporal/history-events';
-
-type Timed = <T>(fn: () => Promise<T>) => Promise<T>;
+import type { Timed } from '../temporal/timed';
 
 /** How a view was read: from the workflow itself (`live`), or rebuilt from Temporal's records. */
 export interface ReadView {

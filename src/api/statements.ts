@@ -29,15 +29,8 @@ import { OrderStatus, OrderType } from '../../contract/schemas';
 import { CompletedAtAttribute, finalStatuses, OrderStatusAttribute } from '../../contract/order';
 import { NO_CLIENT_KEY, statementDayWorkflowId, type StatementDaySummary } from '../../contract/statement';
 import { addRow, mergeLines, sortProducts, statementRow, type StatementRow } from '../orders/statement-lines';
-import {
-  dateOf,
-  DAY_MS,
-  finalStatusesClause,
-  orderRunsClause,
-  PAGE_SIZE,
-  StatementDays,
-} from '../orders/statement-days';
-import { LatestRuns } from '../orders/latest-runs';
+import { dateOf, DAY_MS, finalStatusesClause, PAGE_SIZE, StatementDays } from '../orders/statement-days';
+import { LatestRuns, orderRunsClause } from '../orders/latest-runs';
 import { ApiError } from './errors';
 import { ownedByClause, rangeClauses } from './order-list';
 import { checkRange, MAX_RANGE_DAYS, RangeBound } from './schemas';

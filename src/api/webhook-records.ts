@@ -17,6 +17,7 @@ import {
   type EventDeliveries,
   type WebhookDeliveryState,
 } from '../../contract/webhooks';
+import { untimed, type Timed } from '../temporal/timed';
 
 const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 const ANNOUNCE_ACTIVITY = 'announceOrderEvent';
@@ -53,10 +54,6 @@ export async function announcedOutcomes(client: Client, orderWorkflowId: string)
     runId = previousRunId;
   }
 }
-
-/** Runs each call to Temporal under the caller's deadline (the API's request timeout). */
-export type Timed = <T>(fn: () => Promise<T>) => Promise<T>;
-const untimed: Timed = (fn) => fn();
 
 /** One run's state: queried while it runs, its result once completed, its state when Temporal stopped it. */
 async function runState(handle: WorkflowHandle, status: string, timed: Timed): Promise<WebhookDeliveryState> {

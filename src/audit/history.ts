@@ -4,6 +4,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type { AuditRun } from './story';
+import { untimed, type Timed } from '../temporal/timed';
 
 /**
  * A run continues as new after about 2,000 events (workflows/order/state.ts), so this many
@@ -16,7 +17,7 @@ export async function fetchRuns(
   client: Client,
   workflowId: string,
   runId: string,
-  timed: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
+  timed: Timed = untimed,
 ): Promise<AuditRun[]> {
   const runs: AuditRun[] = [];
   for (let next: string | undefined = runId; next && runs.length < MAX_RUNS;) {

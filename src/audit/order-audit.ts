@@ -13,6 +13,7 @@ import {
 import { fetchRuns } from './history';
 import { maskSecrets } from './mask';
 import { buildOrderStory, type OrderStory } from './story';
+import type { Timed } from '../temporal/timed';
 
 export interface OrderAudit extends OrderStory {
   ref: string;
@@ -32,7 +33,7 @@ export interface AuditOptions {
   reveal: boolean;
   temporalUiUrl?: string;
   /** Each Temporal call under a deadline (the API's); default: none. */
-  timed?: <T>(fn: () => Promise<T>) => Promise<T>;
+  timed?: Timed;
 }
 
 export async function auditOrder(

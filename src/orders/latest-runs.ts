@@ -6,13 +6,12 @@
  */
 import type { Client } from '@temporalio/client';
 import { workflowTypeByOrderType } from '../../contract/order';
+import { untimed, type Timed } from '../temporal/timed';
 
 /** Rows per visibility page: its largest (the IDs' runs are few). */
 const PAGE_SIZE = 1_000;
 /** Closed runs checked for later runs at once: workflow IDs named by one count. */
 const RUNS_PER_CHECK = 100;
-
-type Timed = <T>(fn: () => Promise<T>) => Promise<T>;
 
 /** A listed order run. */
 export interface OrderRun {
@@ -45,7 +44,7 @@ export class LatestRuns<R extends OrderRun> {
   #pending: R[] = [];
 
   /** `timed`: wraps each Temporal call (the list's deadline). */
-  constructor(client: Client, take: (row: R) => void, timed: Timed = (fn) => fn()) {
+  constructor(client: Client, take: (row: R) => void, timed: Timed = untimed) {
     this.#client = client;
     this.#take = take;
     this.#timed = timed;

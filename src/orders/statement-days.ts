@@ -33,8 +33,6 @@ import {
   type StatementDaysReport,
 } from '../../contract/statement';
 import { LatestRuns, orderRunsClause } from './latest-runs';
-
-export { orderRunsClause };
 import { addRow, sortProducts, statementRow, type StatementRow } from './statement-lines';
 
 export const DAY_MS = 86_400_000;
