@@ -323,6 +323,7 @@ export function formatNormal(report: NormalReport, header: string[]): string {
       row('provider calls', (x) => meanMax(x.providerCalls)),
       row('timers', (x) => meanMax(x.timers)),
       row('billable actions', (x) => meanMax(x.actions)),
+      row('first task missed (recovery path)', (x) => String(x.firstTaskMissed ?? 0)),
       underLoad('under load: history events', (x) => x.events),
       underLoad('under load: check calls', (x) => x.checkAttempts),
       underLoad('under load: sends', (x) => x.sends),

@@ -75,6 +75,13 @@ export interface PerTypeReport {
   /** Gift cards: orders the sandbox says were placed during the phase (a cross-check of `sends`). */
   sandboxPlaced?: number;
   sendsSource: 'sandbox' | 'history';
+  /**
+   * Orders whose workflow task timed out before the send (a worker too starved to finish it): they
+   * take the recovery path (look the ref up first), whose shape is not the normal order's.
+   */
+  firstTaskMissed: number;
+  /** The normal order's shape: the figures above over the other orders (none if every order missed). */
+  normalShape?: { events: Summary; checkActivities: Summary; providerCalls: Summary };
 }
 
 export interface NormalPhases {
@@ -341,9 +348,18 @@ export function perType(
         0,
       );
     });
+    const normal = mine.flatMap((h, i) => (h.taskTimeoutsBeforeSend === 0 ? [{ h, sends: sends[i]! }] : []));
     out.push({
       type,
       orders: mine.length,
+      firstTaskMissed: mine.length - normal.length,
+      ...(normal.length > 0 && {
+        normalShape: {
+          events: summarize(normal.map(({ h }) => h.events)),
+          checkActivities: summarize(normal.map(({ h }) => h.checkActivities)),
+          providerCalls: summarize(normal.map(({ h, sends }) => sends + h.checkAttempts)),
+        },
+      }),
       events: summarize(mine.map((h) => h.events)),
       checkActivities: summarize(mine.map((h) => h.checkActivities)),
       checkAttempts: summarize(mine.map((h) => h.checkAttempts)),

@@ -10,6 +10,7 @@ import {
   type WorkflowHandle,
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, NativeConnection, Runtime } from '@temporalio/worker';
 import { FIGURES_MEMO, orderFigures } from '../../src/orders/figures';
 import { createWorkerLogger } from '../../src/worker/logger';
@@ -229,6 +230,17 @@ export async function waitForView(
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`order view did not reach the expected state; last: ${JSON.stringify(last?.timeline)}`);
+}
+
+/**
+ * Workflow tasks of this history that timed out: a worker too starved to finish one in time. An
+ * order whose first task timed out takes the recovery path (its ref looked up before any send), so
+ * the lean lifecycle's budgets do not apply to it; sending once still does.
+ */
+export function workflowTaskTimeouts(events: readonly temporal.api.history.v1.IHistoryEvent[]): number {
+  return events.filter(
+    (e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+  ).length;
 }
 
 /** The number of events in the workflow's history (all runs are one run here). */

@@ -266,3 +266,17 @@ export async function scrapeAccountGauges(
   );
   return (await metrics.exposition()).body;
 }
+
+/**
+ * The status events an order's timeline says it should have produced, in order: one per change of
+ * status (a check that finds the provider a phase further than expected skips a status).
+ */
+export function statusEvents(view: Pick<OrderView, 'timeline'>): string[] {
+  const events: string[] = [];
+  let previous = 'ACCEPTED';
+  for (const { status } of view.timeline) {
+    if (status !== previous) events.push(`order.${status.toLowerCase()}`);
+    previous = status;
+  }
+  return events;
+}

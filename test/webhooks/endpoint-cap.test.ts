@@ -45,6 +45,8 @@ describe('an endpoint at its cap of attempts in flight', { timeout: 300_000 }, (
       // No first tries: every event goes to its order's delivery workflow, whose attempts meet the cap.
       direct: { maxInFlight: 0 },
       maxInFlightPerEndpoint: 1,
+      // Well above the receiver's answer time: on a loaded machine an attempt is never cut short.
+      senderTimeoutMs: 5_000,
     });
   });
   after(async () => {

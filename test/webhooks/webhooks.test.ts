@@ -22,7 +22,13 @@ import type { LookupAll } from '../../src/webhooks/address-guard';
 import { orderWorkflowId } from '../../contract/order';
 import { webhookDeliveryWorkflowId, type WebhookDeliveryState } from '../../contract/webhooks';
 import { internetRequest, mobileRequest, scaledTimings } from '../helpers/orders';
-import { clientsWith, eventually, startWebhookStack, type WebhookStack } from '../helpers/webhooks';
+import {
+  clientsWith,
+  eventually,
+  startWebhookStack,
+  statusEvents,
+  type WebhookStack,
+} from '../helpers/webhooks';
 import { freePort } from '../../src/temporal/dev-server';
 
 const newRef = (label: string) => `WH-${label}-${randomUUID().slice(0, 8)}`;
@@ -57,20 +63,6 @@ const fakeDns: LookupAll = (hostname, options, callback) => {
 
 const ofRef = (receiver: RunningReceiver, ref: string): ReceivedWebhook[] =>
   receiver.deliveries.filter((d) => d.message?.data.ref === ref);
-
-/**
- * The status events an order's timeline says it should have produced, in order: one per change of
- * status (a check that finds the provider a phase further than expected skips a status).
- */
-function statusEvents(view: OrderView): string[] {
-  const events: string[] = [];
-  let previous = 'ACCEPTED';
-  for (const { status } of view.timeline) {
-    if (status !== previous) events.push(`order.${status.toLowerCase()}`);
-    previous = status;
-  }
-  return events;
-}
 
 /**
  * The sandbox at a quarter of the spec's timings (PENDING 1.25 s, HANDLING until 5 s) and polling

@@ -92,7 +92,12 @@ describe('orders on hold while the provider account cannot take them', { timeout
     assert.equal(held.hold?.reason, 'balance');
     assert.ok(held.hold.until > held.hold.since);
     await until(second, (v) => v.status === 'HELD', 'HELD');
-    const listed = await call<{ orders: { ref: string }[] }>('GET', '/v1/orders?status=HELD');
+    // The list reads visibility, which may lag the status the view already shows.
+    const listed = await eventually(
+      () => call<{ orders: { ref: string }[] }>('GET', '/v1/orders?status=HELD'),
+      (res) => res.status !== 200 || res.body.orders.length >= 2,
+      'both held orders listed',
+    );
     assert.equal(listed.status, 200, listed.text);
     assert.deepEqual(listed.body.orders.map((o) => o.ref).sort(), [first, second].sort());
     await eventually(

@@ -151,7 +151,9 @@ describe('the send path against a provider that commits late and reads behind', 
 
   it('when check-ref lags longer than the settle window, the re-send after two 404s meets 403 DUPLICATED_REF and the first send is adopted, never FAILED (issue 25, failure 1)', async () => {
     await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
-    await sandbox.addFault({ kind: 'lagging_reads', lagMs: 3_000, routes: ['mobile.check'] });
+    // Both look-ups a settle window apart must miss the commit, even when a loaded machine runs their
+    // timers late (the dev server fires them on a ~1 s tick): the lag is well past two windows.
+    await sandbox.addFault({ kind: 'lagging_reads', lagMs: 6_000, routes: ['mobile.check'] });
     const request = mobileRequest(newRef('resend-409'));
     const view = await (await start(request, { timings: scaledTimings({ settleMs: 1_000 }) })).result();
 
@@ -222,7 +224,8 @@ describe('the send path against a provider that commits late and reads behind', 
     await sandbox.settings({ balance: 0 });
     const request = mobileRequest(newRef('no-balance'));
     const handle = await start(request);
-    // Several settle windows: long enough for the old code to have FAILED it long ago.
+    await waitForView(handle, (v) => v.status !== 'ACCEPTED' && v.status !== 'SUBMITTED', 30_000);
+    // Then several settle windows: long enough for the old code to have FAILED it long ago.
     await new Promise((r) => setTimeout(r, 3_000));
     const held = await handle.query(statusQuery);
     assert.equal(held.status, 'HELD', JSON.stringify(held));
