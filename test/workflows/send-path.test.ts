@@ -215,6 +215,18 @@ describe('the send path against a provider that commits late and reads behind', 
     await handle.terminate('test done');
   });
 
+  it('when the provider’s clock is 5 minutes behind ours, our own send (its answer lost) reads as made before the acceptance but within the clock-skew allowance: adopted, FULFILLED, sent once', async () => {
+    const request = mobileRequest(newRef('skewed-clock'));
+    await sandbox.settings({ backdateSendsMs: 5 * 60_000 });
+    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    const handle = await start(request);
+    const view = await settled(handle);
+
+    assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
+    assert.ok(view.timeline.some((e) => e.event.includes('already had this order')));
+    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+  });
+
   it('when an internet top-up’s ref was used 90 days before this order and the send’s answer is lost, the old top-up is not adopted: NEEDS_REVIEW', async () => {
     const request = internetRequest(newRef('reused-internet'));
     const providerRef = `p-${request.ref}`;

@@ -50,7 +50,7 @@ export function madeBeforeTheOrder(check: { created_at?: string }, acceptedAt: s
  * year, so its local time read as UTC is dated later, never earlier). Anything else is
  * unreadable (undefined).
  */
-function providerTime(value: string | undefined): number | undefined {
+export function providerTime(value: string | undefined): number | undefined {
   const parts = value?.match(
     /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)(Z|[+-]\d{2}:?\d{2})?$/i,
   );
