@@ -74,7 +74,7 @@ interface Scenario {
   apiKey?: string;
   faults?: FaultSpecInput[];
   /** What happened at the provider before the order (e.g. its ref already used). */
-  before?: (provider: ProviderClient, request: OrderRequest) => Promise<unknown>;
+  before?: (provider: ProviderClient, request: OrderRequest, sandbox: TestSandbox) => Promise<unknown>;
   /** The worker's provider, made from the sandbox's client (e.g. one that cannot connect at first). */
   provider?: (client: ProviderClient) => OrderProvider;
   /** Spec timings (× the time scale) overridden, before scaling. */
@@ -169,6 +169,22 @@ function settlementRecorded(history: History): boolean {
 function verifySettlementRecorded(history: History): void {
   if (!settlementRecorded(history)) throw new Error('expected the settlement memo to be recorded');
   verifyNormal(history);
+}
+
+/**
+ * A top-up made 90 days before the order under its ref, with its body (the sandbox dates it
+ * back), and the order's send then answered DUPLICATED_REF with that answer lost.
+ */
+async function oldTopupThenLostAnswer(
+  provider: ProviderClient,
+  request: OrderRequest,
+  sandbox: TestSandbox,
+): Promise<void> {
+  const { planCode, msisdn, amount, ref } = request as ReturnType<typeof mobileRequest>;
+  await sandbox.settings({ backdateSendsMs: 90 * 24 * 3_600_000 });
+  await provider.sendMobileTopup({ plan_code: planCode, MSSIDN: msisdn, amount, ref });
+  await sandbox.settings({ backdateSendsMs: 0 });
+  await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
 }
 
 /** A forced REFUNDED the provider contradicts (FULFILLED): DISPUTED, then decided FULFILLED. */
@@ -335,6 +351,36 @@ const scenarios: Record<string, Scenario> = {
       ),
     timings: noWatch,
     expected: 'REFUNDED',
+  },
+  // Patch adopt-checks-created-at: the ref was used 90 days before the order (another back
+  // office's order, past our retention) with the order's own body; our send meets DUPLICATED_REF
+  // and that answer is lost, so the order looks the ref up and finds the old top-up. Not adopted:
+  // review (the first run, with the patch's marker), decided REFUNDED by force (the provider shows
+  // FULFILLED, which is not this order's).
+  'mobile-reused-ref-old-topup-review-refunded': {
+    request: (ref) => mobileRequest(ref),
+    before: oldTopupThenLostAnswer,
+    timings: noWatch,
+    operator: (handle) =>
+      update(
+        handle,
+        {
+          decision: 'REFUNDED',
+          operator: 'recorder',
+          note: 'the top-up under the ref is 90 days old, another order’s; nothing sent for this one',
+          force: true,
+        },
+        'applied',
+      ),
+    expected: 'REFUNDED',
+    firstRunAs: 'mobile-reused-ref-old-topup-review-entered',
+  },
+  // Recorded by the code before patch adopt-checks-created-at: the same order adopted the old
+  // top-up and ended FULFILLED.
+  'mobile-reused-ref-old-topup-adopted-lifecycle-1': {
+    request: (ref) => mobileRequest(ref),
+    before: oldTopupThenLostAnswer,
+    expected: 'FULFILLED',
   },
   'mobile-stuck-resolved-by-recheck': {
     request: (ref) => mobileRequest(ref),
@@ -671,7 +717,7 @@ async function startScenario(
     const ref = newRef(label);
     const request = scenario.request(ref);
     await scenario.arrange?.(sandbox, ref);
-    await scenario.before?.(provider, request);
+    await scenario.before?.(provider, request, sandbox);
     const handle = await startOrder(env.client, taskQueue, request, {
       ...(await scenario.input?.(provider, request)),
       timings,

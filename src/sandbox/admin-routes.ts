@@ -108,6 +108,9 @@ export function adminRouter(
   return router;
 }
 
+/** A year and more: older than any retention a back office keeps. */
+const MAX_BACKDATE_MS = 400 * 24 * 3_600_000;
+
 const SettingsChange = z.strictObject({
   uniqueRefs: z.boolean().optional(),
   allowedIps: z
@@ -116,6 +119,8 @@ const SettingsChange = z.strictObject({
     .optional(),
   api: z.enum(['ok', 'error']).optional(),
   scope: KeyScope.optional(),
+  /** Top-ups sent from now on are dated this long ago (SandboxSettings.backdateSendsMs). */
+  backdateSendsMs: z.number().int().min(0).max(MAX_BACKDATE_MS).optional(),
   /** The account's balance from now on, DZD. */
   balance: z.number().min(0).optional(),
 });

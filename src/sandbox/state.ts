@@ -93,6 +93,13 @@ export interface SandboxSettings {
   api: 'ok' | 'error';
   /** The sandbox key's scope: READ-ONLY keys read, and their sends answer 403 `READ_ONLY_KEY`. */
   scope: KeyScope;
+  /**
+   * 0 (default): a top-up is dated when it commits. More: top-ups committed while it is set are
+   * dated this many ms earlier (`created_at`, their status timeline, their debit), as if made that
+   * long ago — e.g. by a back office whose order for the ref is past our retention, so a ref
+   * reused now finds an old top-up. A test sets it for its one old send and sets 0 again.
+   */
+  backdateSendsMs: number;
 }
 
 export const defaultSandboxSettings: Readonly<SandboxSettings> = {
@@ -100,6 +107,7 @@ export const defaultSandboxSettings: Readonly<SandboxSettings> = {
   allowedIps: [],
   api: 'ok',
   scope: 'READ-WRITE',
+  backdateSendsMs: 0,
 };
 
 /** Plenty for every test and benchmark; a test of an empty account sets its own. */
@@ -552,7 +560,7 @@ export class SandboxState {
       family,
       id,
       owner,
-      createdAt: this.#now(),
+      createdAt: this.#now() - this.#settings.backdateSendsMs,
       body,
       debit,
       ...(operatorDown && { operatorDown }),

@@ -236,6 +236,49 @@ describe('sandbox faults of real providers', { timeout: 60_000 }, () => {
     });
   });
 
+  describe('backdateSendsMs', () => {
+    const DAY_MS = 24 * 3_600_000;
+
+    it('dates the top-ups sent while it is set that long ago (created_at, a settled status); 0 dates them now again', async () => {
+      await api.settings({ backdateSendsMs: 90 * DAY_MS });
+      const old = newRef('old');
+      const oldInternet = newRef('old-internet');
+      const sentAt = Date.now();
+      assert.equal((await api.sendMobile(old)).status, 200);
+      assert.equal((await api.sendInternet(oldInternet)).status, 200);
+      assert.equal((await api.settings({ backdateSendsMs: 0 })).backdateSendsMs, 0);
+      const fresh = newRef('fresh');
+      assert.equal((await api.sendMobile(fresh)).status, 200);
+
+      for (const check of [
+        (await api.checkMobile(old)).body.data,
+        (await api.checkInternet(oldInternet)).body.data,
+      ]) {
+        const agoMs = sentAt - Date.parse(String(check.created_at));
+        assert.ok(
+          agoMs >= 90 * DAY_MS - 1_000 && agoMs <= 90 * DAY_MS + 5_000,
+          `created_at ${String(check.created_at)}`,
+        );
+        assert.equal(check.status, 'FULFILLED', 'settled long ago');
+      }
+      const recent = (await api.checkMobile(fresh)).body.data;
+      assert.ok(Date.parse(String(recent.created_at)) >= sentAt - 1_000, 'a send after it is dated now');
+      assert.deepEqual(await api.sends(old), { ref: old, accepted: 1, attempts: 1 });
+    });
+
+    it('is 0 by default; a negative or non-integer value is 400 naming it; a reset restores 0', async () => {
+      assert.equal((await api.settings()).backdateSendsMs, 0);
+      for (const bad of [-1, 1.5, 'long']) {
+        const answer = await api.admin('PATCH', '/admin/settings', { backdateSendsMs: bad });
+        assert.equal(answer.status, 400);
+        assert.match(JSON.stringify(answer.body), /backdateSendsMs/);
+      }
+      await api.settings({ backdateSendsMs: DAY_MS });
+      await api.admin('POST', '/admin/reset');
+      assert.equal((await api.settings()).backdateSendsMs, 0);
+    });
+  });
+
   describe('lagging_reads', () => {
     it('check-ref sees a commit only lagMs after it, and its status as it was lagMs ago', async () => {
       await api.addFault({ kind: 'lagging_reads', lagMs: 400, routes: ['mobile.check'] });

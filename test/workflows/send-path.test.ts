@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { HoldReasonAttribute, OrderStatusAttribute, type OrderView } from '../../contract/order';
 import {
+  internetRequest,
   mobileRequest,
   newRef,
   scaledTimings,
@@ -19,6 +20,9 @@ import {
 } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 import { createProviderPool, ProviderClient } from '../../src/provider';
+
+/** How long before the order another back office used its ref (past our retention). */
+const RETENTION_EXPIRED_AGO_MS = 90 * 24 * 3_600_000;
 
 /** A worker whose HTTP timeouts are far longer than the activity timeout the order gets. */
 const SLOW_HTTP_TIMEOUTS = { headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 };
@@ -53,7 +57,7 @@ describe('the send path against a provider that commits late and reads behind', 
   });
   afterEach(async () => {
     await sandbox.clearFaults();
-    await sandbox.settings({ uniqueRefs: true, balance: 1_000_000_000 });
+    await sandbox.settings({ uniqueRefs: true, balance: 1_000_000_000, backdateSendsMs: 0 });
   });
   after(async () => {
     await env.stop();
@@ -120,6 +124,119 @@ describe('the send path against a provider that commits late and reads behind', 
     assert.equal(view.result, undefined, 'the old top-up is not adopted');
     assert.deepEqual(await sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 2 });
     assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 0, attempts: 0 });
+    await handle.terminate('test done');
+  });
+
+  /**
+   * A top-up made 90 days ago under `providerRef` with the order's own body: another back office's
+   * order, whose ref is reused after our retention expired (the sandbox dates it back).
+   */
+  const oldTopupUnder = async (
+    providerRef: string,
+    request: ReturnType<typeof mobileRequest> | ReturnType<typeof internetRequest>,
+  ) => {
+    await sandbox.settings({ backdateSendsMs: RETENTION_EXPIRED_AGO_MS });
+    try {
+      await (request.type === 'mobile_topup'
+        ? short.sendMobileTopup({
+            plan_code: request.planCode,
+            MSSIDN: request.msisdn,
+            amount: request.amount,
+            ref: providerRef,
+          })
+        : short.sendInternetTopup({
+            type: request.lineType,
+            number: request.number,
+            value: request.value,
+            ref: providerRef,
+          }));
+    } finally {
+      await sandbox.settings({ backdateSendsMs: 0 });
+    }
+  };
+
+  const assertNotAdopted = (view: OrderView) => {
+    assert.equal(view.status, 'NEEDS_REVIEW', JSON.stringify(view.timeline));
+    assert.match(view.review?.reason ?? '', /top-up under this ref is not this order's/);
+    assert.match(view.review?.evidence ?? '', /made 90 days before the order was accepted/);
+    assert.equal(view.result, undefined, 'the old top-up is not adopted');
+  };
+
+  it('when the ref was used at the provider 90 days before this order and the send’s answer is lost, check-ref finds that old top-up with the same number and amount: it is not adopted, NEEDS_REVIEW, nothing sent', async () => {
+    const request = mobileRequest(newRef('reused-lost'));
+    const providerRef = `p-${request.ref}`;
+    await oldTopupUnder(providerRef, request);
+    // The provider answers DUPLICATED_REF to our send, and that answer is lost: the order looks the ref up.
+    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    const handle = await start(request, { providerRef });
+    const view = await settled(handle);
+
+    assertNotAdopted(view);
+    assert.deepEqual(await sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 2 });
+    await handle.terminate('test done');
+  });
+
+  it('when the ref was used at the provider 90 days before this order and the run may have sent before (a first task that did not complete, a run the sweep resumed), the look-up before any send does not adopt the old top-up', async () => {
+    const request = mobileRequest(newRef('reused-resumed'));
+    const providerRef = `p-${request.ref}`;
+    await oldTopupUnder(providerRef, request);
+    // As the sweep starts a run after one that closed unsettled: the send refuses unsent, the ref is looked up.
+    const resumed = { closedAs: 'TERMINATED', at: new Date().toISOString() };
+    const handle = await start(request, { providerRef, resumed });
+    const view = await settled(handle);
+
+    assertNotAdopted(view);
+    assert.deepEqual(await sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 1 });
+    await handle.terminate('test done');
+  });
+
+  it('when the ref was used at the provider 90 days before this order and the first send meets DUPLICATED_REF, the review’s recheck does not settle the order with the old top-up', async () => {
+    const request = mobileRequest(newRef('reused-recheck'));
+    const providerRef = `p-${request.ref}`;
+    await oldTopupUnder(providerRef, request);
+    const handle = await start(request, { providerRef, timings: scaledTimings({ reviewRecheckMs: 300 }) });
+    const inReview = await settled(handle);
+    assert.match(inReview.review?.reason ?? '', /ref already used at the provider/);
+    // Lifecycle 1.0's recheck read the old top-up as this order's FULFILLED one.
+    const since = Date.parse(inReview.review?.since ?? '');
+    const rechecks = async () =>
+      (await sandbox.requests('mobile.check')).filter((r) => r.receivedAt > since && r.endedAt !== undefined)
+        .length;
+    let view = inReview;
+    // Two rechecks answered, or the order left review (lifecycle 1.0: after the first).
+    for (const giveUpAt = Date.now() + 30_000; view.status === 'NEEDS_REVIEW' && (await rechecks()) < 2;) {
+      assert.ok(Date.now() < giveUpAt, 'the review rechecked the ref twice within 30 s');
+      await new Promise((r) => setTimeout(r, 200));
+      view = await waitForView(handle, () => true);
+    }
+    assert.equal(view.status, 'NEEDS_REVIEW', JSON.stringify(view.timeline));
+    assert.equal(view.result, undefined, 'the old top-up is not adopted');
+    assert.deepEqual(await sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 2 });
+    await handle.terminate('test done');
+  });
+
+  it('when the provider’s clock is 5 minutes behind ours, our own send (its answer lost) reads as made before the acceptance but within the clock-skew allowance: adopted, FULFILLED, sent once', async () => {
+    const request = mobileRequest(newRef('skewed-clock'));
+    await sandbox.settings({ backdateSendsMs: 5 * 60_000 });
+    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    const handle = await start(request);
+    const view = await settled(handle);
+
+    assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
+    assert.ok(view.timeline.some((e) => e.event.includes('already had this order')));
+    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+  });
+
+  it('when an internet top-up’s ref was used 90 days before this order and the send’s answer is lost, the old top-up is not adopted: NEEDS_REVIEW', async () => {
+    const request = internetRequest(newRef('reused-internet'));
+    const providerRef = `p-${request.ref}`;
+    await oldTopupUnder(providerRef, request);
+    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['internet.send'], times: 1 });
+    const handle = await start(request, { providerRef });
+    const view = await settled(handle);
+
+    assertNotAdopted(view);
+    assert.deepEqual(await sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 2 });
     await handle.terminate('test done');
   });
 

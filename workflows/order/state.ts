@@ -118,7 +118,11 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
       );
     }
     this.request = input.request as R;
-    this.order = { request: this.request, providerRef: input.providerRef ?? input.request.ref };
+    this.order = {
+      request: this.request,
+      providerRef: input.providerRef ?? input.request.ref,
+      acceptedAt: input.acceptedAt,
+    };
     this.timings = { ...defaultOrderTimings[orderType], ...input.timings };
     const carried = input.continued;
     this.view = carried?.view ?? {

@@ -25,6 +25,8 @@ export interface AdaptedOrder<R extends OrderRequest> {
   request: R;
   /** The ref a top-up carries to the provider (OrderInput.providerRef, or the request's ref). */
   providerRef: string;
+  /** ISO time the order was accepted (OrderInput.acceptedAt): nothing of it was sent before. */
+  acceptedAt: string;
 }
 
 /** How the lifecycle wants a submission made. */
@@ -71,7 +73,7 @@ export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
   debit?(check: C, request: R): OrderDebit | undefined;
   /**
    * Why a check answer found under this order's ref cannot be this order's (another number or
-   * amount; another topupId than the send returned), or undefined.
+   * amount; another topupId than the send returned; made before the order was accepted), or undefined.
    */
   notThisOrder?(check: C, order: AdaptedOrder<R>, providerReference: string | undefined): string | undefined;
 }

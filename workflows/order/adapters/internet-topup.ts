@@ -3,7 +3,7 @@ import { patched } from '@temporalio/workflow';
 import type { InternetTopupRequest } from '../../../contract/schemas';
 import type { InternetCheck } from '../../../activities';
 import type { OrderAdapter } from '../types';
-import { otherTopup } from './other-topup';
+import { madeBeforeTheOrder, otherTopup } from './other-topup';
 import { topupDebit } from '../debit';
 
 /**
@@ -28,13 +28,13 @@ export const internetTopupAdapter: OrderAdapter<InternetTopupRequest, InternetCh
   },
   // The internet check documents no balance_amount: recorded only if the provider gives one.
   debit: topupDebit,
-  notThisOrder: (check, { request }, topupId) => {
+  notThisOrder: (check, { request, acceptedAt }, topupId) => {
     // The spec shows only the status here; a provider that also shows the line is held to it.
     const differs = (value: unknown, ours: unknown) => value !== undefined && value !== ours;
     return differs(check.type, request.lineType) ||
       differs(check.number, request.number) ||
       differs(check.topup_amount, request.value)
       ? 'the top-up under this ref has another line or value than the order'
-      : otherTopup(check, topupId);
+      : (otherTopup(check, topupId) ?? madeBeforeTheOrder(check, acceptedAt));
   },
 };

@@ -2,7 +2,7 @@
 import type { MobileTopupRequest } from '../../../contract/schemas';
 import type { MobileCheck } from '../../../activities';
 import type { OrderAdapter } from '../types';
-import { otherTopup, sameAmount } from './other-topup';
+import { madeBeforeTheOrder, otherTopup, sameAmount } from './other-topup';
 import { topupDebit } from '../debit';
 
 export const mobileTopupAdapter: OrderAdapter<MobileTopupRequest, MobileCheck> = {
@@ -17,8 +17,8 @@ export const mobileTopupAdapter: OrderAdapter<MobileTopupRequest, MobileCheck> =
       ? { msisdn: check.MSSIDN, amount: check.topup_amount }
       : { problem: 'the fulfilled top-up under this ref has another number or amount than the order' },
   debit: topupDebit,
-  notThisOrder: (check, { request }, topupId) =>
+  notThisOrder: (check, { request, acceptedAt }, topupId) =>
     check.MSSIDN !== request.msisdn || !sameAmount(check.topup_amount, request.amount)
       ? 'the top-up under this ref has another number or amount than the order'
-      : otherTopup(check, topupId),
+      : (otherTopup(check, topupId) ?? madeBeforeTheOrder(check, acceptedAt)),
 };

@@ -1,8 +1,64 @@
+import { patched } from '@temporalio/workflow';
+
 /** A check shows the top-up's `_id` (documented): it must be the topupId our send got back. */
 export function otherTopup(check: { _id?: string }, topupId: string | undefined): string | undefined {
   return topupId !== undefined && check._id !== undefined && check._id !== topupId
     ? 'check-ref shows another _id than the topupId the send returned'
     : undefined;
+}
+
+/**
+ * Patch (added 2026-11-27, Lifecycle 1.0 + 1; docs/contributors.md "Patches in use"): a top-up
+ * found under our ref that the provider made before the order was accepted is an older order's
+ * (a ref reused after the back office's retention expired), never adopted. Lifecycle 1.0 adopted
+ * it when its number and amount matched. The marker is written only when an answer is that old.
+ */
+export const ADOPT_CHECKS_CREATED_AT_PATCH = 'adopt-checks-created-at';
+
+/**
+ * How much earlier than the order's acceptance the provider's `created_at` may read and still be
+ * this order's: the two clocks (our API's, the provider's) are not one. Every send of ours
+ * follows the acceptance, so only a clock skew dates ours before it; a reused ref's top-up is
+ * older than our retention (days at least). Ten minutes is far beyond any skew of synchronized
+ * servers and far below any retention, so it decides nothing a clock could get wrong.
+ */
+export const CREATED_AT_SKEW_ALLOWANCE_MS = 10 * 60_000;
+
+const DAY_MS = 24 * 3_600_000;
+
+/**
+ * A check's `created_at` earlier than the order's acceptance by more than the allowance: the
+ * top-up is not this order's. An answer without a readable `created_at` is not judged by it.
+ */
+export function madeBeforeTheOrder(check: { created_at?: string }, acceptedAt: string): string | undefined {
+  const createdAt = providerTime(check.created_at);
+  const accepted = Date.parse(acceptedAt);
+  if (createdAt === undefined || !Number.isFinite(accepted)) return undefined;
+  const earlierMs = accepted - createdAt;
+  if (earlierMs <= CREATED_AT_SKEW_ALLOWANCE_MS || !patched(ADOPT_CHECKS_CREATED_AT_PATCH)) return undefined;
+  const ago =
+    earlierMs >= DAY_MS ? `${Math.floor(earlierMs / DAY_MS)} days` : `${Math.round(earlierMs / 60_000)} min`;
+  return (
+    `the top-up under this ref was made ${ago} before the order was accepted ` +
+    `(created_at ${check.created_at}, accepted ${acceptedAt}): an older order's under a reused ref`
+  );
+}
+
+/**
+ * The provider's `created_at` in epoch ms, read the same on every worker: an ISO 8601 date and
+ * time, with its offset or without (then read as UTC: the provider works in Algeria, UTC+1 all
+ * year, so its local time read as UTC is dated later, never earlier). Anything else is
+ * unreadable (undefined).
+ */
+export function providerTime(value: string | undefined): number | undefined {
+  const parts = value?.match(
+    /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)(Z|[+-]\d{2}:?\d{2})?$/i,
+  );
+  if (!parts) return undefined;
+  const [, date, time, zone] = parts;
+  const offset = !zone || zone.toUpperCase() === 'Z' ? 'Z' : `${zone.slice(0, 3)}:${zone.slice(-2)}`;
+  const ms = Date.parse(`${date}T${time}${offset}`);
+  return Number.isFinite(ms) ? ms : undefined;
 }
 
 /** A fixed plan's order names no amount (the plan has its own): any amount the provider shows is its. */

@@ -1,0 +1,53 @@
+/**
+ * Reading the provider's `created_at` for the ownership check (workflows/order/adapters/other-topup.ts):
+ * the same instant on every worker whatever its time zone, and no verdict where the check must
+ * not judge (no `created_at`, an unreadable one, one within the clock-skew allowance). A pure
+ * module, tested alone; the verdict itself (it asks `patched`, so it needs a workflow) is tested
+ * against the sandbox in test/workflows/send-path.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  CREATED_AT_SKEW_ALLOWANCE_MS,
+  madeBeforeTheOrder,
+  providerTime,
+} from '../../workflows/order/adapters/other-topup';
+
+describe("the provider's created_at", () => {
+  const instant = Date.UTC(2026, 7, 29, 9, 15, 0);
+
+  it('reads ISO 8601 with Z, an offset with or without a colon, a space for T, and fractions', () => {
+    assert.equal(providerTime('2026-08-29T09:15:00.000Z'), instant);
+    assert.equal(providerTime('2026-08-29T09:15:00Z'), instant);
+    assert.equal(providerTime('2026-08-29T10:15:00+01:00'), instant);
+    assert.equal(providerTime('2026-08-29T10:15:00+0100'), instant);
+    assert.equal(providerTime('2026-08-29 09:15:00.123456Z'), instant + 123);
+    assert.equal(providerTime('2026-08-29T09:15Z'), instant);
+  });
+
+  it('reads a time without an offset as UTC, never as the worker’s local time', () => {
+    assert.equal(providerTime('2026-08-29T09:15:00'), instant);
+    assert.equal(providerTime('2026-08-29 09:15:00'), instant);
+  });
+
+  it('reads nothing else: absent, a bare date, epoch numbers, other orders of fields, impossible dates', () => {
+    for (const value of [
+      undefined,
+      '',
+      '2026-08-29',
+      '1788000000',
+      '29/08/2026 09:15',
+      '2026-13-45T99:99:00Z',
+    ])
+      assert.equal(providerTime(value), undefined, String(value));
+  });
+
+  it('gives no verdict without a readable created_at, or within the clock-skew allowance', () => {
+    const acceptedAt = new Date(instant).toISOString();
+    const before = (ms: number) => ({ created_at: new Date(instant - ms).toISOString() });
+    assert.equal(madeBeforeTheOrder({}, acceptedAt), undefined);
+    assert.equal(madeBeforeTheOrder({ created_at: 'yesterday' }, acceptedAt), undefined);
+    assert.equal(madeBeforeTheOrder(before(CREATED_AT_SKEW_ALLOWANCE_MS), acceptedAt), undefined);
+    assert.equal(madeBeforeTheOrder(before(-60_000), acceptedAt), undefined, 'made after the acceptance');
+  });
+});
