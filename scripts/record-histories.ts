@@ -182,8 +182,11 @@ async function oldTopupThenLostAnswer(
 ): Promise<void> {
   const { planCode, msisdn, amount, ref } = request as ReturnType<typeof mobileRequest>;
   await sandbox.settings({ backdateSendsMs: 90 * 24 * 3_600_000 });
-  await provider.sendMobileTopup({ plan_code: planCode, MSSIDN: msisdn, amount, ref });
-  await sandbox.settings({ backdateSendsMs: 0 });
+  try {
+    await provider.sendMobileTopup({ plan_code: planCode, MSSIDN: msisdn, amount, ref });
+  } finally {
+    await sandbox.settings({ backdateSendsMs: 0 });
+  }
   await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
 }
 

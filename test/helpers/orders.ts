@@ -233,14 +233,21 @@ export async function waitForView(
 }
 
 /**
- * Workflow tasks of this history that timed out: a worker too starved to finish one in time. An
- * order whose first task timed out takes the recovery path (its ref looked up before any send), so
- * the lean lifecycle's budgets do not apply to it; sending once still does.
+ * Whether the run's first workflow task was lost to its start-to-close timeout (a worker too
+ * starved to finish it). Such an order takes the recovery path (its ref looked up before any send),
+ * so the lean lifecycle's budgets do not apply to it; sending once still does.
  */
-export function workflowTaskTimeouts(events: readonly temporal.api.history.v1.IHistoryEvent[]): number {
-  return events.filter(
-    (e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
-  ).length;
+export function firstTaskTimedOut(events: readonly temporal.api.history.v1.IHistoryEvent[]): boolean {
+  const { EventType, TimeoutType } = temporal.api.enums.v1;
+  for (const e of events) {
+    if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) return false;
+    if (
+      e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT &&
+      e.workflowTaskTimedOutEventAttributes?.timeoutType === TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE
+    )
+      return true;
+  }
+  return false;
 }
 
 /** The number of events in the workflow's history (all runs are one run here). */

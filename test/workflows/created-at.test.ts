@@ -26,8 +26,17 @@ describe("the provider's created_at", () => {
   });
 
   it('reads a time without an offset as UTC, never as the worker’s local time', () => {
-    assert.equal(providerTime('2026-08-29T09:15:00'), instant);
-    assert.equal(providerTime('2026-08-29 09:15:00'), instant);
+    // A worker far from UTC: on a UTC machine a reading in local time would pass unnoticed.
+    const zone = process.env.TZ;
+    process.env.TZ = 'Pacific/Kiritimati';
+    try {
+      assert.notEqual(new Date(instant).getHours(), 9, 'the zone took effect');
+      assert.equal(providerTime('2026-08-29T09:15:00'), instant);
+      assert.equal(providerTime('2026-08-29 09:15:00'), instant);
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
   });
 
   it('reads nothing else: absent, a bare date, epoch numbers, other orders of fields, impossible dates', () => {
@@ -45,9 +54,18 @@ describe("the provider's created_at", () => {
   it('gives no verdict without a readable created_at, or within the clock-skew allowance', () => {
     const acceptedAt = new Date(instant).toISOString();
     const before = (ms: number) => ({ created_at: new Date(instant - ms).toISOString() });
-    assert.equal(madeBeforeTheOrder({}, acceptedAt), undefined);
-    assert.equal(madeBeforeTheOrder({ created_at: 'yesterday' }, acceptedAt), undefined);
-    assert.equal(madeBeforeTheOrder(before(CREATED_AT_SKEW_ALLOWANCE_MS), acceptedAt), undefined);
-    assert.equal(madeBeforeTheOrder(before(-60_000), acceptedAt), undefined, 'made after the acceptance');
+    assert.equal(madeBeforeTheOrder({}, acceptedAt, undefined), undefined);
+    assert.equal(madeBeforeTheOrder({ created_at: 'yesterday' }, acceptedAt, undefined), undefined);
+    assert.equal(madeBeforeTheOrder(before(CREATED_AT_SKEW_ALLOWANCE_MS), acceptedAt, undefined), undefined);
+    assert.equal(
+      madeBeforeTheOrder(before(-60_000), acceptedAt, undefined),
+      undefined,
+      'made after the acceptance',
+    );
+    assert.equal(
+      madeBeforeTheOrder({ ...before(90 * 24 * 3_600_000), _id: 'ours' }, acceptedAt, 'ours'),
+      undefined,
+      'the top-up our own send got back is ours, whatever the clocks say',
+    );
   });
 });

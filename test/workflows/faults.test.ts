@@ -164,10 +164,12 @@ describe('order workflows when the provider misbehaves', () => {
   }
 
   it('when a gift-card placement hangs past its activity timeout, the call ends with the attempt, the order goes to NEEDS_REVIEW and is not placed again', async () => {
+    const since = Date.now();
     await sandbox.addFault({ kind: 'hang', routes: ['giftcards.placeOrder'], times: 1 });
     // Shorter than the client's own timeouts: the call is cut to the attempt's time, not the worker's.
+    const activityTimeoutMs = 500;
     const handle = await start(giftCardRequest(newRef('gift-timeout')), {
-      timings: scaledTimings({ activityTimeoutMs: 500 }),
+      timings: scaledTimings({ activityTimeoutMs }),
     });
     const view = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW');
 
@@ -177,6 +179,17 @@ describe('order workflows when the provider misbehaves', () => {
     assert.match(
       view.review?.evidence ?? '',
       /placeGiftCardOrder failed; ProviderOutcomeUnknown: .*CALL_DEADLINE_EXCEEDED|^START_TO_CLOSE timeout$/,
+    );
+    // Either way the hung call itself was ended with its attempt, not left open at the provider
+    // (the worker's own HTTP timeouts are longer); the slack is a loaded machine's.
+    const [call, ...more] = (await sandbox.requests('giftcards.placeOrder')).filter(
+      (r) => r.receivedAt >= since,
+    );
+    assert.equal(more.length, 0, 'one placement call');
+    assert.ok(call?.endedAt !== undefined, 'the hung call has ended');
+    assert.ok(
+      call.endedAt - call.receivedAt <= activityTimeoutMs + 500,
+      `the call was open ${call.endedAt - call.receivedAt} ms, its attempt ${activityTimeoutMs} ms`,
     );
     // The first placement is a local activity (its marker) in the lean lifecycle, an activity before.
     // In the first run: the review has a run of its own.

@@ -227,6 +227,17 @@ describe('the send path against a provider that commits late and reads behind', 
     assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
   });
 
+  it('when the provider’s clock reads our own send two days early, the top-up its answer named (its _id, our topupId) is still ours: FULFILLED, sent once', async () => {
+    const request = mobileRequest(newRef('early-clock'));
+    await sandbox.settings({ backdateSendsMs: 2 * 24 * 3_600_000 });
+    const handle = await start(request);
+    const view = await settled(handle);
+    if (view.status === 'NEEDS_REVIEW') await handle.terminate('test: not adopted');
+
+    assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
+    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+  });
+
   it('when an internet top-up’s ref was used 90 days before this order and the send’s answer is lost, the old top-up is not adopted: NEEDS_REVIEW', async () => {
     const request = internetRequest(newRef('reused-internet'));
     const providerRef = `p-${request.ref}`;

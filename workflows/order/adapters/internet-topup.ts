@@ -35,6 +35,6 @@ export const internetTopupAdapter: OrderAdapter<InternetTopupRequest, InternetCh
       differs(check.number, request.number) ||
       differs(check.topup_amount, request.value)
       ? 'the top-up under this ref has another line or value than the order'
-      : (otherTopup(check, topupId) ?? madeBeforeTheOrder(check, acceptedAt));
+      : (otherTopup(check, topupId) ?? madeBeforeTheOrder(check, acceptedAt, topupId));
   },
 };

@@ -20,5 +20,5 @@ export const mobileTopupAdapter: OrderAdapter<MobileTopupRequest, MobileCheck> =
   notThisOrder: (check, { request, acceptedAt }, topupId) =>
     check.MSSIDN !== request.msisdn || !sameAmount(check.topup_amount, request.amount)
       ? 'the top-up under this ref has another number or amount than the order'
-      : (otherTopup(check, topupId) ?? madeBeforeTheOrder(check, acceptedAt)),
+      : (otherTopup(check, topupId) ?? madeBeforeTheOrder(check, acceptedAt, topupId)),
 };

@@ -17,27 +17,36 @@ export const ADOPT_CHECKS_CREATED_AT_PATCH = 'adopt-checks-created-at';
 
 /**
  * How much earlier than the order's acceptance the provider's `created_at` may read and still be
- * this order's: the two clocks (our API's, the provider's) are not one. Every send of ours
- * follows the acceptance, so only a clock skew dates ours before it; a reused ref's top-up is
- * older than our retention (days at least). Ten minutes is far beyond any skew of synchronized
- * servers and far below any retention, so it decides nothing a clock could get wrong.
+ * this order's: the two clocks (our API host's, the provider's) are not one, and the provider
+ * documents neither the format nor the zone of its times. Every send of ours follows the
+ * acceptance, so only a drifting clock or a mislabelled zone dates ours before it; a reused ref's
+ * top-up is older than our retention, which Temporal never lets be shorter than a day. Twelve
+ * hours is far beyond any drift and any zone mix-up of a provider at UTC+1, and below that day.
+ * Changing it, or what providerTime reads, changes when the patch is asked: that needs a patch of
+ * its own once histories of this one exist.
  */
-export const CREATED_AT_SKEW_ALLOWANCE_MS = 10 * 60_000;
+export const CREATED_AT_SKEW_ALLOWANCE_MS = 12 * 3_600_000;
 
 const DAY_MS = 24 * 3_600_000;
 
 /**
  * A check's `created_at` earlier than the order's acceptance by more than the allowance: the
- * top-up is not this order's. An answer without a readable `created_at` is not judged by it.
+ * top-up is not this order's. Not judged: an answer without a readable `created_at`, and one
+ * whose `_id` is the topupId our own send got back (that top-up is ours, whatever the clocks say).
  */
-export function madeBeforeTheOrder(check: { created_at?: string }, acceptedAt: string): string | undefined {
+export function madeBeforeTheOrder(
+  check: { created_at?: string; _id?: string },
+  acceptedAt: string,
+  topupId: string | undefined,
+): string | undefined {
+  if (topupId !== undefined && check._id === topupId) return undefined;
   const createdAt = providerTime(check.created_at);
   const accepted = Date.parse(acceptedAt);
   if (createdAt === undefined || !Number.isFinite(accepted)) return undefined;
   const earlierMs = accepted - createdAt;
   if (earlierMs <= CREATED_AT_SKEW_ALLOWANCE_MS || !patched(ADOPT_CHECKS_CREATED_AT_PATCH)) return undefined;
   const ago =
-    earlierMs >= DAY_MS ? `${Math.floor(earlierMs / DAY_MS)} days` : `${Math.round(earlierMs / 60_000)} min`;
+    earlierMs >= DAY_MS ? `${Math.floor(earlierMs / DAY_MS)} days` : `${Math.round(earlierMs / 3_600_000)} h`;
   return (
     `the top-up under this ref was made ${ago} before the order was accepted ` +
     `(created_at ${check.created_at}, accepted ${acceptedAt}): an older order's under a reused ref`
