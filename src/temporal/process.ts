@@ -8,18 +8,18 @@ import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { closeSync, openSync } from 'node:fs';
 import { createServer } from 'node:net';
 
+/**
+ * Where free ports are picked: below the kernel's ephemeral range (32768 and up on Linux), which
+ * every outgoing connection also draws its source port from. A port the kernel handed out for
+ * listening and then took back could be an outgoing connection's before our server binds it (a
+ * worker's metrics exporter failed so once, "Address already in use", with the suite running
+ * beside it); a port picked at random from here only meets another picker's.
+ */
+const FREE_PORT_MIN = 10_000;
+const FREE_PORT_MAX = 32_767;
+
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
+  return freePortBetween(FREE_PORT_MIN, FREE_PORT_MAX);
 }
 
 /**
