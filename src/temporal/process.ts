@@ -10,10 +10,11 @@ import { createServer } from 'node:net';
 
 /**
  * Where free ports are picked: below the kernel's ephemeral range (32768 and up on Linux), which
- * every outgoing connection also draws its source port from. A port the kernel handed out for
- * listening and then took back could be an outgoing connection's before our server binds it (a
- * worker's metrics exporter failed so once, "Address already in use", with the suite running
- * beside it); a port picked at random from here only meets another picker's.
+ * every server listening on port 0 (the tests' sandboxes, receivers, APIs) and every outgoing
+ * connection draws from. A port the kernel handed out and took back could be given to one of them
+ * before our server binds it (a worker's metrics exporter failed so once, "Address already in
+ * use", with the suite running beside it); a port picked at random from here only meets another
+ * picker's.
  */
 const FREE_PORT_MIN = 10_000;
 const FREE_PORT_MAX = 32_767;
