@@ -9,7 +9,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Client } from '@temporalio/client';
 import { ClientRegistry } from '../../src/clients/registry';
 import { StatementService, type Statement } from '../../src/api/statements';
 import { testClientsFile } from '../../src/api/testing';
@@ -28,11 +29,10 @@ import {
   type StatementDaySummary,
 } from '../../contract/statement';
 import { seedListedOrder, statementMixOrder } from '../helpers/orders';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { connectTestClient } from '../helpers/temporal';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const date = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 interface Seed {
@@ -47,9 +47,8 @@ interface Seed {
 }
 
 describe('statements: kept days against listing every order', () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
   let client: Client;
+  let closeTemporal: (() => Promise<void>) | undefined;
   const run = randomUUID().slice(0, 8);
   const owner = `kept_${run}`;
   const taskQueue = `statement-kept-${run}`;
@@ -109,9 +108,7 @@ describe('statements: kept days against listing every order', () => {
   const runningCount = () => seeds.filter((s) => !s.closed).length;
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
+    ({ client, close: closeTemporal } = await connectTestClient());
     await seed(seeds);
     await visible(`ExecutionStatus = 'Running'`, runningCount());
     await visible(`ExecutionStatus = 'Terminated'`, seeds.length - runningCount());
@@ -121,8 +118,7 @@ describe('statements: kept days against listing every order', () => {
     await Promise.allSettled(
       seeds.map((s) => client.workflow.getHandle(orderWorkflowId(s.ref, owner)).terminate('test done')),
     );
-    await connection?.close();
-    await temporal?.stop();
+    await closeTemporal?.();
   });
 
   const registry = new ClientRegistry(testClientsFile);
@@ -230,8 +226,8 @@ describe('statements: kept days against listing every order', () => {
       (s) => s.closed && s.completedAt !== undefined && s.completedAt >= day2 + HOUR && s.completedAt < day3,
     )!;
     const description = await client.workflow.getHandle(orderWorkflowId(leaving.ref, owner)).describe();
-    await connection.workflowService.deleteWorkflowExecution({
-      namespace: temporal.namespace,
+    await client.workflowService.deleteWorkflowExecution({
+      namespace: client.options.namespace,
       workflowExecution: { workflowId: description.workflowId, runId: description.runId },
     });
     seeds.splice(seeds.indexOf(leaving), 1);

@@ -6,6 +6,7 @@
  * file run on its own (`node --import tsx --test test/x.test.ts`) starts its own server instead.
  */
 import { resolve } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { workflowInterceptorModules } from '../../src/worker/bundle';
 
@@ -20,6 +21,19 @@ export async function useTemporal(): Promise<TestTemporal> {
   if (shared) return { address: shared, namespace: 'default', stop: async () => {} };
   const server = await startDevServer({ uiPort: false });
   return { address: server.address, namespace: server.namespace, stop: server.stop };
+}
+
+/** A client of the run's Temporal server for a test file that starts no worker; `close` ends both. */
+export async function connectTestClient(): Promise<{ client: Client; close(): Promise<void> }> {
+  const temporal = await useTemporal();
+  const connection = await Connection.connect({ address: temporal.address });
+  return {
+    client: new Client({ connection, namespace: temporal.namespace }),
+    close: async () => {
+      await connection.close();
+      await temporal.stop();
+    },
+  };
 }
 
 export const workflowsPath = resolve(__dirname, '..', '..', 'workflows', 'index.ts');

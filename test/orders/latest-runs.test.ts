@@ -6,30 +6,25 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { LatestRuns, type OrderRun } from '../../src/orders/latest-runs';
 import { orderWorkflowId } from '../../contract/order';
 import { mobileRequest, seedListedOrder } from '../helpers/orders';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { connectTestClient } from '../helpers/temporal';
 
 describe('LatestRuns: each workflow ID by its latest run', () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
   let client: Client;
+  let closeTemporal: (() => Promise<void>) | undefined;
   const run = randomUUID().slice(0, 8);
   const owner = `latest_${run}`;
   const taskQueue = `latest-runs-${run}`;
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
+    ({ client, close: closeTemporal } = await connectTestClient());
   });
   after(async () => {
-    await connection?.close();
-    await temporal?.stop();
+    await closeTemporal?.();
   });
 
   /** A closed run of `ref`'s order (a further run when it has one): its row as listed. */

@@ -7,37 +7,33 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Client } from '@temporalio/client';
 import { StatementDays } from '../../src/orders/statement-days';
 import { OrderClientAttribute, orderWorkflowId } from '../../contract/order';
 import type { StatementDaySummary } from '../../contract/statement';
 import { mobileRequest, seedListedOrder } from '../helpers/orders';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { connectTestClient } from '../helpers/temporal';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('statement days: later runs since a day was summed', () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
   let client: Client;
+  let closeTemporal: (() => Promise<void>) | undefined;
   const run = randomUUID().slice(0, 8);
   const owner = `days_${run}`;
   const taskQueue = `statement-days-${run}`;
   const refs: string[] = [];
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
+    ({ client, close: closeTemporal } = await connectTestClient());
   });
   after(async () => {
     await Promise.allSettled(
       refs.map((ref) => client.workflow.getHandle(orderWorkflowId(ref, owner)).terminate('test done')),
     );
-    await connection?.close();
-    await temporal?.stop();
+    await closeTemporal?.();
   });
 
   /** A closed FULFILLED run accepted an hour before `completedAt` (a new run when the ref exists). */
