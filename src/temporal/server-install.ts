@@ -22,7 +22,7 @@ import {
 } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-export const TEMPORAL_SERVER_VERSION = '1.32.1';
+export const TEMPORAL_SERVER_VERSION = '1.32.2';
 const MODULE = 'go.temporal.io/server';
 const projectRoot = resolve(__dirname, '..', '..');
 
