@@ -215,10 +215,32 @@ const schema = z.object({
    * gauges) is reused: /v3/ping is documented for every 30–60 s.
    */
   API_ACCOUNT_REPORT_TTL_MS: millis.default(30_000),
-  /** Node's headersTimeout (slow-loris guard); capped at API_REQUEST_TIMEOUT_MS. */
-  API_HEADERS_TIMEOUT_MS: millis.default(10_000),
+  /**
+   * Node's headersTimeout: a connection's request headers must have arrived this long after it
+   * opened (or after the request's first byte on a kept-alive one), checked every second; a
+   * connection that sends nothing closes then too. Capped at API_REQUEST_TIMEOUT_MS. 5 s: headers
+   * take milliseconds on any working network, and an idle connection holds a file descriptor.
+   */
+  API_HEADERS_TIMEOUT_MS: millis.default(5_000),
   /** Idle keep-alive sockets close after this; behind a load balancer set it above the balancer's idle timeout. */
   API_KEEP_ALIVE_TIMEOUT_MS: millis.default(5_000),
+  /**
+   * Connections the API holds at once, in total (Node's maxConnections: beyond it a connection is
+   * closed unanswered). Lowered at start to stay below the open-file limit with room for the API's
+   * own descriptors (src/api/server.ts).
+   */
+  API_MAX_CONNECTIONS: positiveInt.default(4_096),
+  /**
+   * Connections one address holds at once (an IPv6 /56 counts as one address); beyond it a
+   * connection is answered 429 and closed. The peer's address: behind a load balancer every
+   * connection comes from the balancer, so raise it above the balancer's connections or set 0 (none).
+   */
+  API_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().nonnegative().default(256),
+  /**
+   * `host:port` of a listener serving /healthz and /readyz only, with connection caps of its own, so
+   * the orchestrator's probes are answered while the API's port is flooded. Unset = none.
+   */
+  API_HEALTH_ADDRESS: hostPort.optional(),
   /** On SIGTERM, requests in flight get this long to finish before the process exits. */
   API_SHUTDOWN_TIMEOUT_MS: millis.default(10_000),
   /** Express `trust proxy` (true, false, a hop count or subnets): which client IP the rate limit sees. */

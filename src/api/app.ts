@@ -31,6 +31,7 @@ import {
 import { readinessCheck, searchAttributesNotReady, type ProviderPort } from './health';
 import { fairnessStatus } from './fairness-status';
 import { requestLogger } from './logging';
+import { trackRequestWork } from './request-work';
 import { requestMetrics } from './metrics';
 import { accountReport, type AccountProviderPort, type AccountReport } from './account';
 import { noMetrics, type Metrics } from '../observability/metrics';
@@ -167,6 +168,9 @@ export function createApp(deps: AppDeps): Express {
   if (deps.tracer) app.use(requestSpans(deps.tracer));
   app.use(requestLogger(logger));
   app.use(requestMetrics(metrics));
+  // Before the limits: a client's slot is held until its handler ends, and handlers are told when
+  // their caller is gone (request-work.ts).
+  app.use(trackRequestWork);
   app.use(baseHeaders);
   // A batch item in flight when the batch's time is up still makes up to three Temporal calls.
   const batchDeadlineMs = config.API_BATCH_TIMEOUT_MS + 3 * config.API_TEMPORAL_TIMEOUT_MS + 1_000;

@@ -183,10 +183,17 @@ export class BulkReviewService {
     this.#o = options;
   }
 
+  /**
+   * Starts the bulk (or attaches to the one this bulkId started) and waits for its results, at most
+   * `waitMs`. With `signal` aborted (the caller is gone) a bulk not yet started is not started. One
+   * that started runs to its end whether anyone waits; the wait goes on as it would for a caller
+   * who stayed, so the caller's in-flight slot stays taken while its bulk decides (limits.ts).
+   */
   async decide(
     caller: Caller,
     body: BulkReviewRequest,
     log: Logger = this.#o.logger,
+    signal?: AbortSignal,
   ): Promise<BulkReviewAnswer> {
     const query = this.#query(caller, body.filter);
     const decision: ReviewDecision = {
@@ -205,6 +212,7 @@ export class BulkReviewService {
       concurrency: this.#o.concurrency,
     };
     const hash = createHash('sha256').update(JSON.stringify(body)).digest('base64url');
+    signal?.throwIfAborted();
     const handle = await this.#startOrAttach(caller, input, hash);
     try {
       const result = await this.#o.client.withDeadline(Date.now() + this.#o.waitMs, () => handle.result());
