@@ -620,27 +620,6 @@ export function createReconciliationActivities(
     },
 
     /**
-     * The matching as the code before the `reconciliation-chunked` patch calls it (runs of it still
-     * in flight): every order mismatch in one result, the unexplained rows reported only.
-     */
-    async findReconciliationMismatches(input: MatchInput): Promise<{
-      orders: number;
-      matched: number;
-      ledgerRows: number;
-      mismatches: Mismatch[];
-      unexplained: LedgerRow[];
-    }> {
-      const day = await matchDay(input);
-      return {
-        orders: day.orders,
-        matched: day.matched,
-        ledgerRows: day.ledgerRows,
-        mismatches: day.mismatches.filter((m) => m.kind !== 'unexplained-row'),
-        unexplained: day.unexplained,
-      };
-    },
-
-    /**
      * Matches the day's final orders with the provider's ledger. Returns the day's counts and one
      * chunk of what does not match (the mismatches whose key is above `after`, at most `limit`),
      * so a day of thousands of mismatches travels in results of a bounded size. Each call reads the

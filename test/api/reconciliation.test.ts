@@ -472,33 +472,6 @@ describe('the nightly reconciliation against the provider ledger', () => {
     assert.equal(latest.runId, (await handle.describe()).runId);
   });
 
-  it('a run continued as new by the code before chunked matching ({pending, report}) finishes on that code', async () => {
-    const report: ReconciliationReport = {
-      date: '2001-05-01',
-      timeZone: 'UTC',
-      from: new Date().toISOString(),
-      to: new Date().toISOString(),
-      orders: 3,
-      matched: 3,
-      checked: 0,
-      agreed: 0,
-      disputed: 0,
-      unreachable: 0,
-      open: 0,
-      unexplained: [],
-      ledgerRows: 3,
-      items: [],
-      startedAt: new Date().toISOString(),
-    };
-    const { report: finished, handle } = await reconcile('2001-05-01', Date.now(), {
-      continued: { pending: [], report },
-    });
-    assert.deepEqual([finished.orders, finished.matched, finished.checked], [3, 3, 0]);
-    assert.ok(finished.finishedAt);
-    const events = (await handle.fetchHistory()).events ?? [];
-    assert.equal(events.filter((e) => e.markerRecordedEventAttributes).length, 0, 'no patch marker');
-  });
-
   it('GET /v1/reconciliations/{date}: an auditor reads the report; a client without audit:read, no key, a bad date and a day never reconciled are refused', async () => {
     const from = Date.now();
     await settledOrder();

@@ -470,8 +470,24 @@ export function mobileResultBesidesDebit(result: OrderResult | undefined): Order
 }
 
 /**
- * A normal order's history events at most: the lean lifecycle's 15, plus what the patches in use
- * record until they are retired (docs/contributors.md "Patches in use"): first-send-decides 2
- * (its marker and the SDK's change-version upsert), settlement-memo 3 (the same, and the memo update).
+ * A normal order's history events (docs/contributors.md "The order lifecycle"): the start and its
+ * first task (4), the local send's marker, the SUBMITTED upsert, the polling activity (3), the last
+ * task (3), the final upsert and the completion.
  */
-export const NORMAL_ORDER_MAX_EVENTS = 15 + 2 + 3;
+export const LEAN_ORDER_EVENTS = 14;
+
+/**
+ * …and the settlement memo's update (workflows/order/debit.ts) when the provider's answer says
+ * what it debited: a mobile top-up's `balance_amount`, a gift card's `fulfilled_amount` or price.
+ * Statements read it from visibility's listing, which carries the memo and not the result.
+ */
+export const SETTLEMENT_MEMO_EVENTS = 1;
+
+/** The most a normal order of any type may take: a settling one. */
+export const NORMAL_ORDER_MAX_EVENTS = LEAN_ORDER_EVENTS + SETTLEMENT_MEMO_EVENTS;
+
+/** A normal order's budget for this history: the lean 14, and the memo's update if it has one. */
+export function normalOrderEvents(events: readonly temporal.api.history.v1.IHistoryEvent[]): number {
+  const memo = events.filter((e) => e.workflowPropertiesModifiedEventAttributes).length;
+  return LEAN_ORDER_EVENTS + Math.min(memo, SETTLEMENT_MEMO_EVENTS);
+}

@@ -3,7 +3,7 @@
  * fields: `balance_amount` on a top-up's check, `fulfilled_amount` and `price_per_card` on a gift
  * card's), and the memo a statement sums it from. Deterministic workflow code.
  */
-import { patched, upsertMemo, workflowInfo } from '@temporalio/workflow';
+import { upsertMemo, workflowInfo } from '@temporalio/workflow';
 import { SETTLEMENT_MEMO, type OrderDebit, type OrderSettlement, type OrderView } from '../../contract/order';
 import type { GiftCardOrderCheck } from '../../activities';
 
@@ -33,7 +33,8 @@ export function giftCardDebit(check: GiftCardOrderCheck, quantity: number): Orde
 /**
  * Keeps the memo's settlement in step with the view's result as the order settles: one memo
  * update when it changes, none when there is nothing to record (a refusal, a cancellation).
- * Patched in after Lifecycle 1.0 (docs/contributors.md "Patches in use").
+ * Statements sum it from visibility's listing (src/orders/statement-lines.ts), which carries the
+ * memo and not the result: that is why it costs a settling order one event of its own.
  */
 export function recordSettlement(view: OrderView): void {
   const settlement: OrderSettlement = {
@@ -42,6 +43,6 @@ export function recordSettlement(view: OrderView): void {
   };
   const recorded = workflowInfo().memo?.[SETTLEMENT_MEMO];
   const unchanged = JSON.stringify(recorded ?? {}) === JSON.stringify(settlement);
-  if (unchanged || !patched('settlement-memo')) return;
+  if (unchanged) return;
   upsertMemo({ [SETTLEMENT_MEMO]: settlement });
 }
