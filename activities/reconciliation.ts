@@ -862,7 +862,7 @@ async function askById(provider: ReconciliationProvider, type: OrderType, id: st
 
 /**
  * The search attributes a reopened order's run starts with: the service's own (none of Temporal's,
- * such as a closed run's patch versions), as its first task will publish them — DISPUTED, in review
+ * such as a closed run's worker version or patch versions), as its first task will publish them — DISPUTED, in review
  * since now, no longer completed — so no list sees it final in between.
  */
 function reopenedSearchAttributes(latest: WorkflowExecutionDescription): SearchAttributePair[] {

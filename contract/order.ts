@@ -67,7 +67,7 @@ export const CompletedAtAttribute = defineSearchAttributeKey('CompletedAt', Sear
 /**
  * An order HELD (docs/operators.md "Orders on hold"): why (`balance` or `operator`), the operator
  * reported down, and what it needs from the balance (DZD, `heldNeed`), set by the workflow with the
- * HELD status (patch hold-search-attributes). The account workflow's reading finds the held orders
+ * HELD status, in the same upsert. The account workflow's reading finds the held orders
  * by `OrderStatus = "HELD"` and reads these from the listing, without a query per order. Left as
  * they were when the order leaves HELD: filter on OrderStatus with them.
  */

@@ -25,7 +25,7 @@ const { accountRound } = proxyActivities<AccountActivities>({
   // Listing and letting go a few hundred orders on a loaded server; a round cut short is the next one's to finish.
   startToCloseTimeout: 60_000,
   // A round on a worker that died is given up in seconds, not at its timeout (the chaos run's kills):
-  // the held orders wait for the next round. Activity options are not replayed: no patch.
+  // the held orders wait for the next round.
   heartbeatTimeout: 15_000,
   retry: { maximumAttempts: 1 },
   summary: 'read the account, find the held orders, let go those it can take',
