@@ -16,7 +16,7 @@ import { FIGURES_MEMO, orderFigures } from '../../src/orders/figures';
 import { createWorkerLogger } from '../../src/worker/logger';
 import { createActivities, type OrderProvider } from '../../activities';
 import type { AccountProvider } from '../../activities/account';
-import { createOrderWorker, type WorkflowCode } from '../../src/worker/worker';
+import { createOrderWorker, type WorkerTuning, type WorkflowCode } from '../../src/worker/worker';
 import { workflowBundleOptions } from '../../src/worker/bundle';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal';
 import { startSandbox, type StartedSandbox } from '../../src/sandbox/server';
@@ -307,10 +307,13 @@ export async function startOrderTestWorkers<K extends string>(
   {
     queueSendsOnly = [],
     account,
+    tuning,
   }: {
     queueSendsOnly?: NoInfer<K>[];
     /** Workers that watch the provider account (held orders, the send gate), reading it this often. */
     account?: { workers: NoInfer<K>[]; checkMs: number };
+    /** Every worker's concurrency settings (e.g. a workflow cache of one, to evict on every task). */
+    tuning?: Partial<WorkerTuning>;
   } = {},
 ): Promise<OrderTestWorkers<K>> {
   installTestRuntime();
@@ -340,6 +343,7 @@ export async function startOrderTestWorkers<K extends string>(
           }),
         }),
         workflowCode,
+        ...(tuning && { tuning }),
       });
       return { name, taskQueue, worker, running: worker.run() };
     }),
