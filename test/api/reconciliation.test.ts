@@ -23,17 +23,19 @@ import { reconciliationDayOf, previousDay } from '../../activities/reconciliatio
 import { mobileRequest, newRef, scaledTimings, startOrder, waitForView } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 import { ensureReconciliationSchedule } from '../../src/temporal/reconciliation-schedule';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { join } from 'node:path';
 import { historiesDir, historyToJson } from '../helpers/histories';
 
 /**
- * With RECORD_RECONCILIATION_HISTORIES=1, writes a run's history as a replay fixture
- * (test/fixtures/histories/reconciliation-<name>.json; docs/contributors.md "Changing a workflow safely").
+ * With RECORD_RECONCILIATION_HISTORIES=1, writes a run's history as a replay fixture of the current
+ * lifecycle (test/fixtures/histories/lifecycle-<N>/reconciliation-<name>.json; docs/contributors.md
+ * "Lifecycle 2").
  */
 async function recordFixture(name: string, handle: WorkflowHandle): Promise<void> {
   if (process.env.RECORD_RECONCILIATION_HISTORIES !== '1') return;
+  mkdirSync(historiesDir, { recursive: true });
   writeFileSync(
     join(historiesDir, `reconciliation-${name}.json`),
     historyToJson(await handle.fetchHistory()),
