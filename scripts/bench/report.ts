@@ -59,8 +59,8 @@ export function normalTargets(report: NormalReport): Target[] {
       '×',
     ),
   ];
-  // A normal order of each type (the probe, on the idle stack): issue 16's limits, and issue 31's
-  // 14 events (a settling order's memo update is a 15th: docs/contributors.md "The order lifecycle").
+  // A normal order of each type (the probe, on the idle stack): issue 16's limits, and 14 events
+  // (docs/contributors.md "The order lifecycle").
   for (const type of report.perType) {
     targets.push(target(`${type.type} provider calls (max)`, type.providerCalls.max, '<=', 3));
     targets.push(target(`${type.type} history events (max)`, type.events.max, '<=', 14));

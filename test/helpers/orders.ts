@@ -474,24 +474,12 @@ export function mobileResultBesidesDebit(result: OrderResult | undefined): Order
 }
 
 /**
- * A normal order's history events (docs/contributors.md "The order lifecycle"): the start and its
- * first task (4), the local send's marker, the SUBMITTED upsert, the polling activity (3), the last
- * task (3), the final upsert and the completion.
+ * A normal order's history events (docs/contributors.md "The order lifecycle"), whatever its type:
+ * the start and its first task (4), the local send's marker, the SUBMITTED upsert, the polling
+ * activity (3), the last task (3), the final upsert (with what the provider debited) and the
+ * completion.
  */
 export const LEAN_ORDER_EVENTS = 14;
 
-/**
- * …and the settlement memo's update (workflows/order/debit.ts) when the provider's answer says
- * what it debited: a mobile top-up's `balance_amount`, a gift card's `fulfilled_amount` or price.
- * Statements read it from visibility's listing, which carries the memo and not the result.
- */
-export const SETTLEMENT_MEMO_EVENTS = 1;
-
-/** The most a normal order of any type may take: a settling one. */
-export const NORMAL_ORDER_MAX_EVENTS = LEAN_ORDER_EVENTS + SETTLEMENT_MEMO_EVENTS;
-
-/** A normal order's budget for this history: the lean 14, and the memo's update if it has one. */
-export function normalOrderEvents(events: readonly temporal.api.history.v1.IHistoryEvent[]): number {
-  const memo = events.filter((e) => e.workflowPropertiesModifiedEventAttributes).length;
-  return LEAN_ORDER_EVENTS + Math.min(memo, SETTLEMENT_MEMO_EVENTS);
-}
+/** A PARTIALLY_FULFILLED gift card records its split in the memo: one event more (workflows/order/debit.ts). */
+export const PARTIAL_SPLIT_MEMO_EVENTS = 1;

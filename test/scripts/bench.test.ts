@@ -12,7 +12,7 @@ import { after, describe, it } from 'node:test';
 import { parseBenchArgs, type BenchOptions } from '../../scripts/bench/args';
 import type { NormalReport } from '../../scripts/bench/run-normal';
 import { percentile, ratio, summarize } from '../../scripts/bench/stats';
-import { LEAN_ORDER_EVENTS, NORMAL_ORDER_MAX_EVENTS } from '../helpers/orders';
+import { LEAN_ORDER_EVENTS } from '../helpers/orders';
 
 const root = resolve(__dirname, '..', '..');
 
@@ -195,7 +195,7 @@ describe('npm run bench', () => {
       assert.equal(shape.checkActivities.max, 1, `${type.type}: one polling activity`);
       assert.ok(shape.providerCalls.max <= 4, `${type.type}: ${shape.providerCalls.max} provider calls`);
       // The internet check reports no debit, so no settlement memo: the lean 14 exactly.
-      const budget = type.type === 'internet_topup' ? LEAN_ORDER_EVENTS : NORMAL_ORDER_MAX_EVENTS;
+      const budget = LEAN_ORDER_EVENTS;
       assert.ok(shape.events.max <= budget, `${type.type}: ${shape.events.max} history events`);
       t.diagnostic(`${type.type}: ${shape.events.max} history events at most (normal shape)`);
     }

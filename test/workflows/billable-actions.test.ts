@@ -19,7 +19,7 @@ import {
   startTestSandbox,
   testProvider,
   firstTaskTimedOut,
-  normalOrderEvents,
+  LEAN_ORDER_EVENTS,
   type OrderTestWorkers,
   type TestSandbox,
 } from '../helpers/orders';
@@ -72,7 +72,7 @@ describe('billable actions of a normal order at the spec timings', { concurrency
     const completed = events.flatMap((e) => e.activityTaskCompletedEventAttributes ?? []);
     assert.equal(completed.length, 1);
     // The lean lifecycle's events (and the settlement memo's update for a type whose answer gives the debit).
-    assert.ok(events.length <= normalOrderEvents(events), `history events: ${events.length}`);
+    assert.ok(events.length <= LEAN_ORDER_EVENTS, `history events: ${events.length}`);
     return { view, actions: billableActions(events, { heartbeats }), observed, events: events.length };
   }
 

@@ -33,7 +33,7 @@ import {
   type OrderTestWorkers,
   type TestSandbox,
   mobileResultBesidesDebit,
-  normalOrderEvents,
+  LEAN_ORDER_EVENTS,
 } from '../helpers/orders';
 
 describe('order workflows against the sandbox', { concurrency: true }, () => {
@@ -81,7 +81,7 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
       return;
     }
     assert.ok(checks <= 2, `checks: ${checks}`);
-    assert.ok(history.length <= normalOrderEvents(history), `history events: ${history.length}`);
+    assert.ok(history.length <= LEAN_ORDER_EVENTS, `history events: ${history.length}`);
     t.diagnostic(`history events: ${history.length}`);
   }
 
@@ -159,7 +159,7 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     assert.ok(checks >= 1 && checks <= 2, `checks: ${checks}`);
     const history = (await handle.fetchHistory()).events ?? [];
     if (!firstTaskTimedOut(history)) {
-      assert.ok(history.length <= normalOrderEvents(history), `history events: ${history.length}`);
+      assert.ok(history.length <= LEAN_ORDER_EVENTS, `history events: ${history.length}`);
       t.diagnostic(`history events: ${history.length}`);
     }
     const placements = history.filter(

@@ -31,16 +31,16 @@ export function giftCardDebit(check: GiftCardOrderCheck, quantity: number): Orde
 }
 
 /**
- * Keeps the memo's settlement in step with the view's result as the order settles: one memo
- * update when it changes, none when there is nothing to record (a refusal, a cancellation).
- * Statements sum it from visibility's listing (src/orders/statement-lines.ts), which carries the
- * memo and not the result: that is why it costs a settling order one event of its own.
+ * A partial order's split, in the memo (statements sum it from visibility's listing, which
+ * carries the memo and not the result): one memo update when it changes. Every other order's
+ * debit goes in the DebitAmount search attribute with its final status (search-attributes.ts), so
+ * a normal order spends no event on it.
  */
 export function recordSettlement(view: OrderView): void {
-  const settlement: OrderSettlement = {
-    ...(view.result?.debit && { debit: view.result.debit }),
-    ...(view.result?.partial && { partial: view.result.partial }),
-  };
+  const partial = view.result?.partial;
+  const settlement: OrderSettlement = partial
+    ? { ...(view.result?.debit && { debit: view.result.debit }), partial }
+    : {};
   const recorded = workflowInfo().memo?.[SETTLEMENT_MEMO];
   const unchanged = JSON.stringify(recorded ?? {}) === JSON.stringify(settlement);
   if (unchanged) return;

@@ -8,6 +8,7 @@ import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporal
 import {
   AcceptedAtAttribute,
   CompletedAtAttribute,
+  DebitAmountAttribute,
   heldNeed,
   HoldOperatorAttribute,
   HoldReasonAttribute,
@@ -38,6 +39,10 @@ export function publishSearchAttributes(view: OrderView, orderType: OrderType, i
   if (reviewSince) updates.push(reviewSince);
   const completedAt = completedAtUpdate(view, current.get(CompletedAtAttribute));
   if (completedAt) updates.push(completedAt);
+  const debited = view.result?.debit?.amount;
+  if (current.get(DebitAmountAttribute) !== debited) {
+    updates.push({ key: DebitAmountAttribute, value: debited ?? null });
+  }
   updates.push(...holdUpdates(view));
   if (updates.length > 0) upsertSearchAttributes(updates);
 }
