@@ -5,8 +5,8 @@
  *
  * Where the numbers come from (docs/operators.md "Statements and reconciliation"): Temporal
  * visibility, each order's final status (OrderStatus), completion time (CompletedAt), figures
- * (memo `figures`, set at intake: src/orders/figures.ts) and settlement (memo `settlement`). No
- * history is read and no workflow is asked.
+ * (memo `figures`, set at intake: src/orders/figures.ts) and what the provider debited (DebitAmount;
+ * a partial order's split in memo `settlement`). No history is read and no workflow is asked.
  *
  * Whole past days are not listed order by order: each client's closed orders of a day are summed
  * once and kept (src/orders/statement-days.ts), checked by one count before they are trusted, and
