@@ -199,6 +199,11 @@ const schema = z.object({
   API_ORDERS_BURST: z.coerce.number().int().nonnegative().default(1_000),
   API_CONCURRENT_REQUESTS: positiveInt.max(1_000).default(16),
   API_REQUEST_TIMEOUT_MS: millis.default(15_000),
+  /**
+   * Kept days (workflow starts) one GET /v1/statements writes at most; the rest of its figures are
+   * summed and answered all the same, and kept by later statements (src/api/statements.ts).
+   */
+  API_STATEMENT_DAYS_PER_REQUEST: positiveInt.max(366).default(31),
   CATALOG_CACHE_TTL_MS: millis.default(60_000),
   /** Deadline of each Temporal call the API makes (start, query, describe, list, signal). */
   API_TEMPORAL_TIMEOUT_MS: millis.default(5_000),

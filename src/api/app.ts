@@ -208,7 +208,10 @@ export function createApp(deps: AppDeps): Express {
   app.use(
     financeRouter(
       orders,
-      new StatementService(deps.client, clients, { taskQueue: deps.taskQueue }),
+      new StatementService(deps.client, clients, {
+        taskQueue: deps.taskQueue,
+        maxStoredDays: config.API_STATEMENT_DAYS_PER_REQUEST,
+      }),
       new ReconciliationService(deps.client),
     ),
   );

@@ -33,7 +33,16 @@ export function financeRouter(
 
   router.get('/v1/statements', requireScope('orders:read'), async (req, res) => {
     const { query } = validateRequest({ query: StatementQuery }, parts(req));
-    res.json(await statements.statement(callerOf(res), query));
+    // The answer closes when it is sent, when the caller hangs up, or when the request's deadline
+    // answered 503 for it (app.ts): in the last two, its listings and kept days are work for nobody.
+    const gone = new AbortController();
+    res.once('close', () => gone.abort());
+    try {
+      res.json(await statements.statement(callerOf(res), query, gone.signal));
+    } catch (err) {
+      if (!gone.signal.aborted) throw err;
+      req.log.info('statement stopped: the caller hung up or the request’s deadline passed');
+    }
   });
 
   // The ledger is the whole account's: only auditors read it (reconciliations.ts).
