@@ -29,6 +29,7 @@ import {
   temporarilyUnavailable,
 } from './error-handler';
 import { readinessCheck, searchAttributesNotReady, type ProviderPort } from './health';
+import { deploymentStatus } from './deployment-status';
 import { fairnessStatus } from './fairness-status';
 import { requestLogger } from './logging';
 import { trackRequestWork } from './request-work';
@@ -196,6 +197,12 @@ export function createApp(deps: AppDeps): Express {
       readiness,
       account,
       fairness,
+      deployment: deploymentStatus({
+        client: deps.client,
+        deploymentName: config.WORKER_DEPLOYMENT_NAME ?? deps.taskQueue,
+        timeoutMs: config.API_READINESS_TIMEOUT_MS,
+        now: () => clock().getTime(),
+      }),
       shuttingDown: deps.shuttingDown ?? (() => false),
       openApiDocument,
     }),
