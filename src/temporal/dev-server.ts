@@ -77,7 +77,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   if (namespace !== 'default') args.push('--namespace', namespace);
   if (options.dbFile) args.push('--db-filename', options.dbFile);
   const dynamicConfig = {
-    ...(options.fairness === false ? {} : fairnessDynamicConfig),
+    // Off said so: the dev server of CLI 1.9 turns fairness on by itself.
+    ...(options.fairness === false ? { 'matching.enableFairness': false } : fairnessDynamicConfig),
     ...options.dynamicConfig,
   };
   for (const [key, value] of Object.entries(dynamicConfig))
