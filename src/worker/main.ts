@@ -24,6 +24,7 @@ import { nativeConnectionOptions } from '../temporal/connection';
 import { ensureTemporalSetup, TemporalSetupError } from '../temporal/setup';
 import { ensureOrderSweepSchedule } from '../temporal/sweep-schedule';
 import { startFairnessReports } from '../temporal/fairness-probe';
+import { startFairnessWeights } from '../temporal/fairness-weights';
 import { dataConverterFromConfig } from '../codec/data-converter';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createProviderClientFromConfig, isProviderError, type ProviderClient } from '../provider';
@@ -177,6 +178,8 @@ async function main(): Promise<void> {
       log: logger,
       ...(config.WORKER_METRICS_ADDRESS && { meter: Runtime.instance().metricMeter }),
     });
+    // Clients' weights as the queues' fairness-weight overrides, now and on SIGHUP.
+    startFairnessWeights(connection, config, logger);
     // Either one failing stops the other too: the process restarts as a whole.
     await Promise.all(
       workers.map((worker) =>
