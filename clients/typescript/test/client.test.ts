@@ -202,7 +202,7 @@ describe('the TypeScript client library against the API', { timeout: 600_000 }, 
     assert.equal(statement.client, 'bo');
   });
 
-  it('decide: a refusal is a typed 409 saying it is forceable; forced, the order is REFUNDED', async () => {
+  it('decide: a refusal is a typed 409 saying it is forceable; forcing is refused to the back office (403 naming force) and applied for an operator: the order is REFUNDED', async () => {
     const ref = newRef('review');
     await bo.submit(mobileRequest(ref, UNKNOWN_NUMBER));
     await finalOrder(bo, ref, 'NEEDS_REVIEW');
@@ -211,11 +211,17 @@ describe('the TypeScript client library against the API', { timeout: 600_000 }, 
       assert.equal(err.problem.forceable, true);
       return true;
     });
-    const decided = await bo.decide(ref, {
-      decision: 'REFUNDED',
+    const forced = {
+      decision: 'REFUNDED' as const,
       note: 'provider confirmed no credit, ticket 4412',
       force: true,
+    };
+    await assert.rejects(bo.decide(ref, forced), (err) => {
+      assert.ok(isProblem(err, 'forbidden'), String(err));
+      return true;
     });
+    const operator = new TopupClient({ baseUrl: stack.api.url, apiKey: testClients.operator.key });
+    const decided = await operator.decide(ref, { ...forced, operator: 'amina' }, { client: 'bo' });
     if (!decided.pending) assert.equal(decided.order.status, 'REFUNDED');
     await finalOrder(bo, ref, 'REFUNDED');
   });
