@@ -3,8 +3,9 @@
  * (auth.ts, per route); this says on whose orders:
  *
  * - its own orders: everything, on every route its scopes allow;
- * - audit:read: every client's orders on the reading routes (view, list), card codes masked: only
- *   the audit export with `reveal=true` (audit:reveal, recorded) shows another client's codes;
+ * - audit:read: every client's orders on the reading routes (view, list), card codes masked
+ *   (src/audit/mask.ts): only the audit export with `reveal=true` (audit:reveal, recorded) shows
+ *   another client's codes;
  * - the operator role: every client's orders that are or were in review — list, view (card codes
  *   masked) and, with reviews:write, decide.
  *
@@ -12,7 +13,7 @@
  * another client's order apart from no order at all.
  */
 import type { Caller } from '../clients/registry';
-import type { OrderResult, OrderView } from '../../contract/order';
+import type { OrderView } from '../../contract/order';
 
 export type Purpose = 'read' | 'decide';
 /** How the caller reaches an order of `owner`: as its owner, as an auditor, or as an operator. */
@@ -28,21 +29,4 @@ export function accessTo(caller: Caller, owner: string, purpose: Purpose): Acces
 /** An operator reaches another client's order only while it is, or after it was, in review. */
 export function inOperatorReach(view: Pick<OrderView, 'status' | 'review'>): boolean {
   return view.status === 'NEEDS_REVIEW' || view.status === 'DISPUTED' || view.review !== undefined;
-}
-
-/** What a masked card code reads as. */
-export const MASKED = '[masked]';
-
-/** Card codes are money: only the owner sees them in a view. Serials identify a card and stay. */
-export function maskCardCodes<V extends { result?: OrderResult }>(view: V): V {
-  const result = view.result;
-  if (!result || (result.cardCode === undefined && result.cards === undefined)) return view;
-  return {
-    ...view,
-    result: {
-      ...result,
-      ...(result.cardCode !== undefined ? { cardCode: MASKED } : {}),
-      ...(result.cards ? { cards: result.cards.map((card) => ({ ...card, code: MASKED })) } : {}),
-    },
-  };
 }

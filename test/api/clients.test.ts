@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
-import { MASKED } from '../../src/api/access';
+import { MASKED } from '../../src/audit/mask';
 import type { Problem } from '../../src/api/errors';
 import type { OrderView } from '../../src/api/orders';
 import type { OrderAudit } from '../../src/audit/order-audit';

@@ -13,7 +13,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, type Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
-import { MASKED } from '../../src/api/access';
+import { MASKED } from '../../src/audit/mask';
 import type { OrderView } from '../../src/api/orders';
 import { requestHash } from '../../src/api/orders';
 import { OrderReader } from '../../src/api/order-read';
