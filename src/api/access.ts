@@ -2,12 +2,14 @@
  * Which orders a caller reaches, and how much of each it sees. Scopes say what a caller may do
  * (auth.ts, per route); this says on whose orders:
  *
- * - its own orders: everything, on every route its scopes allow;
- * - audit:read: every client's orders on the reading routes (view, list), card codes masked
- *   (src/audit/mask.ts): only the audit export with `reveal=true` (audit:reveal, recorded) shows
- *   another client's codes;
- * - the operator role: every client's orders that are or were in review — list, view (card codes
- *   masked) and, with reviews:write, decide.
+ * - its own orders: everything, in clear, on every route its scopes allow;
+ * - audit:read: every client's orders on the reading routes (view, list);
+ * - the operator role: every client's orders that are or were in review — list, view and, with
+ *   reviews:write, decide.
+ *
+ * Whoever reaches another client's order reads it masked (src/audit/mask.ts: phone and line
+ * numbers, card codes, digit runs in notes and the provider's text) unless it holds audit:reveal
+ * and asks for `reveal=true`, which is recorded (src/audit/reveal.ts).
  *
  * Anything else answers 404, exactly as an order that does not exist: never 403, which would tell
  * another client's order apart from no order at all.

@@ -1,6 +1,6 @@
 /**
- * The one masking rule for personal data and secrets, for a reader of an order who may not see
- * them — the audit export without `reveal=true` (./reveal.ts):
+ * The one masking rule for personal data and secrets, for every reader of an order that is not
+ * its owner — an auditor, an operator, the audit export — unless they revealed it (./reveal.ts):
  *
  * - by field name, wherever the value sits (a view, a workflow input, an activity's arguments or
  *   result), so it holds for payloads this module does not know in detail: phone and line numbers
@@ -11,8 +11,8 @@
  *   them) may name a customer's number or a voucher, so every run of six or more digits in them
  *   reads "[masked]".
  *
- * Card codes alone are masked in another client's view and on the way to an owner's webhook
- * endpoint that did not opt in (maskCardCodes).
+ * The owner's own view is never masked here: it sent that data. Card codes alone are masked on the
+ * way to an owner's webhook endpoint that did not opt in (maskCardCodes).
  */
 import type { OrderResult } from '../../contract/order';
 
@@ -51,7 +51,7 @@ export function maskDigitRuns(text: string): string {
   return text.replace(DIGIT_RUN, MASKED);
 }
 
-/** `value` (an audit story, any payload) as a reader who may not see its secrets sees it. */
+/** `value` (a view, an audit story, any payload) as a reader who is not the owner sees it. */
 export function maskSecrets<T>(value: T): T {
   return mask(value, undefined) as T;
 }
@@ -71,7 +71,10 @@ function mask(value: unknown, parentKey: string | undefined): unknown {
   );
 }
 
-/** Card codes only: another client's view, and the owner's own webhook endpoint without `cardCodes: true`. */
+/**
+ * Card codes only, for the owner's own webhook endpoint without `cardCodes: true`: the owner's
+ * data otherwise, but a code is money, and an endpoint opts in to carry it.
+ */
 export function maskCardCodes<V extends { result?: OrderResult }>(view: V): V {
   const result = view.result;
   if (!result || (result.cardCode === undefined && result.cards === undefined)) return view;

@@ -358,6 +358,8 @@ describe('clients, scopes and tenant isolation', () => {
     const owners = (await view('shop', seed.reviewedWithCard)).body.result;
     assert.notEqual(owners?.cardCode, MASKED);
     assert.deepEqual(res.body.result, { ...owners, cardCode: MASKED }, 'all but the card code');
+    const request = res.body.request;
+    assert.equal(request.type === 'internet_topup' && request.number, MASKED, 'and the line number');
     assert.equal((await view('auditor', seed.acmeOrder, '?client=acme')).status, 200);
   });
 
