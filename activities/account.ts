@@ -34,11 +34,9 @@ import {
 } from '../contract/account';
 import {
   AcceptedAtAttribute,
-  heldNeed,
   HoldOperatorAttribute,
   HoldReasonAttribute,
   HoldRequiredAttribute,
-  statusQuery,
 } from '../contract/order';
 import { ProviderFailureType, type ProviderFailureDetails } from '../contract/activity-outcomes';
 import { withinAttempt } from './attempt-deadline';
@@ -70,7 +68,7 @@ const DEFAULT_PLANS_MAX_AGE_MS = 60 * 60_000;
 const ACCOUNT_PRIORITY = { priorityKey: 1, fairnessKey: 'provider-account' };
 /** Held orders let go at once by a round (signals in flight). */
 const RELEASE_CONCURRENCY = 16;
-/** A round's calls to Temporal: one signal or query; the whole listing. Slower is the next round's. */
+/** A round's calls to Temporal: one signal; the whole listing. Slower is the next round's. */
 const CALL_TIMEOUT_MS = 5_000;
 const LIST_TIMEOUT_MS = 10_000;
 /**
@@ -78,13 +76,6 @@ const LIST_TIMEOUT_MS = 10_000;
  * on one read (the balance) fails that read, and the round still lets go what the other allows.
  */
 const READ_TIMEOUT_MS = 5_000;
-/**
- * Orders held before patch hold-search-attributes are read with a query each: at most this many
- * per round (the rest wait for the next one, and stop the balance line meanwhile), this many at once.
- */
-const UNMARKED_PER_ROUND = 64;
-const UNMARKED_CONCURRENCY = 8;
-
 /**
  * A value read at most once per `maxAgeMs`, concurrent callers sharing one read; undefined when it
  * fails. A failed read is not kept: the next caller reads again, so one slow answer does not open
@@ -243,8 +234,8 @@ export function createAccountActivities(
     /**
      * Makes sure the task queue's account workflow runs: the round finds the held order by
      * visibility (its hold's search attributes). A start that finds it running adds nothing to its
-     * history; one start per worker and `checkMs` serves every order held meanwhile. The order
-     * workflow calls this with the hold (`held`), which the account no longer needs.
+     * history; one start per worker and `checkMs` serves every order held meanwhile. `held`: the
+     * order's hold (a balance hold makes this worker's later sends wait without asking).
      */
     async holdOrder(held: HeldOrder): Promise<void> {
       if (!temporal || !options) throw ApplicationFailure.nonRetryable('this worker watches no account');
@@ -254,9 +245,6 @@ export function createAccountActivities(
         throw ApplicationFailure.retryable('the account workflow could not be started', 'AccountNotStarted');
       }
     },
-
-    /** Nothing to do since patch account-lists-held: the order leaves HELD, and the listing with it. */
-    async releaseOrder(_workflowId: string): Promise<void> {},
 
     /**
      * One round of the account workflow: reads the account, lists the held orders of this task
@@ -298,15 +286,12 @@ export function createAccountActivities(
       );
       return { reading, held: heldCounts(held.filter((order) => !go.has(order))), released };
     },
-
-    /** The account's balance and each operator's state; a failed read says why (codes only). */
-    readProviderAccount: readAccount,
   };
 }
 
 /**
- * The orders held on `taskQueue`, with their holds: from their search attributes, or for an order
- * held before patch hold-search-attributes (none), from its view (one query each).
+ * The orders held on `taskQueue`, with their holds, from their search attributes: a held order
+ * publishes its hold with its HELD status, in the same upsert (workflows/order/search-attributes.ts).
  */
 export async function listHeld(
   temporal: Client,
@@ -315,7 +300,6 @@ export async function listHeld(
 ): Promise<ListedHold[]> {
   const query = `OrderStatus = 'HELD' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue}'`;
   const held: ListedHold[] = [];
-  const unmarked: { workflowId: string; acceptedAt: string }[] = [];
   const listed = await temporal.withDeadline(Date.now() + LIST_TIMEOUT_MS, async () => {
     const all = [];
     for await (const info of temporal.workflow.list({ query })) all.push(info);
@@ -323,49 +307,21 @@ export async function listHeld(
   });
   for (const info of listed) {
     const attributes = info.typedSearchAttributes;
-    const acceptedAt = (attributes.get(AcceptedAtAttribute) ?? info.startTime).toISOString();
     const reason = attributes.get(HoldReasonAttribute);
-    if (reason !== 'balance' && reason !== 'operator') {
-      unmarked.push({ workflowId: info.workflowId, acceptedAt });
-      continue;
-    }
+    // Not a hold the account can judge (no order of ours publishes HELD without it): its own
+    // backstop tries the send again.
+    if (reason !== 'balance' && reason !== 'operator') continue;
     const operator = attributes.get(HoldOperatorAttribute) as OperatorName | undefined;
     const required = attributes.get(HoldRequiredAttribute);
     held.push({
       workflowId: info.workflowId,
-      acceptedAt,
+      acceptedAt: (attributes.get(AcceptedAtAttribute) ?? info.startTime).toISOString(),
       reason,
       ...(operator && { operator }),
       ...(required !== undefined && { required }),
     });
   }
   progress();
-  unmarked.sort((a, b) => a.acceptedAt.localeCompare(b.acceptedAt));
-  const toQuery = unmarked.slice(0, UNMARKED_PER_ROUND);
-  // Not read this round: it stops the balance line where it stands (an amount no balance covers).
-  for (const order of unmarked.slice(UNMARKED_PER_ROUND)) {
-    held.push({ ...order, reason: 'balance', required: Number.POSITIVE_INFINITY });
-  }
-  await Promise.all(
-    Array.from({ length: Math.min(UNMARKED_CONCURRENCY, toQuery.length) }, async () => {
-      for (let order = toQuery.shift(); order; order = toQuery.shift()) {
-        const view = await temporal
-          .withDeadline(Date.now() + CALL_TIMEOUT_MS, () =>
-            temporal.workflow.getHandle(order.workflowId).query(statusQuery),
-          )
-          .catch(() => undefined);
-        progress();
-        if (view?.status !== 'HELD' || !view.hold) continue;
-        const required = view.hold.reason === 'balance' ? heldNeed(view.hold, view.request) : undefined;
-        held.push({
-          ...order,
-          reason: view.hold.reason,
-          ...(view.hold.operator && { operator: view.hold.operator as OperatorName }),
-          ...(required !== undefined && { required }),
-        });
-      }
-    }),
-  );
   // By workflow ID: the stable sort by acceptance (resumableHeld) breaks ties the same way every round.
   return held.sort((a, b) => a.workflowId.localeCompare(b.workflowId));
 }

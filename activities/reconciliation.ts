@@ -620,27 +620,6 @@ export function createReconciliationActivities(
     },
 
     /**
-     * The matching as the code before the `reconciliation-chunked` patch calls it (runs of it still
-     * in flight): every order mismatch in one result, the unexplained rows reported only.
-     */
-    async findReconciliationMismatches(input: MatchInput): Promise<{
-      orders: number;
-      matched: number;
-      ledgerRows: number;
-      mismatches: Mismatch[];
-      unexplained: LedgerRow[];
-    }> {
-      const day = await matchDay(input);
-      return {
-        orders: day.orders,
-        matched: day.matched,
-        ledgerRows: day.ledgerRows,
-        mismatches: day.mismatches.filter((m) => m.kind !== 'unexplained-row'),
-        unexplained: day.unexplained,
-      };
-    },
-
-    /**
      * Matches the day's final orders with the provider's ledger. Returns the day's counts and one
      * chunk of what does not match (the mismatches whose key is above `after`, at most `limit`),
      * so a day of thousands of mismatches travels in results of a bounded size. Each call reads the
@@ -883,7 +862,7 @@ async function askById(provider: ReconciliationProvider, type: OrderType, id: st
 
 /**
  * The search attributes a reopened order's run starts with: the service's own (none of Temporal's,
- * such as a closed run's patch versions), as its first task will publish them — DISPUTED, in review
+ * such as a closed run's worker version or patch versions), as its first task will publish them — DISPUTED, in review
  * since now, no longer completed — so no list sees it final in between.
  */
 function reopenedSearchAttributes(latest: WorkflowExecutionDescription): SearchAttributePair[] {

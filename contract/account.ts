@@ -1,6 +1,6 @@
 /**
- * The provider account's contract (docs/operators.md "Orders on hold"): what a held order tells
- * the account workflow, what the account workflow tells it back, and what it answers about the
+ * The provider account's contract (docs/operators.md "Orders on hold"): a hold as the account
+ * workflow finds it, what the account workflow tells a held order, and what it answers about the
  * account. One account workflow per order task queue (one task queue = one provider key = one
  * account). Safe to import from workflow code (no I/O).
  */
@@ -19,8 +19,8 @@ export function accountWorkflowId(taskQueue: string): string {
   return `provider-account:${taskQueue}`;
 }
 
-/** What a held order registers with the account workflow. */
-export interface HeldOrder {
+/** A held order as the account's round finds it (visibility: its hold's search attributes). */
+export interface ListedHold {
   workflowId: string;
   /** ISO time the order was accepted: held orders resume in this order. */
   acceptedAt: string;
@@ -29,19 +29,18 @@ export interface HeldOrder {
   operator?: OperatorName;
   /** `balance`: what the order needs (the provider's `required`, or the order's own amount), DZD. */
   required?: number;
-  /** Epoch ms: the order gives up then by itself; the account forgets it. */
+}
+
+/** What a held order tells its worker's account activity (holdOrder): its hold, and until when. */
+export interface HeldOrder extends ListedHold {
+  /** Epoch ms: the order gives up then by itself. */
   until: number;
 }
 
 export interface AccountInput {
   /** How often the account's balance and operators are read while orders are held. */
   checkMs: number;
-  /** Orders registered by signal before a continue-as-new (runs before patch account-lists-held). */
-  held?: HeldOrder[];
 }
-
-/** A held order as the account's round finds it (visibility, or its query for an order held before the patch). */
-export type ListedHold = Omit<HeldOrder, 'until'>;
 
 /** What one of the account's rounds did: the reading, the held orders it found, those it let go. */
 export interface AccountRound {
@@ -111,9 +110,6 @@ export function heldCounts(held: Iterable<ListedHold>): AccountState['held'] {
   return counts;
 }
 
-export const holdOrderSignal = defineSignal<[HeldOrder]>('holdOrder');
-/** The order no longer waits (it gave up, or it was cancelled). */
-export const releaseOrderSignal = defineSignal<[string]>('releaseOrder');
 export const accountStateQuery = defineQuery<AccountState>('accountState');
 /** To a held order, from the account workflow: send now. */
 export const resumeHeldSignal = defineSignal('resumeHeld');

@@ -67,13 +67,20 @@ export const CompletedAtAttribute = defineSearchAttributeKey('CompletedAt', Sear
 /**
  * An order HELD (docs/operators.md "Orders on hold"): why (`balance` or `operator`), the operator
  * reported down, and what it needs from the balance (DZD, `heldNeed`), set by the workflow with the
- * HELD status (patch hold-search-attributes). The account workflow's reading finds the held orders
+ * HELD status, in the same upsert. The account workflow's reading finds the held orders
  * by `OrderStatus = "HELD"` and reads these from the listing, without a query per order. Left as
  * they were when the order leaves HELD: filter on OrderStatus with them.
  */
 export const HoldReasonAttribute = defineSearchAttributeKey('HoldReason', SearchAttributeType.KEYWORD);
 export const HoldOperatorAttribute = defineSearchAttributeKey('HoldOperator', SearchAttributeType.KEYWORD);
 export const HoldRequiredAttribute = defineSearchAttributeKey('HoldRequired', SearchAttributeType.INT);
+
+/**
+ * What the provider debited for a settled order (the view's `result.debit.amount`, DZD), set by the
+ * workflow in the same upsert as the final status: statements sum it from visibility's listing, so
+ * a normal order records it without an event of its own. Absent where the answer gave no debit.
+ */
+export const DebitAmountAttribute = defineSearchAttributeKey('DebitAmount', SearchAttributeType.DOUBLE);
 
 /**
  * Every search attribute the service needs, by name and Temporal type: the one list from which
@@ -90,6 +97,7 @@ export const searchAttributeDefinitions = {
   HoldReason: 'Keyword',
   HoldOperator: 'Keyword',
   HoldRequired: 'Int',
+  DebitAmount: 'Double',
 } as const;
 
 /** Polling and deadline timings, in milliseconds; fixed in the workflow input so replay is deterministic. */
@@ -312,8 +320,9 @@ export interface OrderDebit {
 }
 
 /**
- * The memo key (`settlement`) where an order records, when it settles, what a statement sums
- * beside the request's figures: the debit and a partial order's split. Never a card code or a number.
+ * The memo key (`settlement`) where a PARTIALLY_FULFILLED order records what a statement sums
+ * beside the request's figures and the DebitAmount attribute: the partial split, with the debit.
+ * Never a card code or a number. Other orders record their debit in DebitAmount only.
  */
 export const SETTLEMENT_MEMO = 'settlement';
 /**

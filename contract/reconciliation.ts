@@ -48,32 +48,19 @@ export interface ReconcileDayInput extends ReconciliationDay {
   /** Mismatches the matching hands over at once, at most (default 500; lowered by tests). */
   mismatchesPerChunk?: number;
   /**
-   * Set only by the workflow itself when it continues as new. Starters leave it unset.
-   * `{pending, report}`: a run of the code before chunked matching (patch `reconciliation-chunked`);
-   * `{chunk, after, report}`: the rest of the chunk being re-checked and the matching's cursor.
+   * Set only by the workflow itself when it continues as new: the rest of the chunk being
+   * re-checked and the matching's cursor. Starters leave it unset.
    */
-  continued?: LegacyContinuation | ChunkedContinuation;
-}
-
-/** What a run of the code before the `reconciliation-chunked` patch hands to the next. */
-export interface LegacyContinuation {
-  pending: Mismatch[];
-  report: ReconciliationReport;
+  continued?: ReconciliationContinuation;
 }
 
 /** What a run hands to the next: every field bounded, whatever the day's size. */
-export interface ChunkedContinuation {
+export interface ReconciliationContinuation {
   /** The rest of the matching's current chunk, still to re-check (at most a chunk). */
   chunk: Mismatch[];
   /** The key of the chunk's last mismatch: the matching goes on after it; absent when it was the last chunk. */
   after?: string;
   report: ReconciliationReport;
-}
-
-export function isLegacyContinuation(
-  continued: ReconcileDayInput['continued'],
-): continued is LegacyContinuation {
-  return continued !== undefined && 'pending' in continued;
 }
 
 /** What one matching call hands over: the day's counts and one chunk of what does not match. */

@@ -16,27 +16,7 @@ import type { OrderStatus, OrderView } from './order';
 
 export type { WebhookEventType };
 
-/**
- * The patch that guards the order workflow's announcements: histories recorded before it replay
- * unchanged, and an order whose client has no endpoint never calls it (not a single event more).
- */
-export const WEBHOOK_EVENTS_PATCH = 'webhook-events';
-
 export const webhookDeliveryWorkflowType = 'webhookDeliveryWorkflow';
-
-/**
- * The patch that guards the delivery workflow's handling of a `deferred` attempt (not an attempt:
- * no count, no error, no back-off, tried again soon). A history written while an older worker met
- * that outcome (a deploy's overlap) replays the old way: nothing recorded, tried again at once.
- */
-export const WEBHOOK_DEFERRED_PATCH = 'webhook-deferred-attempt';
-
-/**
- * The patch that ends an event's retry window at a deferral too: an event deferred past
- * `retryForMs` after it became due is `failed`, as a failed attempt then would make it. Before it,
- * an event whose endpoint stayed at its cap was deferred for as long as the cap lasted, past the window.
- */
-export const WEBHOOK_DEFERRAL_WINDOW_PATCH = 'webhook-deferral-window';
 
 /** One delivery workflow per order; `:` cannot appear in an order's workflow ID's parts (order.ts). */
 export function webhookDeliveryWorkflowId(orderWorkflowId: string): string {

@@ -1,13 +1,13 @@
 /**
  * `tsx scripts/record-histories.ts [--time-scale 1] [--only a,b] [--overwrite]`: runs one order per
  * scenario against the sandbox (each with its own sandbox, provider client and worker, all at
- * once), writes each workflow history to test/fixtures/histories/<scenario>.json for the replay
- * test, and prints how many history events and provider calls each took.
+ * once), writes each workflow history to test/fixtures/histories/lifecycle-<LIFECYCLE_VERSION>/
+ * <scenario>.json for the replay test, and prints how many history events and provider calls each took.
  *
- * Only scenarios without a fixture are recorded, unless named with --only or --overwrite is given:
- * a fixture recorded by older workflow code is what proves that orders it started still replay.
- * Every fixture was recorded by lifecycle 1.0 (docs/contributors.md "Lifecycle 1.0"): a fixture of
- * a later change is added next to them, and a change that breaks one of them needs a patch.
+ * Only scenarios without a fixture are recorded, unless named with --only or --overwrite is given.
+ * Orders are pinned to the worker version that started them, so a lifecycle's fixtures are
+ * replayed only by its own code: a new lifecycle version (test/helpers/histories.ts
+ * LIFECYCLE_VERSION) records its own set into its own folder.
  *
  * The webhook scenarios run a whole webhook stack (API, both workers, a receiver that fails the
  * first attempt of each event): the order's history with its announcements, and the order's
@@ -51,7 +51,8 @@ import {
   ADMIN_TOKEN,
   mobileRequest,
   newRef,
-  PRODUCTION_KEY,
+  LEAN_ORDER_EVENTS,
+  PARTIAL_SPLIT_MEMO_EVENTS,
   startOrder,
   startOrderTestWorkers,
   startTestSandbox,
@@ -134,41 +135,46 @@ const stuck = { deadlineMs: 10_000, reviewRecheckMs: 15_000 } satisfies Partial<
 const holdInHandling = (sandbox: TestSandbox, ref: string) =>
   sandbox.changeTopup(ref, { status: 'HANDLING' });
 
-/** Patches a normal new order records (first-send-decides; settlement-memo once it settles). */
-const PATCHES_ON_EVERY_ORDER = 2;
-
 /**
- * A normal order: at most 15 events and the send's local-activity marker, plus for each patch in use
- * its marker and change-version upsert, and the settlement memo's update when it records a debit.
+ * A normal order: the lean 14 events with the send's local-activity marker as its only marker, one
+ * more for a partial order's split in the memo (test/helpers/orders.ts).
  */
-function verifyNormal(history: History): void {
+function verifyNormal(history: History, budget = LEAN_ORDER_EVENTS): void {
   const events = history.events ?? [];
   const markers = events.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []);
   const sends = markers.filter((name) => name === 'core_local_activity');
-  const patches = markers.filter((name) => name === 'core_patch');
-  const settled = settlementRecorded(history) ? 1 : 0;
-  if (
-    events.length > 15 + 2 * patches.length + settled ||
-    patches.length > PATCHES_ON_EVERY_ORDER ||
-    sends.length !== 1 ||
-    sends.length + patches.length !== markers.length
-  ) {
+  if (events.length > budget || sends.length !== 1 || markers.length !== 1) {
     throw new Error(
       `expected a normal order's history: ${events.length} events, markers ${markers.join(', ')}`,
     );
   }
 }
 
-/** The order recorded its settlement in its memo (workflows/order/debit.ts). */
-function settlementRecorded(history: History): boolean {
-  return (history.events ?? []).some(
-    (e) => e.workflowPropertiesModifiedEventAttributes?.upsertedMemo?.fields?.settlement !== undefined,
-  );
+/** The lifecycle asks no `patched()`: a change ships as a new worker version instead. */
+function verifyNoPatchMarker(name: string, history: History): void {
+  if ((history.events ?? []).some((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch'))
+    throw new Error(`${name}: a patch marker in the history`);
 }
 
-function verifySettlementRecorded(history: History): void {
-  if (!settlementRecorded(history)) throw new Error('expected the settlement memo to be recorded');
+/** The final upsert carries what the provider debited (DebitAmount), and no memo update is made. */
+function verifyDebitRecorded(history: History): void {
+  const events = history.events ?? [];
+  const debited = events.some(
+    (e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.DebitAmount,
+  );
+  if (!debited) throw new Error('expected DebitAmount in an upsert of the search attributes');
+  if (events.some((e) => e.workflowPropertiesModifiedEventAttributes))
+    throw new Error('expected no memo update for a normal order');
   verifyNormal(history);
+}
+
+/** A partial order's split in its memo (workflows/order/debit.ts), with its debit. */
+function verifyPartialSplitRecorded(history: History): void {
+  const recorded = (history.events ?? []).some(
+    (e) => e.workflowPropertiesModifiedEventAttributes?.upsertedMemo?.fields?.settlement !== undefined,
+  );
+  if (!recorded) throw new Error('expected the partial split in the settlement memo');
+  verifyNormal(history, LEAN_ORDER_EVENTS + PARTIAL_SPLIT_MEMO_EVENTS);
 }
 
 /**
@@ -204,35 +210,23 @@ const forceRefundThenFulfilAfterDispute: NonNullable<Scenario['operator']> = asy
 };
 
 const scenarios: Record<string, Scenario> = {
-  'mobile-fulfilled': { request: (ref) => mobileRequest(ref), expected: 'FULFILLED', verify: verifyNormal },
-  // Recorded with FIRST_SEND_DECIDES_PATCH; replayed also with a heartbeat in the first task (replay.test.ts).
-  'mobile-fulfilled-first-send-decides': {
+  // Replayed also with a heartbeat in the first task (replay.test.ts), as the gift card's.
+  'mobile-fulfilled': {
     request: (ref) => mobileRequest(ref),
     expected: 'FULFILLED',
-    verify: verifyNormal,
-  },
-  'gift-card-fulfilled-first-send-decides': {
-    request: (ref) => giftCardRequest(ref),
-    expected: 'FULFILLED',
-    verify: verifyNormal,
+    verify: verifyDebitRecorded,
   },
   'internet-fulfilled': { request: internetRequest, expected: 'FULFILLED', verify: verifyNormal },
   'gift-card-fulfilled': {
     request: (ref) => giftCardRequest(ref),
     expected: 'FULFILLED',
-    verify: verifyNormal,
+    verify: verifyDebitRecorded,
   },
-  // The debit recorded as the order settles (the settlement-memo patch): a top-up's balance_amount,
-  // a gift card the provider filled in part.
-  'mobile-fulfilled-debit-recorded': {
-    request: (ref) => mobileRequest(ref),
-    expected: 'FULFILLED',
-    verify: verifySettlementRecorded,
-  },
+  // The debit and the split recorded as a gift card the provider filled in part settles.
   'gift-card-partial-debit-recorded': {
     request: (ref) => ({ ...giftCardRequest(ref, 4), typeId: sandboxTestTypes.partial }),
     expected: 'PARTIALLY_FULFILLED',
-    verify: verifySettlementRecorded,
+    verify: verifyPartialSplitRecorded,
   },
   'mobile-refunded': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.refunded),
@@ -244,9 +238,10 @@ const scenarios: Record<string, Scenario> = {
     expected: 'REFUNDED',
     verify: verifyNormal,
   },
+  // A send the provider refuses for good (a validation error, 400): FAILED. (A key the sandbox
+  // refuses, 401/403, is the account's trouble, not the order's: the send waits as in an outage.)
   'mobile-failed-refused': {
-    request: (ref) => mobileRequest(ref),
-    apiKey: PRODUCTION_KEY,
+    request: (ref) => ({ ...mobileRequest(ref), planCode: 'NO_SUCH_PLAN' }),
     expected: 'FAILED',
   },
   'mobile-send-lost-fulfilled': {
@@ -255,8 +250,7 @@ const scenarios: Record<string, Scenario> = {
     expected: 'FULFILLED',
   },
   // The review in a run of its own: the run that entered review and continued as new (the
-  // continue-as-new), and the review's run, resolved by an operator. Its fixture was recorded by
-  // lifecycle 1.0 without `force`, before patch refund-waits-for-provider: it replays the old rule.
+  // continue-as-new), and the review's run, waiting for an operator who decides it (a long wait).
   'mobile-review-own-run-refunded': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
     timings: noWatch,
@@ -308,31 +302,29 @@ const scenarios: Record<string, Scenario> = {
     timings: { settleMs: 5_000 },
     expected: 'FULFILLED',
   },
-  // Patch fulfilled-without-num-trans: the documented optional num_trans may be missing; FULFILLED.
+  // The documented optional num_trans missing from a FULFILLED internet answer: FULFILLED.
   'internet-fulfilled-without-num-trans': {
     request: internetRequest,
     arrange: (sandbox, ref) => sandbox.changeTopup(ref, { status: 'FULFILLED', without: ['num_trans'] }),
     expected: 'FULFILLED',
   },
-  // Recorded by the code before patch fulfilled-without-num-trans (issue 25): a FULFILLED internet
-  // top-up without the optional num_trans went to review, an operator decided it FULFILLED.
-  'internet-no-num-trans-review-decided-lifecycle-1': {
+  // QUEUED by the provider (internet cards scheduled for later delivery), re-checked at the QUEUED
+  // pace, then FULFILLED: the queued long wait.
+  'internet-queued-fulfilled': {
     request: internetRequest,
-    arrange: (sandbox, ref) => sandbox.changeTopup(ref, { status: 'FULFILLED', without: ['num_trans'] }),
-    timings: noWatch,
-    operator: (handle) =>
-      update(
-        handle,
-        {
-          decision: 'FULFILLED',
-          operator: 'recorder',
-          note: 'card code delivered, no transaction number',
-          force: true,
-        },
-        'applied',
-      ),
+    arrange: async (sandbox, ref) => {
+      await sandbox.changeTopup(ref, { status: 'QUEUED' });
+      await sandbox.changeTopup(ref, { status: 'FULFILLED', afterMs: 12_000 });
+    },
+    timings: { queuedRecheckMs: 5_000, queuedDeadlineMs: 120_000 },
+    verify: (history) => {
+      const upserts = (history.events ?? []).flatMap(
+        (e) =>
+          e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.OrderStatus ?? [],
+      );
+      if (upserts.length < 3) throw new Error('expected QUEUED published between SUBMITTED and FULFILLED');
+    },
     expected: 'FULFILLED',
-    firstRunAs: 'internet-no-num-trans-review-entered-lifecycle-1',
   },
   'mobile-ref-reused-review-refunded': {
     request: (ref) => mobileRequest(ref),
@@ -355,11 +347,10 @@ const scenarios: Record<string, Scenario> = {
     timings: noWatch,
     expected: 'REFUNDED',
   },
-  // Patch adopt-checks-created-at: the ref was used 90 days before the order (another back
-  // office's order, past our retention) with the order's own body; our send meets DUPLICATED_REF
-  // and that answer is lost, so the order looks the ref up and finds the old top-up. Not adopted:
-  // review (the first run, with the patch's marker), decided REFUNDED by force (the provider shows
-  // FULFILLED, which is not this order's).
+  // The ref was used 90 days before the order (another back office's order, past our retention)
+  // with the order's own body; our send meets DUPLICATED_REF and that answer is lost, so the order
+  // looks the ref up and finds the old top-up. Not adopted: review (the first run), decided
+  // REFUNDED by force (the provider shows FULFILLED, which is not this order's).
   'mobile-reused-ref-old-topup-review-refunded': {
     request: (ref) => mobileRequest(ref),
     before: oldTopupThenLostAnswer,
@@ -377,13 +368,6 @@ const scenarios: Record<string, Scenario> = {
       ),
     expected: 'REFUNDED',
     firstRunAs: 'mobile-reused-ref-old-topup-review-entered',
-  },
-  // Recorded by the code before patch adopt-checks-created-at: the same order adopted the old
-  // top-up and ended FULFILLED.
-  'mobile-reused-ref-old-topup-adopted-lifecycle-1': {
-    request: (ref) => mobileRequest(ref),
-    before: oldTopupThenLostAnswer,
-    expected: 'FULFILLED',
   },
   'mobile-stuck-resolved-by-recheck': {
     request: (ref) => mobileRequest(ref),
@@ -411,7 +395,7 @@ const scenarios: Record<string, Scenario> = {
           if (!(err instanceof Error) || err.name !== 'WorkflowUpdateFailedError') throw err;
         });
       await waitForView(handle, (v) => v.timeline.some((e) => e.event.startsWith('Invalid review decision')));
-      // Forced since patch refund-waits-for-provider (the fixture predates it, without force).
+      // Forced: the provider still answers UNKNOWN_ERROR, on which a refund waits for its word.
       await handle.signal(resolveReviewSignal, {
         decision: 'REFUNDED',
         operator: 'recorder',
@@ -421,7 +405,7 @@ const scenarios: Record<string, Scenario> = {
     },
     expected: 'REFUNDED',
   },
-  // Patch refund-waits-for-provider: REFUNDED on UNKNOWN_ERROR is refused until forced.
+  // REFUNDED on UNKNOWN_ERROR is refused until forced.
   'mobile-review-unknown-error-refund-refused-then-forced': {
     request: (ref) => mobileRequest(ref, sandboxSpecialNumbers.unknownError),
     timings: noWatch,
@@ -437,12 +421,6 @@ const scenarios: Record<string, Scenario> = {
         { ...refunded, note: 'support confirmed no credit, ticket 4413', force: true },
         'applied',
       );
-    },
-    verify: (history) => {
-      const patched = (history.events ?? []).some(
-        (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
-      );
-      if (!patched) throw new Error('expected the patch marker (refund-waits-for-provider)');
     },
     expected: 'REFUNDED',
   },
@@ -507,9 +485,9 @@ const scenarios: Record<string, Scenario> = {
     },
     expected: 'FULFILLED',
   },
-  // Patch watch-reopens-on-partial-fill: REFUNDED forced while the gift-card order is HANDLING;
-  // the provider then fills it in part: the watch reopens it DISPUTED (the previous run, recorded
-  // too) and an operator's RECHECK settles it PARTIALLY_FULFILLED (the dispute's own run).
+  // REFUNDED forced while the gift-card order is HANDLING; the provider then fills it in part: the
+  // watch (a long wait) reopens it DISPUTED (the previous run, recorded too) and an operator's
+  // RECHECK settles it PARTIALLY_FULFILLED (the dispute's own run).
   'gift-card-dispute-partial-fill-rechecked': {
     request: (ref) => giftCardRequest(ref, 4),
     faults: [{ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 }],
@@ -530,16 +508,10 @@ const scenarios: Record<string, Scenario> = {
       );
     },
     previousRunAs: 'gift-card-watch-reopened-on-partial-fill',
-    verify: (history) => {
-      const patched = (history.events ?? []).some(
-        (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
-      );
-      if (!patched) throw new Error('expected the patch marker (watch-reopens-on-partial-fill)');
-    },
     expected: 'PARTIALLY_FULFILLED',
   },
-  // Patch resumed-held-order-sends: terminated while HELD for the balance, resumed by the sweep
-  // (its Schedule, triggered here), held again until the balance is topped up, then sent once.
+  // Terminated while HELD for the balance, resumed by the sweep (its Schedule, triggered here),
+  // held again (a long wait) until the balance is topped up, then sent once.
   'mobile-held-terminated-resumed-fulfilled': {
     request: (ref) => mobileRequest(ref),
     arrange: async (sandbox) => void (await sandbox.settings({ balance: 0 })),
@@ -563,12 +535,6 @@ const scenarios: Record<string, Scenario> = {
       } finally {
         await client.schedule.getHandle(scheduleId).delete();
       }
-    },
-    verify: (history) => {
-      const patched = (history.events ?? []).some(
-        (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch',
-      );
-      if (!patched) throw new Error('expected the patch marker (resumed-held-order-sends)');
     },
     expected: 'FULFILLED',
   },
@@ -815,7 +781,7 @@ async function recordWebhookScenarios(
       120_000,
     );
     const decided = await stack.api.request('POST', `/v1/orders/${reviewRef}/review`, {
-      // Forced since patch refund-waits-for-provider (the fixture predates it, without force).
+      // Forced: the provider still answers UNKNOWN_ERROR, on which a refund waits for its word.
       body: { decision: 'REFUNDED', note: 'no credit seen; refunded', force: true },
       apiKey: 'recorder-key',
     });
@@ -839,15 +805,10 @@ async function recordWebhookScenarios(
  * The provider account workflow's scenarios (workflows/provider-account.ts): two orders held for
  * the balance let go in acceptance order as the sandbox's balance is topped up (enough for one, then
  * for both), then one held for its operator down, let go once it is up; recorded once the account
- * workflow has ended (idle). `account-held-signals-lifecycle-1` was recorded by the code before
- * patch account-lists-held (held orders registered by signal); `account-held-listed` by the code after.
- * `mobile-held-let-go-by-account` is the first order's history (patch hold-search-attributes).
+ * workflow has ended (idle). `mobile-held-let-go-by-account` is the first order's history (the held
+ * long wait, its hold published in search attributes).
  */
-const accountScenarios = [
-  'account-held-signals-lifecycle-1',
-  'account-held-listed',
-  'mobile-held-let-go-by-account',
-] as const;
+const accountScenarios = ['account-held-listed', 'mobile-held-let-go-by-account'] as const;
 
 async function recordAccountScenarios(
   timeScale: number,
@@ -908,8 +869,7 @@ async function recordAccountScenarios(
 
 /**
  * `webhook-delivery-deferred`: a delivery workflow one of whose attempts the worker deferred (the
- * endpoint at its cap of attempts in flight, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT; patch
- * webhook-deferred-attempt). Two orders of one client, first tries off, a cap of one and a receiver
+ * endpoint at its cap of attempts in flight, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT). Two orders of one client, first tries off, a cap of one and a receiver
  * that answers in 600 ms: their delivery workflows' first attempts meet at the endpoint. The
  * fixture is the one whose result shows a deferral.
  */
@@ -989,7 +949,7 @@ async function twoOrdersDeliveries(
 
 /**
  * `webhook-delivery-deferral-expired`: a delivery workflow whose event's retry window ended while
- * the worker deferred its attempts (patch webhook-deferral-window). Two orders of one client,
+ * the worker deferred its attempts. Two orders of one client,
  * first tries off, a cap of one, a window of 3 s, and a receiver that holds the first delivery it
  * gets for 8 s: the other order's events wait their turn past their window and end `failed`. The
  * fixture is the one whose result shows a failed event that was deferred.
@@ -1108,6 +1068,7 @@ async function main(): Promise<void> {
             : env.client.workflow.getHandle(handle.workflowId, await previousRunId(handle));
         const history = await recorded.fetchHistory();
         scenario.verify?.(history);
+        verifyNoPatchMarker(name, history);
         writeFileSync(join(historiesDir, `${name}.json`), historyToJson(history));
         if (scenario.firstRunAs) {
           const first = await env.client.workflow.getHandle(handle.workflowId, firstRunId).fetchHistory();

@@ -199,6 +199,11 @@ const schema = z.object({
   API_ORDERS_BURST: z.coerce.number().int().nonnegative().default(1_000),
   API_CONCURRENT_REQUESTS: positiveInt.max(1_000).default(16),
   API_REQUEST_TIMEOUT_MS: millis.default(15_000),
+  /**
+   * Kept days (workflow starts) one GET /v1/statements writes at most; the rest of its figures are
+   * summed and answered all the same, and kept by later statements (src/api/statements.ts).
+   */
+  API_STATEMENT_DAYS_PER_REQUEST: positiveInt.max(366).default(31),
   CATALOG_CACHE_TTL_MS: millis.default(60_000),
   /** Deadline of each Temporal call the API makes (start, query, describe, list, signal). */
   API_TEMPORAL_TIMEOUT_MS: millis.default(5_000),
@@ -215,10 +220,32 @@ const schema = z.object({
    * gauges) is reused: /v3/ping is documented for every 30–60 s.
    */
   API_ACCOUNT_REPORT_TTL_MS: millis.default(30_000),
-  /** Node's headersTimeout (slow-loris guard); capped at API_REQUEST_TIMEOUT_MS. */
-  API_HEADERS_TIMEOUT_MS: millis.default(10_000),
+  /**
+   * Node's headersTimeout: a connection's request headers must have arrived this long after it
+   * opened (or after the request's first byte on a kept-alive one), checked every second; a
+   * connection that sends nothing closes then too. Capped at API_REQUEST_TIMEOUT_MS. 5 s: headers
+   * take milliseconds on any working network, and an idle connection holds a file descriptor.
+   */
+  API_HEADERS_TIMEOUT_MS: millis.default(5_000),
   /** Idle keep-alive sockets close after this; behind a load balancer set it above the balancer's idle timeout. */
   API_KEEP_ALIVE_TIMEOUT_MS: millis.default(5_000),
+  /**
+   * Connections the API holds at once, in total (Node's maxConnections: beyond it a connection is
+   * closed unanswered). Lowered at start to stay below the open-file limit with room for the API's
+   * own descriptors (src/api/server.ts).
+   */
+  API_MAX_CONNECTIONS: positiveInt.default(4_096),
+  /**
+   * Connections one address holds at once (an IPv6 /56 counts as one address); beyond it a
+   * connection is answered 429 and closed. The peer's address: behind a load balancer every
+   * connection comes from the balancer, so raise it above the balancer's connections or set 0 (none).
+   */
+  API_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().nonnegative().default(256),
+  /**
+   * `host:port` of a listener serving /healthz and /readyz only, with connection caps of its own, so
+   * the orchestrator's probes are answered while the API's port is flooded. Unset = none.
+   */
+  API_HEALTH_ADDRESS: hostPort.optional(),
   /** On SIGTERM, requests in flight get this long to finish before the process exits. */
   API_SHUTDOWN_TIMEOUT_MS: millis.default(10_000),
   /** Express `trust proxy` (true, false, a hop count or subnets): which client IP the rate limit sees. */
@@ -240,6 +267,28 @@ const schema = z.object({
   WORKER_PROVIDER_CALLS_PER_SECOND: z.coerce.number().positive().optional(),
   /** Path to a pre-built workflow bundle (npm run build:bundle); unset = bundle at start. */
   WORKER_WORKFLOW_BUNDLE_PATH: z.string().optional(),
+  /**
+   * The Worker Deployment this worker joins (docs/deployers.md "Deploying a new version"): every
+   * worker of the service, old builds and new, names the same one. Unset: TEMPORAL_TASK_QUEUE's
+   * name, so two services on one namespace are two deployments.
+   */
+  WORKER_DEPLOYMENT_NAME: z.string().trim().min(1).max(200).optional(),
+  /**
+   * This worker's build within the deployment. Unset: a digest of the workflow bundle it runs, so
+   * the same code is the same build on every host, and a changed workflow is a new version.
+   */
+  WORKER_BUILD_ID: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - (at most 64)')
+    .optional(),
+  /**
+   * When this build becomes current by itself: `first` when the deployment has no current version
+   * yet (its first deploy), `always` at every start (a dev stack running the code it has),
+   * `never` (every routing change by `npm run deploy`). Later builds are otherwise ramped and made
+   * current by a deploy.
+   */
+  WORKER_MAKE_CURRENT: z.enum(['first', 'always', 'never']).default('first'),
 
   // -- order polling (durations in ms; see docs/contributors.md "Polling") --
   POLL_FIRST_CHECK_MS: millis.default(5_000),

@@ -41,13 +41,6 @@ export type Verdict =
       kind: 'contradicted' | 'unconfirmed' | 'invalid';
       reason: string;
       forceable: boolean;
-      /**
-       * A REFUNDED decision the provider has answered neither way (UNKNOWN_ERROR, or a status it
-       * does not document). Lifecycle 1.0 applied it unconfirmed; since patch
-       * `refund-waits-for-provider` it needs `force` (workflows/order/review.ts keeps the old rule
-       * for orders decided before).
-       */
-      refundBeforeProvider?: true;
     };
 
 const refused = (
@@ -56,13 +49,8 @@ const refused = (
   forceable = true,
 ): Verdict => ({ verdict: 'refused', kind, reason, forceable });
 
-const refundBeforeProvider = (reason: string): Verdict => ({
-  verdict: 'refused',
-  kind: 'unconfirmed',
-  reason,
-  forceable: true,
-  refundBeforeProvider: true,
-});
+/** A REFUNDED decision the provider has answered neither way: it needs `force`. */
+const refundBeforeProvider = (reason: string): Verdict => refused('unconfirmed', reason);
 
 export function judgeDecision({ decision, orderType, bringsOrderId, answer }: DecisionCase): Verdict {
   switch (answer.kind) {
@@ -151,18 +139,13 @@ export const UNKNOWN_ERROR_GUIDANCE =
  * that contradicts the decision and is news (not what the provider said when the decision was
  * applied, which the operator saw and overrode). PARTIALLY_FILLED contradicts either decision:
  * part of a gift-card order was delivered and the rest refunded.
- *
- * `partialFills`: lifecycle 1.0 let PARTIALLY_FILLED pass unnoticed; since patch
- * `watch-reopens-on-partial-fill` it reopens the order (workflows/order/watch.ts).
  */
 export function contradictsLater(
   decision: 'FULFILLED' | 'REFUNDED',
   baseline: ProviderStatus | undefined,
   status: ProviderStatus,
-  partialFills = true,
 ): status is LaterContradiction {
-  const final =
-    status === 'FULFILLED' || status === 'REFUNDED' || (partialFills && status === 'PARTIALLY_FILLED');
+  const final = status === 'FULFILLED' || status === 'REFUNDED' || status === 'PARTIALLY_FILLED';
   return final && status !== decision && status !== baseline;
 }
 

@@ -24,19 +24,17 @@ import {
   workflowInfo,
   metricMeter,
   isCancellation,
-  patched,
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { ReconciliationActivities } from '../activities/reconciliation';
 import { metricCatalog } from '../contract/metrics';
 import {
-  isLegacyContinuation,
   RECONCILIATION_PRIORITY,
   reconciliationReportQuery,
   reconciliationWorkflowId,
   REPORT_ITEMS_KEPT,
-  type ChunkedContinuation,
   type ItemOutcome,
+  type ReconciliationContinuation,
   type Mismatch,
   type ReconcileDayInput,
   type ReconciliationItem,
@@ -99,18 +97,6 @@ export async function scheduledReconciliationWorkflow(
   });
 }
 
-/**
- * Patch `reconciliation-chunked` (docs/contributors.md "Patches in use"): the matching hands over
- * its mismatches a chunk at a time, unexplained rows are re-checked by their id, and the report
- * keeps counts and only the items that are not agreed. Runs of the code before it — started
- * before the deploy, or continued as new by one with `{pending, report}` — finish on that code.
- */
-export async function reconcileDayWorkflow(input: ReconcileDayInput): Promise<ReconciliationReport> {
-  if (isLegacyContinuation(input.continued) || !patched('reconciliation-chunked'))
-    return reconcileDayLifecycle1(input);
-  return reconcileDayChunked(input);
-}
-
 function newReport(input: ReconcileDayInput): ReconciliationReport {
   return {
     date: input.date,
@@ -134,8 +120,14 @@ function newReport(input: ReconcileDayInput): ReconciliationReport {
   };
 }
 
-async function reconcileDayChunked(input: ReconcileDayInput): Promise<ReconciliationReport> {
-  const continued = input.continued as ChunkedContinuation | undefined;
+/**
+ * One day: the matching hands over its mismatches a chunk at a time by a cursor, each is
+ * re-checked (a ledger row no order explains by its own id), and the report keeps counts and only
+ * the items that are not agreed. A long day continues as new with the rest of its chunk, the cursor
+ * and the report.
+ */
+export async function reconcileDayWorkflow(input: ReconcileDayInput): Promise<ReconciliationReport> {
+  const { continued } = input;
   const report = continued?.report ?? newReport(input);
   setHandler(reconciliationReportQuery, () => report);
   const limit = Math.max(1, input.mismatchesPerChunk ?? DEFAULT_MISMATCHES_PER_CHUNK);
@@ -193,7 +185,11 @@ async function reconcileDayChunked(input: ReconcileDayInput): Promise<Reconcilia
   if (pending.length > 0 || after !== undefined) {
     // A long day: the next run goes on with the rest of the chunk and the cursor, the history stays short.
     const { continued: _continued, ...same } = input;
-    const next: ChunkedContinuation = { chunk: pending, ...(after !== undefined && { after }), report };
+    const next: ReconciliationContinuation = {
+      chunk: pending,
+      ...(after !== undefined && { after }),
+      report,
+    };
     await continueAsNew<typeof reconcileDayWorkflow>({ ...same, continued: next });
   }
   report.finishedAt = new Date().toISOString();
@@ -211,79 +207,14 @@ function record(report: ReconciliationReport, item: ReconciliationItem): void {
 }
 
 /**
- * One re-check's outcome in the report's counts. The outcomes added since Lifecycle 1.0 have
- * optional counts, absent from the reports of runs that never met one. Counting issues no command,
- * so a new outcome needs no patch: a history replays the same whatever its activities returned.
+ * One re-check's outcome in the report's counts. The outcomes added later have optional counts
+ * (`foreign`, `secondTopUps`), absent from the reports of runs that never met one, which the API
+ * still reads.
  */
 function countOutcome(report: ReconciliationReport, outcome: ItemOutcome): void {
   if (outcome === 'foreign') report.foreign = (report.foreign ?? 0) + 1;
   else if (outcome === 'second-top-up') report.secondTopUps = (report.secondTopUps ?? 0) + 1;
   else report[outcome]++;
-}
-
-/** The day as the code before the `reconciliation-chunked` patch runs it (runs of it still in flight). */
-async function reconcileDayLifecycle1(input: ReconcileDayInput): Promise<ReconciliationReport> {
-  const continued = isLegacyContinuation(input.continued) ? input.continued : undefined;
-  let report: ReconciliationReport = continued?.report ?? {
-    date: input.date,
-    timeZone: input.timeZone,
-    from: input.from,
-    to: input.to,
-    orders: 0,
-    matched: 0,
-    checked: 0,
-    agreed: 0,
-    disputed: 0,
-    unreachable: 0,
-    open: 0,
-    unexplained: [],
-    ledgerRows: 0,
-    items: [],
-    startedAt: new Date().toISOString(),
-  };
-  setHandler(reconciliationReportQuery, () => report);
-  let pending = continued?.pending;
-  if (!pending) {
-    const { from, to, lookbackMs } = input;
-    const found = await matchers(input.heartbeatTimeoutMs).findReconciliationMismatches({
-      from,
-      to,
-      lookbackMs,
-      taskQueue: workflowInfo().taskQueue,
-    });
-    report = {
-      ...report,
-      orders: found.orders,
-      matched: found.matched,
-      ledgerRows: found.ledgerRows,
-      unexplained: found.unexplained,
-    };
-    count('matched', found.matched);
-    count('unexplained', found.unexplained.length);
-    pending = found.mismatches;
-  }
-
-  const perRun = Math.max(1, input.recheckPerRun ?? DEFAULT_RECHECKS_PER_RUN);
-  const thisRun = pending.slice(0, perRun);
-  let next = 0;
-  const lane = async () => {
-    while (next < thisRun.length) {
-      const item = await recheck(thisRun[next++]!, input.date);
-      report.checked++;
-      countOutcome(report, item.outcome);
-      report.items.push(item);
-      count(item.outcome, 1);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, input.concurrency ?? DEFAULT_CONCURRENCY) }, lane));
-
-  const rest = pending.slice(perRun);
-  if (rest.length > 0) {
-    const { continued: _continued, ...same } = input;
-    await continueAsNew<typeof reconcileDayWorkflow>({ ...same, continued: { pending: rest, report } });
-  }
-  report.finishedAt = new Date().toISOString();
-  return report;
 }
 
 /** One mismatch re-checked; a check that kept failing is reported unreachable, not fatal to the day. */

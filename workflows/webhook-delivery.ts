@@ -24,7 +24,6 @@ import {
   ActivityFailure,
   condition,
   makeContinueAsNewFunc,
-  patched,
   proxyActivities,
   setHandler,
   TimeoutFailure,
@@ -36,8 +35,6 @@ import {
   redeliverSignal,
   webhookDeliveriesQuery,
   webhookEventSignal,
-  WEBHOOK_DEFERRED_PATCH,
-  WEBHOOK_DEFERRAL_WINDOW_PATCH,
   type DeliveryOutcome,
   type EndpointDelivery,
   type EventDeliveries,
@@ -234,8 +231,7 @@ class WebhookDelivery {
         delete this.state.backoffMs[delivery.endpoint];
         return;
       case 'deferred': {
-        // Code before the patch had no such case: nothing changed, and the attempt came again at once.
-        if (!patched(WEBHOOK_DEFERRED_PATCH)) return;
+        // Not an attempt: the count, the error and the endpoint's back-off stay as they were.
         // (A redelivery meanwhile may have started the count again: take back this one only.)
         delivery.attempts = Math.max(0, delivery.attempts - 1);
         if (delivery.lastAttemptAt === attemptAt) {
@@ -244,7 +240,7 @@ class WebhookDelivery {
         }
         delivery.deferrals = (delivery.deferrals ?? 0) + 1;
         // The window runs from dueSince, deferrals included: past it, the event ends as a failed attempt would end it.
-        if (this.windowEnded(delivery, now) && patched(WEBHOOK_DEFERRAL_WINDOW_PATCH)) {
+        if (this.windowEnded(delivery, now)) {
           delivery.state = 'failed';
           // An earlier attempt's error stays: it says why the event failed before it waited its turn.
           const earlier = delivery.lastError !== undefined ? `; the last attempt: ${delivery.lastError}` : '';

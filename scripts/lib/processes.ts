@@ -52,6 +52,8 @@ export interface StartOptions {
   args?: string[];
   /** Each line the process prints; default: dropped. */
   onLine?: (line: string, stream: 'stdout' | 'stderr') => void;
+  /** Its open-file limit (`ulimit -n`, soft and hard), e.g. to exhaust it in a test; default: ours. */
+  openFiles?: number;
 }
 
 export function startPart(part: PartName, options: StartOptions, name: string = part): ManagedProcess {
@@ -68,8 +70,13 @@ export function startBuiltScript(name: string, script: string, options: StartOpt
   return startNode(name, [resolve(projectRoot, script), ...(options.args ?? [])], options);
 }
 
-function startNode(name: string, args: string[], { env, onLine }: StartOptions): ManagedProcess {
-  const child = spawn(process.execPath, args, {
+function startNode(name: string, args: string[], { env, onLine, openFiles }: StartOptions): ManagedProcess {
+  // With a limit, a shell sets it and becomes node (exec): the process and its group are node's.
+  const [command, argv] =
+    openFiles === undefined
+      ? [process.execPath, args]
+      : ['/bin/sh', ['-c', `ulimit -n ${openFiles} && exec "$0" "$@"`, process.execPath, ...args]];
+  const child = spawn(command, argv, {
     cwd: projectRoot,
     env,
     stdio: ['ignore', onLine ? 'pipe' : 'ignore', onLine ? 'pipe' : 'ignore'],

@@ -29,8 +29,10 @@ import {
   temporarilyUnavailable,
 } from './error-handler';
 import { readinessCheck, searchAttributesNotReady, type ProviderPort } from './health';
+import { deploymentStatus } from './deployment-status';
 import { fairnessStatus } from './fairness-status';
 import { requestLogger } from './logging';
+import { trackRequestWork } from './request-work';
 import { requestMetrics } from './metrics';
 import { accountReport, type AccountProviderPort, type AccountReport } from './account';
 import { noMetrics, type Metrics } from '../observability/metrics';
@@ -167,6 +169,9 @@ export function createApp(deps: AppDeps): Express {
   if (deps.tracer) app.use(requestSpans(deps.tracer));
   app.use(requestLogger(logger));
   app.use(requestMetrics(metrics));
+  // Before the limits: a client's slot is held until its handler ends, and handlers are told when
+  // their caller is gone (request-work.ts).
+  app.use(trackRequestWork);
   app.use(baseHeaders);
   // A batch item in flight when the batch's time is up still makes up to three Temporal calls.
   const batchDeadlineMs = config.API_BATCH_TIMEOUT_MS + 3 * config.API_TEMPORAL_TIMEOUT_MS + 1_000;
@@ -192,6 +197,12 @@ export function createApp(deps: AppDeps): Express {
       readiness,
       account,
       fairness,
+      deployment: deploymentStatus({
+        client: deps.client,
+        deploymentName: config.WORKER_DEPLOYMENT_NAME ?? deps.taskQueue,
+        timeoutMs: config.API_READINESS_TIMEOUT_MS,
+        now: () => clock().getTime(),
+      }),
       shuttingDown: deps.shuttingDown ?? (() => false),
       openApiDocument,
     }),
@@ -204,7 +215,10 @@ export function createApp(deps: AppDeps): Express {
   app.use(
     financeRouter(
       orders,
-      new StatementService(deps.client, clients, { taskQueue: deps.taskQueue }),
+      new StatementService(deps.client, clients, {
+        taskQueue: deps.taskQueue,
+        maxStoredDays: config.API_STATEMENT_DAYS_PER_REQUEST,
+      }),
       new ReconciliationService(deps.client),
     ),
   );

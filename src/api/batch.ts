@@ -9,6 +9,8 @@
  * - At most API_BATCH_CONCURRENCY submissions are in flight towards Temporal at once.
  * - Items not yet started when API_BATCH_TIMEOUT_MS has passed answer 503 without being tried, so
  *   a slow Temporal gives a partial answer the client can retry item by item, never a lost one.
+ * - Items not yet started when the caller is gone (`signal`: it hung up, or the request deadline
+ *   answered) are not started either: no one reads their answers, and sent again they start then.
  */
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
@@ -40,6 +42,8 @@ export interface BatchOptions {
   timeoutMs: number;
   requestId?: string;
   log: Logger;
+  /** Aborted once the caller is gone: no further item is started. */
+  signal?: AbortSignal;
   now?: () => number;
 }
 
@@ -66,6 +70,13 @@ export async function submitBatch(
           'Not submitted: the batch ran out of time before this order; submit it again.',
         ),
       );
+    }
+    if (options.signal?.aborted) {
+      // Not logged item by item: the request's own line says it was closed.
+      const closed = temporarilyUnavailable(
+        'Not submitted: the request was closed before this order; submit it again.',
+      );
+      return { status: closed.status, body: closed.toProblem({ requestId: options.requestId }) };
     }
     try {
       const { body } = validateRequest(

@@ -7,7 +7,8 @@
  *   minutes for the minute that needs it. A submission that does not fit is refused whole (nothing
  *   started) and costs nothing.
  * - **requests**: every other /v1 request (reads, reviews, webhooks) counts one, `requestsPerMinute`.
- * - **concurrent requests**: at most `concurrentRequests` of a client's requests in flight at once.
+ * - **concurrent requests**: at most `concurrentRequests` of a client's requests in flight at once,
+ *   each counted until its handler has ended, even when the caller hung up long before.
  *
  * Callers without a valid key share a budget per IP (`requestsPerMinute` of the defaults), so
  * guessing keys is throttled too. Counted in memory, per API instance, in fixed windows
@@ -21,6 +22,7 @@ import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
 import type { Caller } from '../clients/registry';
 import type { ClientLimits } from '../clients/model';
 import { ApiError } from './errors';
+import { afterRequestWork } from './request-work';
 
 export type Limits = Required<ClientLimits>;
 
@@ -142,7 +144,9 @@ export class ApiLimits {
         return;
       }
       this.#inFlight.set(caller.id, inFlight + 1);
-      res.once('close', () => {
+      // Given back when the handler has ended, not when the response closed: a caller that hangs
+      // up (or is answered by the request deadline) leaves its handler running (request-work.ts).
+      afterRequestWork(res, () => {
         const now = (this.#inFlight.get(caller.id) ?? 1) - 1;
         if (now > 0) this.#inFlight.set(caller.id, now);
         else this.#inFlight.delete(caller.id);

@@ -12,6 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
+import { errorSerializer } from '../logging';
 import { matchedRoute } from '../observability/matched-route';
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
@@ -41,6 +42,8 @@ export function requestLogger(logger: Logger) {
         path: (req.raw as Request | undefined)?.path ?? req.url?.split('?')[0],
       }),
       res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
+      // pino-http has its own error serializer unless given one: the service's keeps request bodies out.
+      err: errorSerializer,
     },
     // The client and the id of the key it used (never the key or its hash): who did what, and
     // whether an old key is still in use before it is revoked.

@@ -9,6 +9,8 @@
  * SIGTERM/SIGINT it stops being ready, lets requests in flight finish (API_SHUTDOWN_TIMEOUT_MS at
  * most), then closes its connections.
  *
+ * With API_HEALTH_ADDRESS it answers /healthz and /readyz on a listener of their own as well, with
+ * connection caps apart from the API port's (src/api/server.ts).
  * With API_METRICS_ADDRESS it serves Prometheus metrics there (src/observability/metrics-server.ts);
  * with an OTLP endpoint it traces each request through Temporal (src/observability/tracing.ts).
  */
@@ -21,7 +23,7 @@ import { createProviderClientFromConfig } from '../provider/pool';
 import { createApp } from './app';
 import { pageTokensFromConfig } from './page-token';
 import { createLogger } from '../logging';
-import { listen } from './server';
+import { listen, listenHealth } from './server';
 import { temporalConnectionOptions } from '../temporal/connection';
 import { serveMetrics } from '../observability/metrics-server';
 import { PrometheusMetrics } from '../observability/prometheus';
@@ -99,7 +101,10 @@ async function main(): Promise<void> {
     ...(metrics ? { metrics } : {}),
     ...(tracing ? { tracer: tracing.tracer } : {}),
   });
-  const server = await listen(app, { port: config.PORT, host: config.API_HOST, config });
+  const server = await listen(app, { port: config.PORT, host: config.API_HOST, config, logger });
+  const healthServer = config.API_HEALTH_ADDRESS
+    ? await listenHealth(app, { address: config.API_HEALTH_ADDRESS, config, logger })
+    : undefined;
   const metricsServer =
     metrics && config.API_METRICS_ADDRESS
       ? await serveMetrics(metrics, config.API_METRICS_ADDRESS)
@@ -109,6 +114,7 @@ async function main(): Promise<void> {
       url: server.url,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       ...(metricsServer ? { metrics: metricsServer.url } : {}),
+      ...(healthServer ? { health: healthServer.url } : {}),
       tracing: tracing ? 'on' : 'off',
     },
     'intake API listening',
@@ -120,6 +126,8 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down: finishing requests in flight');
     await server.close(config.API_SHUTDOWN_TIMEOUT_MS);
     await Promise.allSettled([
+      // Last: the orchestrator reads /readyz's 503 on it while the requests in flight finish.
+      healthServer?.close(1_000),
       provider.close(),
       connection.close(),
       metricsServer?.close(),

@@ -14,7 +14,7 @@ import { hashApiKey } from '../clients/keys';
 import type { ClientsFile, Scope } from '../clients/model';
 import { loadConfig, type Config } from '../config';
 import { createApp, type AppDeps } from './app';
-import { redactPaths } from '../logging';
+import { loggerOptions } from '../logging';
 import { listen } from './server';
 
 /** The default client `shop`'s two keys (a rotation in progress). */
@@ -101,7 +101,7 @@ export function capturingLogger(): { logger: Logger; lines: Record<string, unkno
     },
   });
   return {
-    logger: pino({ level: 'debug', redact: { paths: redactPaths, censor: '[redacted]' } }, stream),
+    logger: pino({ level: 'debug', ...loggerOptions }, stream),
     lines,
     raw,
   };

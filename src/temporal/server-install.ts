@@ -22,7 +22,7 @@ import {
 } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-export const TEMPORAL_SERVER_VERSION = '1.32.1';
+export const TEMPORAL_SERVER_VERSION = '1.32.2';
 const MODULE = 'go.temporal.io/server';
 const projectRoot = resolve(__dirname, '..', '..');
 
@@ -80,10 +80,12 @@ export function ensureTemporalServer(
   const staging = `${dir}.partial-${process.pid}`;
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
-  // GOTOOLCHAIN=local: build with the Go that is here, never download another toolchain.
+  // GOTOOLCHAIN=auto: a server release may need a newer Go than the machine's (1.32.2 asks for
+  // 1.26.10); go then fetches that toolchain as the module golang.org/toolchain from the same
+  // module proxy, and the machine's Go is left as it is.
   const env = {
     ...process.env,
-    GOTOOLCHAIN: 'local',
+    GOTOOLCHAIN: 'auto',
     GOFLAGS: '-buildvcs=false',
     GOBIN: join(staging, 'bin'),
   };

@@ -138,6 +138,35 @@ describe('API limits per client', { timeout: 180_000 }, () => {
     assert.equal((await api.request('GET', '/v1/orders?pageSize=1')).status, 200);
   });
 
+  it('a caller that hangs up keeps its slot until the handler ends, not until the connection closes', async () => {
+    const api = await apiWith({ concurrentRequests: 1 });
+    const ref = nextRef();
+    assert.equal((await api.request('POST', '/v1/orders', { body: topUp(ref) })).status, 201);
+    // No worker answers the status query: the handler runs for ~3 s (API_TEMPORAL_TIMEOUT_MS)
+    // whatever the caller does; the caller gives up after 300 ms.
+    const handlerStarted = Date.now();
+    const gaveUp = await fetch(`${api.url}/v1/orders/${ref}`, {
+      headers: { authorization: `Bearer ${testClients.shop.key}` },
+      signal: AbortSignal.timeout(300),
+    }).then(
+      () => false,
+      () => true,
+    );
+    assert.ok(gaveUp, 'the read was given up');
+    const meanwhile = await api.request<{ detail: string }>('GET', '/v1/orders?pageSize=1');
+    assert.ok(Date.now() - handlerStarted < 2_500, 'asked while the abandoned handler still ran');
+    assert.equal(meanwhile.status, 429, meanwhile.text);
+    assert.match(meanwhile.body.detail, /At most 1 requests of your client at once/);
+    // Once the handler has ended, the slot is back.
+    const deadline = Date.now() + 15_000;
+    let status = 429;
+    while (status === 429 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      status = (await api.request('GET', '/v1/orders?pageSize=1')).status;
+    }
+    assert.equal(status, 200);
+  });
+
   it('no scope: 403 before any order is counted; no key: 401, then limited by address', async () => {
     const api = await apiWith({}, { API_RATE_LIMIT_PER_MINUTE: '2' });
     const ref = nextRef();

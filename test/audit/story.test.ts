@@ -183,7 +183,7 @@ describe('audit export', () => {
       [request.ref, 'shop', orderWorkflowId(request.ref), 'mobile_topup', 'REFUNDED', 'masked'],
     );
     assert.equal(audit.temporalUiUrl, `${UI}/namespaces/default/workflows/${orderWorkflowId(request.ref)}`);
-    // The first run, the review's own and the dispute's own (REVIEW_RUN_PATCH).
+    // The first run, the review's own and the dispute's own.
     assert.equal(audit.runs.length, 3);
 
     // In order, with times that never go back.

@@ -39,9 +39,17 @@ export function historyFromJson(json: unknown): History {
   return history;
 }
 
-export const historiesDir = join(__dirname, '..', 'fixtures', 'histories');
+/**
+ * The order lifecycle whose histories the fixtures hold. Orders are pinned to the worker version
+ * that started them, so each lifecycle's histories are replayed only by its own code: a workflow
+ * change that alters a history ships as a new version, raises this, and records its own fixtures
+ * (scripts/record-histories.ts --overwrite) into a folder of its own.
+ */
+export const LIFECYCLE_VERSION = 2;
 
-/** Every recorded history, named after its file (the scenario). */
+export const historiesDir = join(__dirname, '..', 'fixtures', 'histories', `lifecycle-${LIFECYCLE_VERSION}`);
+
+/** Every recorded history of LIFECYCLE_VERSION, named after its file (the scenario). */
 export function recordedHistories(): { name: string; history: History }[] {
   return readdirSync(historiesDir)
     .filter((file) => file.endsWith('.json'))

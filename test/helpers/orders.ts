@@ -16,7 +16,7 @@ import { FIGURES_MEMO, orderFigures } from '../../src/orders/figures';
 import { createWorkerLogger } from '../../src/worker/logger';
 import { createActivities, type OrderProvider } from '../../activities';
 import type { AccountProvider } from '../../activities/account';
-import { createOrderWorker, type WorkflowCode } from '../../src/worker/worker';
+import { createOrderWorker, type WorkerTuning, type WorkflowCode } from '../../src/worker/worker';
 import { workflowBundleOptions } from '../../src/worker/bundle';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal';
 import { startSandbox, type StartedSandbox } from '../../src/sandbox/server';
@@ -307,10 +307,13 @@ export async function startOrderTestWorkers<K extends string>(
   {
     queueSendsOnly = [],
     account,
+    tuning,
   }: {
     queueSendsOnly?: NoInfer<K>[];
     /** Workers that watch the provider account (held orders, the send gate), reading it this often. */
     account?: { workers: NoInfer<K>[]; checkMs: number };
+    /** Every worker's concurrency settings (e.g. a workflow cache of one, to evict on every task). */
+    tuning?: Partial<WorkerTuning>;
   } = {},
 ): Promise<OrderTestWorkers<K>> {
   installTestRuntime();
@@ -340,6 +343,7 @@ export async function startOrderTestWorkers<K extends string>(
           }),
         }),
         workflowCode,
+        ...(tuning && { tuning }),
       });
       return { name, taskQueue, worker, running: worker.run() };
     }),
@@ -470,8 +474,12 @@ export function mobileResultBesidesDebit(result: OrderResult | undefined): Order
 }
 
 /**
- * A normal order's history events at most: the lean lifecycle's 15, plus what the patches in use
- * record until they are retired (docs/contributors.md "Patches in use"): first-send-decides 2
- * (its marker and the SDK's change-version upsert), settlement-memo 3 (the same, and the memo update).
+ * A normal order's history events (docs/contributors.md "The order lifecycle"), whatever its type:
+ * the start and its first task (4), the local send's marker, the SUBMITTED upsert, the polling
+ * activity (3), the last task (3), the final upsert (with what the provider debited) and the
+ * completion.
  */
-export const NORMAL_ORDER_MAX_EVENTS = 15 + 2 + 3;
+export const LEAN_ORDER_EVENTS = 14;
+
+/** A PARTIALLY_FULFILLED gift card records its split in the memo: one event more (workflows/order/debit.ts). */
+export const PARTIAL_SPLIT_MEMO_EVENTS = 1;

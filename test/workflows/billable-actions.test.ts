@@ -19,6 +19,7 @@ import {
   startTestSandbox,
   testProvider,
   firstTaskTimedOut,
+  LEAN_ORDER_EVENTS,
   type OrderTestWorkers,
   type TestSandbox,
 } from '../helpers/orders';
@@ -70,7 +71,9 @@ describe('billable actions of a normal order at the spec timings', { concurrency
     // The polling is the order's only activity on the task queue: the send is a local one.
     const completed = events.flatMap((e) => e.activityTaskCompletedEventAttributes ?? []);
     assert.equal(completed.length, 1);
-    return { view, actions: billableActions(events, { heartbeats }), observed };
+    // The lean lifecycle's events (and the settlement memo's update for a type whose answer gives the debit).
+    assert.ok(events.length <= LEAN_ORDER_EVENTS, `history events: ${events.length}`);
+    return { view, actions: billableActions(events, { heartbeats }), observed, events: events.length };
   }
 
   for (const [label, request] of [
@@ -79,10 +82,12 @@ describe('billable actions of a normal order at the spec timings', { concurrency
     ['gift card', () => giftCardRequest(newRef('cost-gift'), 1)],
   ] as const) {
     it(`a normal ${label} costs at most ${MAX_ACTIONS} actions, and its history keeps every status the provider reported`, async (t) => {
-      const { view, actions, observed } = await orderCost(request());
+      const { view, actions, observed, events } = await orderCost(request());
       assert.equal(view.status, 'FULFILLED');
-      if (actions) assert.ok(actions.total <= MAX_ACTIONS, `actions: ${JSON.stringify(actions)}`);
-      else t.diagnostic('the first workflow task timed out: the recovery path, not costed');
+      if (actions) {
+        assert.ok(actions.total <= MAX_ACTIONS, `actions: ${JSON.stringify(actions)}`);
+        t.diagnostic(`${label}: ${events} history events, ${actions.total} actions`);
+      } else t.diagnostic('the first workflow task timed out: the recovery path, not costed');
       // The open status the provider showed at the first check, then the final one.
       assert.deepEqual(
         observed.map((o) => o.answer).slice(-1),

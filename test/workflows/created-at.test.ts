@@ -1,8 +1,8 @@
 /**
  * Reading the provider's `created_at` for the ownership check (workflows/order/adapters/other-topup.ts):
  * the same instant on every worker whatever its time zone, and no verdict where the check must
- * not judge (no `created_at`, an unreadable one, one within the clock-skew allowance). A pure
- * module, tested alone; the verdict itself (it asks `patched`, so it needs a workflow) is tested
+ * not judge (no `created_at`, an unreadable one, one within the clock-skew allowance), and the
+ * verdict past it. A pure module, tested alone; what an order does with the verdict is tested
  * against the sandbox in test/workflows/send-path.test.ts.
  */
 import assert from 'node:assert/strict';
@@ -66,6 +66,20 @@ describe("the provider's created_at", () => {
       madeBeforeTheOrder({ ...before(90 * 24 * 3_600_000), _id: 'ours' }, acceptedAt, 'ours'),
       undefined,
       'the top-up our own send got back is ours, whatever the clocks say',
+    );
+  });
+
+  it("judges a top-up made more than the allowance before the acceptance an older order's", () => {
+    const acceptedAt = new Date(instant).toISOString();
+    const made = new Date(instant - CREATED_AT_SKEW_ALLOWANCE_MS - 3_600_000).toISOString();
+    assert.match(
+      madeBeforeTheOrder({ created_at: made }, acceptedAt, undefined) ?? '',
+      /13 h before the order/,
+    );
+    const old = new Date(instant - 90 * 24 * 3_600_000).toISOString();
+    assert.match(
+      madeBeforeTheOrder({ created_at: old, _id: 'theirs' }, acceptedAt, 'ours') ?? '',
+      /90 days before the order was accepted/,
     );
   });
 });

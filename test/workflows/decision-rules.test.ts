@@ -70,26 +70,12 @@ describe('judgeDecision', () => {
     assert.ok(verdict.verdict === 'refused');
     assert.match(verdict.reason, /UNKNOWN_ERROR: its support resolves it .* within 1-24 h/);
     assert.match(verdict.reason, /not to refund before it says so/);
-    assert.equal(verdict.refundBeforeProvider, true, 'the rule the patch guards');
   });
 
   it('a status nobody documented: FULFILLED applies unconfirmed; REFUNDED waits for the provider (forceable)', () => {
     const odd = { kind: 'status', status: 'ON_HOLD', usable: false } as DecisionAnswer;
     assert.equal(verdictOf('FULFILLED', odd), 'unconfirmed');
     assert.equal(verdictOf('REFUNDED', odd), 'refused unconfirmed (forceable)');
-  });
-
-  it('only a refund before the provider speaks is the patched rule', () => {
-    for (const answer of [status('HANDLING'), status('FULFILLED'), { kind: 'failed' } as const]) {
-      const verdict = judgeDecision({
-        decision: 'REFUNDED',
-        orderType: 'mobile_topup',
-        bringsOrderId: false,
-        answer,
-      });
-      assert.ok(verdict.verdict === 'refused');
-      assert.equal(verdict.refundBeforeProvider, undefined);
-    }
   });
 
   it('the provider does not know the top-up: REFUNDED applies (nothing was sent), FULFILLED is contradicted', () => {
@@ -143,11 +129,10 @@ describe('contradictsLater (the watch)', () => {
     );
   });
 
-  it('PARTIALLY_FILLED reopens either decision, unless the operator forced past it; not before the patch', () => {
+  it('PARTIALLY_FILLED reopens either decision, unless the operator forced past it', () => {
     assert.equal(contradictsLater('REFUNDED', 'HANDLING', 'PARTIALLY_FILLED'), true);
     assert.equal(contradictsLater('FULFILLED', undefined, 'PARTIALLY_FILLED'), true);
     assert.equal(contradictsLater('FULFILLED', 'PARTIALLY_FILLED', 'PARTIALLY_FILLED'), false);
-    assert.equal(contradictsLater('REFUNDED', 'HANDLING', 'PARTIALLY_FILLED', false), false, 'lifecycle 1.0');
   });
 
   it('the same final status, or one still open, is no contradiction', () => {

@@ -33,7 +33,7 @@ import {
   type OrderTestWorkers,
   type TestSandbox,
   mobileResultBesidesDebit,
-  NORMAL_ORDER_MAX_EVENTS,
+  LEAN_ORDER_EVENTS,
 } from '../helpers/orders';
 
 describe('order workflows against the sandbox', { concurrency: true }, () => {
@@ -81,7 +81,8 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
       return;
     }
     assert.ok(checks <= 2, `checks: ${checks}`);
-    assert.ok(history.length <= NORMAL_ORDER_MAX_EVENTS, `history events: ${history.length}`);
+    assert.ok(history.length <= LEAN_ORDER_EVENTS, `history events: ${history.length}`);
+    t.diagnostic(`history events: ${history.length}`);
   }
 
   async function waitForReview(handle: WorkflowHandle): Promise<OrderView> {
@@ -144,7 +145,7 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     await assertLeanBudget(handle, t, calls.checkInternetTopup);
   });
 
-  it('a gift-card order is FULFILLED with one code and serial per card ordered, in at most 3 provider calls and the lean event budget', async () => {
+  it('a gift-card order is FULFILLED with one code and serial per card ordered, in at most 3 provider calls and the lean event budget', async (t) => {
     const handle = await start(giftCardRequest(newRef('gift-ok'), 2));
     const view = await handle.result();
     assert.equal(view.status, 'FULFILLED');
@@ -157,10 +158,12 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     const checks = counted.callsFor(view.providerReference).checkGiftCardOrder ?? 0;
     assert.ok(checks >= 1 && checks <= 2, `checks: ${checks}`);
     const history = (await handle.fetchHistory()).events ?? [];
-    assert.ok(history.length <= NORMAL_ORDER_MAX_EVENTS, `history events: ${history.length}`);
+    if (!firstTaskTimedOut(history)) {
+      assert.ok(history.length <= LEAN_ORDER_EVENTS, `history events: ${history.length}`);
+      t.diagnostic(`history events: ${history.length}`);
+    }
     const placements = history.filter(
       (e) =>
-        // The local placement's marker (patch markers are not placements).
         e.markerRecordedEventAttributes?.markerName === 'core_local_activity' ||
         e.activityTaskScheduledEventAttributes?.activityType?.name === 'placeGiftCardOrder',
     );

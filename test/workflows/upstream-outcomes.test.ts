@@ -131,6 +131,30 @@ describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout
     );
   });
 
+  it('a FULFILLED mobile top-up records what the provider debited with its final status (DebitAmount, no memo update), and the statement sums it', async () => {
+    const ref = newRef('debit');
+    const submittedAt = new Date(Date.now() - 1_000);
+    await submit(mobileRequest(ref));
+    const view = await until(ref, (v) => v.status === 'FULFILLED', 'FULFILLED');
+    const debited = view.result?.debit?.amount;
+    assert.equal(view.result?.debit?.source, 'balance_amount');
+    assert.ok(debited !== undefined && debited > 0, `debit ${debited}`);
+    const range = `from=${submittedAt.toISOString()}&to=${new Date(Date.now() + 1_000).toISOString()}`;
+    const line = await eventually(
+      async () => {
+        const statement = await call<Statement>('GET', `/v1/statements?${range}`);
+        assert.equal(statement.status, 200, statement.text);
+        return statement.body.days.find((l) => l.type === 'mobile_topup' && l.status === 'FULFILLED');
+      },
+      (l) => l?.orders === 1,
+      'the statement shows the fulfilled top-up',
+    );
+    assert.deepEqual(
+      { debited: line?.debited, debitUnrecorded: line?.debitUnrecorded },
+      { debited, debitUnrecorded: undefined },
+    );
+  });
+
   it('a gift card of the documented TEST_REFUND type ends REFUNDED through the lifecycle: no cards, its event', async () => {
     const ref = newRef('test-refund');
     await submit({

@@ -3,7 +3,7 @@
  * fields: `balance_amount` on a top-up's check, `fulfilled_amount` and `price_per_card` on a gift
  * card's), and the memo a statement sums it from. Deterministic workflow code.
  */
-import { patched, upsertMemo, workflowInfo } from '@temporalio/workflow';
+import { upsertMemo, workflowInfo } from '@temporalio/workflow';
 import { SETTLEMENT_MEMO, type OrderDebit, type OrderSettlement, type OrderView } from '../../contract/order';
 import type { GiftCardOrderCheck } from '../../activities';
 
@@ -31,17 +31,18 @@ export function giftCardDebit(check: GiftCardOrderCheck, quantity: number): Orde
 }
 
 /**
- * Keeps the memo's settlement in step with the view's result as the order settles: one memo
- * update when it changes, none when there is nothing to record (a refusal, a cancellation).
- * Patched in after Lifecycle 1.0 (docs/contributors.md "Patches in use").
+ * A partial order's split, in the memo (statements sum it from visibility's listing, which
+ * carries the memo and not the result): one memo update when it changes. Every other order's
+ * debit goes in the DebitAmount search attribute with its final status (search-attributes.ts), so
+ * a normal order spends no event on it.
  */
 export function recordSettlement(view: OrderView): void {
-  const settlement: OrderSettlement = {
-    ...(view.result?.debit && { debit: view.result.debit }),
-    ...(view.result?.partial && { partial: view.result.partial }),
-  };
+  const partial = view.result?.partial;
+  const settlement: OrderSettlement = partial
+    ? { ...(view.result?.debit && { debit: view.result.debit }), partial }
+    : {};
   const recorded = workflowInfo().memo?.[SETTLEMENT_MEMO];
   const unchanged = JSON.stringify(recorded ?? {}) === JSON.stringify(settlement);
-  if (unchanged || !patched('settlement-memo')) return;
+  if (unchanged) return;
   upsertMemo({ [SETTLEMENT_MEMO]: settlement });
 }

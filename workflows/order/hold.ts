@@ -83,14 +83,9 @@ export async function holdUntilResumed<R extends OrderRequest, C extends Provide
     Math.max(0, Math.min(until, Date.now() + o.timings.reviewRecheckMs) - Date.now()),
     { summary: 'held: wait for the account to take the order' },
   );
-  if (o.cancelRequestedAt !== undefined) {
-    await account.releaseOrder(workflowId).catch(() => undefined);
-    return { next: 'ended' };
-  }
-  if (!woken && Date.now() >= until) {
-    await account.releaseOrder(workflowId).catch(() => undefined);
-    return giveUp(o, why);
-  }
+  // Leaving the hold needs no word to the account: the order leaves HELD, and its listing with it.
+  if (o.cancelRequestedAt !== undefined) return { next: 'ended' };
+  if (!woken && Date.now() >= until) return giveUp(o, why);
   o.view.hold.resumedAt = new Date().toISOString();
   o.note(
     woken

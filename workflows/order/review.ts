@@ -4,7 +4,7 @@
  * recheck or another decision. Each FULFILLED / REFUNDED decision is checked against the provider
  * first (decision-rules.ts); one the provider has not confirmed is then watched (watch.ts).
  */
-import { ApplicationFailure, condition, log, patched } from '@temporalio/workflow';
+import { ApplicationFailure, condition, log } from '@temporalio/workflow';
 import { checkReviewDecision, decidedByWhom } from '../../contract/review-decision';
 import type { ReviewDecision } from '../../contract/schemas';
 import { REVIEW_DECISION_EVENT } from '../../contract/event-types';
@@ -14,12 +14,12 @@ import {
   type DecisionRefusal,
   type OrderRequest,
 } from '../../contract/order';
-import { judgeDecision, type Verdict } from '../decision-rules';
+import { judgeDecision } from '../decision-rules';
 import { decisionAnswerOf, providerAnswerOf } from './failures';
 import { askProvider, lookUp } from './provider';
 import type { Order } from './state';
 import type { Asked, ProviderCheck, QueuedDecision } from './types';
-import { PARTIAL_FILL_PATCH, startWatch } from './watch';
+import { startWatch } from './watch';
 
 export async function reviewStep<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
@@ -54,14 +54,11 @@ async function recheck<R extends OrderRequest, C extends ProviderCheck>(
   if (typeof answer !== 'string') o.view.providerStatus = answer.status;
   const meaning = typeof answer === 'string' ? undefined : o.meaningOf(answer);
   // A dispute is the provider against an operator: a recheck informs, it does not settle it.
-  // Except a partial fill, which no decision can settle: an operator's RECHECK does (patched,
-  // like the watch that reopens the order for it).
-  const settlesPartialFill = () =>
-    requestedBy !== undefined &&
-    meaning?.kind === 'final' &&
-    meaning.status === 'PARTIALLY_FULFILLED' &&
-    patched(PARTIAL_FILL_PATCH);
-  if (meaning?.kind === 'final' && (o.view.status === 'NEEDS_REVIEW' || settlesPartialFill())) {
+  // Except a partial fill, which no decision can settle: an operator's RECHECK does (the watch
+  // reopens the order for it, watch.ts).
+  const settlesPartialFill =
+    requestedBy !== undefined && meaning?.kind === 'final' && meaning.status === 'PARTIALLY_FULFILLED';
+  if (meaning?.kind === 'final' && (o.view.status === 'NEEDS_REVIEW' || settlesPartialFill)) {
     return o.finish(meaning.status, `Recheck: the provider reports ${meaning.status}`, {
       result: meaning.result,
       resolution: requestedBy,
@@ -191,14 +188,12 @@ async function decide<R extends OrderRequest, C extends ProviderCheck>(
     retry: { maximumAttempts: 1 },
   });
   if (decision.decision === 'RECHECK') return recheckOrderId(o, queued, asked);
-  const verdict = judgedByTheOrdersRules(
-    judgeDecision({
-      decision: decision.decision,
-      orderType: o.orderType,
-      bringsOrderId: newOrderId !== undefined,
-      answer: decisionAnswerOf(asked),
-    }),
-  );
+  const verdict = judgeDecision({
+    decision: decision.decision,
+    orderType: o.orderType,
+    bringsOrderId: newOrderId !== undefined,
+    answer: decisionAnswerOf(asked),
+  });
   switch (verdict.verdict) {
     case 'confirmed':
     case 'unconfirmed':
@@ -217,18 +212,6 @@ async function decide<R extends OrderRequest, C extends ProviderCheck>(
         forceable: verdict.forceable,
       });
   }
-}
-
-/**
- * Patch `refund-waits-for-provider` (added 2026-11-27; docs/contributors.md "Patches in use"): a
- * REFUNDED decision on UNKNOWN_ERROR or an undocumented status needs `force`. Orders decided
- * before it replay lifecycle 1.0's rule, which applied it unconfirmed. Asked only when the rule
- * matters, so other decisions' histories carry no marker.
- */
-function judgedByTheOrdersRules(verdict: Verdict): Verdict {
-  if (verdict.verdict === 'refused' && verdict.refundBeforeProvider && !patched('refund-waits-for-provider'))
-    return { verdict: 'unconfirmed' };
-  return verdict;
 }
 
 function apply<R extends OrderRequest, C extends ProviderCheck>(

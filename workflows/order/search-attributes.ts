@@ -3,11 +3,12 @@
  * the review queue and Temporal UI filter and sort on. Each change joins one upsert; nothing is
  * upserted when the starter already set the value. Deterministic workflow code.
  */
-import { patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SearchAttributeUpdatePair, TypedSearchAttributes } from '@temporalio/common';
 import {
   AcceptedAtAttribute,
   CompletedAtAttribute,
+  DebitAmountAttribute,
   heldNeed,
   HoldOperatorAttribute,
   HoldReasonAttribute,
@@ -38,20 +39,21 @@ export function publishSearchAttributes(view: OrderView, orderType: OrderType, i
   if (reviewSince) updates.push(reviewSince);
   const completedAt = completedAtUpdate(view, current.get(CompletedAtAttribute));
   if (completedAt) updates.push(completedAt);
+  const debited = view.result?.debit?.amount;
+  if (current.get(DebitAmountAttribute) !== debited) {
+    updates.push({ key: DebitAmountAttribute, value: debited ?? null });
+  }
   updates.push(...holdUpdates(view));
   if (updates.length > 0) upsertSearchAttributes(updates);
 }
 
 /**
- * Patch hold-search-attributes (docs/contributors.md "Patches in use"): a HELD order publishes why
- * and what it needs with its status, so the account workflow finds it by visibility. Lifecycle 1.0
- * published the status alone; its held orders replay without the hold's attributes.
+ * A HELD order publishes why and what it needs with its status, in the same upsert, so the account
+ * workflow finds it by visibility (workflows/provider-account.ts).
  */
-export const HOLD_SEARCH_ATTRIBUTES_PATCH = 'hold-search-attributes';
-
 function holdUpdates(view: OrderView): SearchAttributeUpdatePair[] {
   const hold = view.status === 'HELD' ? view.hold : undefined;
-  if (!hold || !patched(HOLD_SEARCH_ATTRIBUTES_PATCH)) return [];
+  if (!hold) return [];
   const current = workflowInfo().typedSearchAttributes;
   const exact = hold.reason === 'balance' ? heldNeed(hold, view.request) : undefined;
   // An Int attribute: the provider's figure may have a fraction; rounded up, the line stays safe.

@@ -7,7 +7,6 @@
 import {
   condition,
   log,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   sleep,
@@ -52,36 +51,21 @@ const LOCAL_SEND_TIMEOUT_MS = 5_000;
 const LOCAL_SEND_QUEUE_MS = 1_000;
 
 /**
- * Patch (added 2026-11-27, Lifecycle 1.0 + 1): the first send always runs, told whether the first
- * workflow task may have sent before (SendOptions.earlierTaskMayHaveSent), instead of the workflow
- * choosing between sending and looking up by the history's length. That length reads 6 on replay
- * where the first task was completed by a heartbeat (3 when it ran), and the old choice then
- * replayed a look-up where the history holds the send: a non-determinism error that stuck the order.
+ * The first send always runs, told whether the first workflow task may have sent before
+ * (SendOptions.earlierTaskMayHaveSent): such a send refuses unsent, as "outcome unknown", and the
+ * settle protocol looks the ref up. The workflow never chooses by the history's length itself: that
+ * length reads 6 on replay where the first task was completed by a heartbeat (3 when it ran), so a
+ * choice made on it would replay a look-up where the history holds the send.
  */
-export const FIRST_SEND_DECIDES_PATCH = 'first-send-decides';
-
 export async function submit<R extends OrderRequest, C extends ProviderCheck>(o: Order<R, C>): Promise<void> {
-  // Held and never let go (a run resumed by the sweep, patch resumed-held-order-sends): the
-  // account refused or the gate held every placement, so none can be behind it. (A top-up looks
-  // its ref up all the same: that costs a settle window, not a review.)
-  const heldUnplaced = o.view.status === 'HELD' && o.view.hold?.resumedAt === undefined;
-  if (patched(FIRST_SEND_DECIDES_PATCH)) {
-    if (o.adapter.submitRetry === 'lookup') {
-      return sendSettled(o, 'local-send', { earlierTaskMayHaveSent: !o.freshFirstTask });
-    }
-    return place(o, { earlierTaskMayHaveSent: !o.freshFirstTask && !heldUnplaced });
-  }
   if (o.adapter.submitRetry === 'lookup') {
-    return sendSettled(o, o.freshFirstTask ? 'local-send' : 'settle-first');
+    return sendSettled(o, { earlierTaskMayHaveSent: !o.freshFirstTask });
   }
-  if (!o.freshFirstTask && !heldUnplaced) {
-    // Its placement may have run in the task before, and a placement cannot be looked up.
-    return o.toReview(
-      'the placement may or may not have reached the provider',
-      'the first workflow task did not complete after it may have placed the order',
-    );
-  }
-  return place(o);
+  // Held and never let go (a run the sweep resumed while HELD): the account refused or the gate
+  // held every placement, so none can be behind it. (A top-up looks its ref up all the same: that
+  // costs a settle window, not a review.)
+  const heldUnplaced = o.view.status === 'HELD' && o.view.hold?.resumedAt === undefined;
+  return place(o, { earlierTaskMayHaveSent: !o.freshFirstTask && !heldUnplaced });
 }
 
 /**
@@ -93,7 +77,7 @@ export async function submit<R extends OrderRequest, C extends ProviderCheck>(o:
  */
 async function place<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
-  first: FirstSend = {},
+  first: FirstSend,
 ): Promise<void> {
   let released = false;
   let local = true;
@@ -126,7 +110,7 @@ async function place<R extends OrderRequest, C extends ProviderCheck>(
   }
 }
 
-/** What the first send is told of the first workflow task (FIRST_SEND_DECIDES_PATCH). */
+/** What the first send is told of the first workflow task (submit). */
 type FirstSend = Pick<SubmitHow, 'earlierTaskMayHaveSent'>;
 
 /** A placement that failed for good: refused, never reached until the end, or unclear. */
@@ -163,8 +147,7 @@ function refused<R extends OrderRequest, C extends ProviderCheck>(
  */
 async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
-  start: 'local-send' | 'settle-first',
-  first: FirstSend = {},
+  first: FirstSend,
 ): Promise<void> {
   const activities = proxyActivities<OrderActivities>({
     startToCloseTimeout: o.timings.activityTimeoutMs,
@@ -175,12 +158,6 @@ async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
   let mayHaveReached = false;
   let repeats = 0;
   let released = false;
-  if (start === 'settle-first') {
-    mayHaveReached = true;
-    evidence.push('the first workflow task did not complete: its send may have reached the provider');
-    log.warn('the first workflow task of the order did not complete: looking its ref up before any send');
-    if ((await settle(o, evidence, { mayResend: true })) !== 'resend') return;
-  }
   for (let sends = 1; ; sends++) {
     // Here the provider certainly does not have the order: a cancellation ends it unsent.
     const unsent = mayHaveReached
@@ -189,7 +166,7 @@ async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
     if (cancelledBeforeSending(o, unsent)) return;
     let err: unknown;
     try {
-      const firstSend = start === 'local-send' && sends === 1;
+      const firstSend = sends === 1;
       const earlier = firstSend && first.earlierTaskMayHaveSent ? first : {};
       const viaQueue = () =>
         o.adapter.submit(activities, o.order, { ...(released && { released }), ...earlier });

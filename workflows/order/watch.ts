@@ -2,7 +2,7 @@
  * After an operator's decision the provider had not confirmed: the provider is checked until the
  * watch ends; an answer against the decision reopens the order as DISPUTED.
  */
-import { condition, log, patched } from '@temporalio/workflow';
+import { condition, log } from '@temporalio/workflow';
 import type { DecisionWatch, OrderRequest, OrderResult, ReconciledDispute } from '../../contract/order';
 import { contradictsLater, type LaterContradiction } from '../decision-rules';
 import { countDispute } from '../decision-metrics';
@@ -10,9 +10,6 @@ import { providerAnswerOf } from './failures';
 import { askProvider } from './provider';
 import type { Order } from './state';
 import type { Asked, ProviderCheck } from './types';
-
-/** Also read by a dispute's RECHECK (review.ts), which settles the partial fill it reopened for. */
-export const PARTIAL_FILL_PATCH = 'watch-reopens-on-partial-fill';
 
 export function startWatch<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
@@ -58,12 +55,8 @@ export async function watchStep<R extends OrderRequest, C extends ProviderCheck>
     if (status === watch.decision && asked.meaning.kind === 'final') {
       return endWatch(o, 'confirmed', `Watch: the provider confirms ${status}`, asked.meaning.result);
     }
-    // Patch `watch-reopens-on-partial-fill` (added 2026-11-27; docs/contributors.md "Patches in
-    // use"): lifecycle 1.0 let a PARTIALLY_FILLED answer pass, and the watch ended quiet.
-    if (
-      contradictsLater(watch.decision, watch.baseline, status, false) ||
-      (contradictsLater(watch.decision, watch.baseline, status) && patched(PARTIAL_FILL_PATCH))
-    )
+    // A partial fill reopens the order too: a dispute's RECHECK settles it PARTIALLY_FULFILLED (review.ts).
+    if (contradictsLater(watch.decision, watch.baseline, status))
       return disputeDecision(o, watch, status, asked);
   }
   if (Date.now() >= watch.untilMs) {

@@ -7,7 +7,7 @@
  * This file holds the handlers and the run loop; each phase lives in its own file: state.ts (the
  * order's state and transitions), send.ts, polling.ts, review.ts, watch.ts.
  */
-import { allHandlersFinished, CancellationScope, condition, patched, setHandler } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, setHandler } from '@temporalio/workflow';
 import {
   decideReviewUpdate,
   finalStatuses,
@@ -58,23 +58,15 @@ export function defineOrderWorkflow<R extends OrderRequest, C extends ProviderCh
   };
 }
 
-/**
- * An order the sweep resumed while it was HELD (its run was terminated during the hold): it goes
- * back to the send, whose settle rules look the ref up before anything is sent and hold it again
- * while the account cannot take it. Patch `resumed-held-order-sends` (added 2026-11-27;
- * docs/contributors.md "Patches in use"): lifecycle 1.0 polled the provider for a top-up it never
- * had, and the order stayed HELD after the balance was topped up.
- */
-function heldWhenResumed<R extends OrderRequest, C extends ProviderCheck>(order: Order<R, C>): boolean {
-  return order.view.status === 'HELD' && patched('resumed-held-order-sends');
-}
-
 async function run<R extends OrderRequest, C extends ProviderCheck>(order: Order<R, C>): Promise<OrderView> {
   order.publishStatus();
   const { reconciled } = order.input;
   if (reconciled && finalStatuses.includes(order.view.status)) reopenReconciled(order, reconciled);
   for (;;) {
-    if (order.view.status === 'ACCEPTED' || heldWhenResumed(order)) {
+    // HELD here only in a run the sweep resumed during a hold (its run was terminated): back to
+    // the send, whose settle rules look the ref up before anything is sent and hold it again while
+    // the account cannot take it.
+    if (order.view.status === 'ACCEPTED' || order.view.status === 'HELD') {
       await submit(order);
       continue;
     }

@@ -1,11 +1,12 @@
 /** /v1/gift-cards: the provider's catalog, through the cache; for clients that place orders. */
-import { Router } from 'express';
+import type { Router } from 'express';
 import { requireScope } from '../auth';
 import type { CatalogCache } from '../catalog';
 import { validateRequest } from '../validation';
+import { trackedRouter } from '../request-work';
 
 export function giftCardsRouter(catalog: CatalogCache): Router {
-  const router = Router();
+  const router = trackedRouter();
   router.get('/v1/gift-cards/catalog', requireScope('orders:write'), async (req, res) => {
     validateRequest({}, { body: undefined, path: req.params, query: req.query });
     res.json(await catalog.get());

@@ -3,7 +3,7 @@
  * /v1/reconciliations/{date} (reconciliations.ts). Mounted before the orders router,
  * whose /v1/orders/:ref would otherwise take `export` for a ref.
  */
-import { Router, type Request } from 'express';
+import { type Router, type Request } from 'express';
 import { callerOf, requireScope } from '../auth';
 import { ApiError } from '../errors';
 import { CSV, ExportOrdersQuery, NDJSON, streamExport } from '../order-export';
@@ -11,6 +11,7 @@ import type { OrderService } from '../orders';
 import { StatementQuery, type StatementService } from '../statements';
 import { ReconciliationParams, ReconciliationQuery, type ReconciliationService } from '../reconciliations';
 import { validateRequest } from '../validation';
+import { signalOf, trackedRouter } from '../request-work';
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 
@@ -19,7 +20,7 @@ export function financeRouter(
   statements: StatementService,
   reconciliations: ReconciliationService,
 ): Router {
-  const router = Router();
+  const router = trackedRouter();
 
   router.get('/v1/orders/export', requireScope('orders:read'), async (req, res) => {
     const { query } = validateRequest({ query: ExportOrdersQuery }, parts(req));
@@ -32,7 +33,16 @@ export function financeRouter(
 
   router.get('/v1/statements', requireScope('orders:read'), async (req, res) => {
     const { query } = validateRequest({ query: StatementQuery }, parts(req));
-    res.json(await statements.statement(callerOf(res), query));
+    // Once the caller hung up, or the request's deadline answered 503 for it (app.ts), its listings
+    // and kept days are work for nobody: they stop, and its slot is free again (request-work.ts).
+    const gone = signalOf(res);
+    try {
+      res.json(await statements.statement(callerOf(res), query, gone));
+    } catch (err) {
+      // What failed then is a call cancelled for it: nothing to answer, nothing went wrong.
+      if (!gone.aborted) throw err;
+      req.log.info('statement stopped: the caller hung up or the request’s deadline passed');
+    }
   });
 
   // The ledger is the whole account's: only auditors read it (reconciliations.ts).

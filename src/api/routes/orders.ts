@@ -3,7 +3,7 @@
  * the central handler. Full paths (no mounted prefix), so `req.route.path` names the route in the
  * log line. The scope is checked before a body is read: a refused caller learns nothing from it.
  */
-import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { type Router, type Request, type RequestHandler, type Response } from 'express';
 import type { Caller } from '../../clients/registry';
 import { OrderRequest, ReviewRequest } from '../../../contract/schemas';
 import { REVEAL_SCOPE } from '../../audit/reveal';
@@ -13,6 +13,7 @@ import { orderLocation, type OrderService } from '../orders';
 import { AuditQuery, ListOrdersQuery, OrderAddressQuery, OrderViewQuery, RefParams } from '../schemas';
 import { validateRequest } from '../validation';
 import type { WebhookService } from '../webhooks';
+import { signalOf, trackedRouter } from '../request-work';
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 
@@ -30,7 +31,7 @@ export function ordersRouter(
   webhooks: WebhookService,
   options: OrdersRouterOptions,
 ): Router {
-  const router = Router();
+  const router = trackedRouter();
   const { jsonBody, batchJsonBody } = options;
   const BatchRequest = batchEnvelope(options.batch.maxOrders);
 
@@ -50,6 +51,7 @@ export function ordersRouter(
       timeoutMs: options.batch.timeoutMs,
       requestId: typeof req.id === 'string' ? req.id : undefined,
       log: req.log,
+      signal: signalOf(res),
     });
     res.json({ results });
   });

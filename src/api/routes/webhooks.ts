@@ -2,16 +2,17 @@
  * Webhooks, for the client that owns them: its endpoints (no secrets), an order's deliveries and a
  * redelivery. Scopes webhooks:read and webhooks:write, checked before anything is looked up.
  */
-import { Router, type Request } from 'express';
+import { type Router, type Request } from 'express';
 import { callerOf, requireScope } from '../auth';
 import { RedeliverParams, RedeliverQuery, RefParams } from '../schemas';
 import { validateRequest } from '../validation';
 import type { WebhookService } from '../webhooks';
+import { trackedRouter } from '../request-work';
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 
 export function webhooksRouter(webhooks: WebhookService): Router {
-  const router = Router();
+  const router = trackedRouter();
 
   router.get('/v1/webhooks', requireScope('webhooks:read'), (req, res) => {
     validateRequest({}, parts(req));

@@ -1,5 +1,3 @@
-import { patched } from '@temporalio/workflow';
-
 /** A check shows the top-up's `_id` (documented): it must be the topupId our send got back. */
 export function otherTopup(check: { _id?: string }, topupId: string | undefined): string | undefined {
   return topupId !== undefined && check._id !== undefined && check._id !== topupId
@@ -8,22 +6,13 @@ export function otherTopup(check: { _id?: string }, topupId: string | undefined)
 }
 
 /**
- * Patch (added 2026-11-27, Lifecycle 1.0 + 1; docs/contributors.md "Patches in use"): a top-up
- * found under our ref that the provider made before the order was accepted is an older order's
- * (a ref reused after the back office's retention expired), never adopted. Lifecycle 1.0 adopted
- * it when its number and amount matched. The marker is written only when an answer is that old.
- */
-export const ADOPT_CHECKS_CREATED_AT_PATCH = 'adopt-checks-created-at';
-
-/**
  * How much earlier than the order's acceptance the provider's `created_at` may read and still be
  * this order's: the two clocks (our API host's, the provider's) are not one, and the provider
  * documents neither the format nor the zone of its times. Every send of ours follows the
  * acceptance, so only a drifting clock or a mislabelled zone dates ours before it; a reused ref's
  * top-up is older than our retention, which Temporal never lets be shorter than a day. Twelve
  * hours is far beyond any drift and any zone mix-up of a provider at UTC+1, and below that day.
- * Changing it, or what providerTime reads, changes when the patch is asked: that needs a patch of
- * its own once histories of this one exist.
+ * Changing it, or what providerTime reads, changes what an order decides on replay: a workflow change.
  */
 export const CREATED_AT_SKEW_ALLOWANCE_MS = 12 * 3_600_000;
 
@@ -31,7 +20,8 @@ const DAY_MS = 24 * 3_600_000;
 
 /**
  * A check's `created_at` earlier than the order's acceptance by more than the allowance: the
- * top-up is not this order's. Not judged: an answer without a readable `created_at`, and one
+ * top-up is an older order's under a reused ref (the back office's retention expired), not this
+ * order's, never adopted. Not judged: an answer without a readable `created_at`, and one
  * whose `_id` is the topupId our own send got back (that top-up is ours, whatever the clocks say).
  */
 export function madeBeforeTheOrder(
@@ -44,7 +34,7 @@ export function madeBeforeTheOrder(
   const accepted = Date.parse(acceptedAt);
   if (createdAt === undefined || !Number.isFinite(accepted)) return undefined;
   const earlierMs = accepted - createdAt;
-  if (earlierMs <= CREATED_AT_SKEW_ALLOWANCE_MS || !patched(ADOPT_CHECKS_CREATED_AT_PATCH)) return undefined;
+  if (earlierMs <= CREATED_AT_SKEW_ALLOWANCE_MS) return undefined;
   const ago =
     earlierMs >= DAY_MS ? `${Math.floor(earlierMs / DAY_MS)} days` : `${Math.round(earlierMs / 3_600_000)} h`;
   return (
