@@ -142,6 +142,29 @@ export default tseslint.config(
     },
   },
   {
+    // The API uses the audit's masking and reveal record; the audit never needs the API (one way).
+    files: ['src/audit/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '(^|/)(workflows|activities)(/|$)',
+              message:
+                'src/ imports the contract (contract/), never workflow or activity code: only the worker assembles them.',
+            },
+            {
+              regex: '^\\.\\./api(/|$)',
+              message:
+                'src/audit/ never imports src/api/: the API imports the audit, not the other way round.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.mjs', '**/*.js'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
   },

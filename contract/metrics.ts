@@ -73,7 +73,7 @@ export const metricCatalog = {
   ),
   auditReveals: counter(
     'topup_audit_reveals',
-    'Audit exports read with secrets revealed (card codes, phone and line numbers in clear), by the client that read them.',
+    'Orders read with secrets revealed (card codes, phone and line numbers in clear) through audit:reveal: the audit export, the order view, the orders export; by the client that read them.',
     ['client'],
   ),
   apiRequests: counter(

@@ -2,11 +2,14 @@
  * Which orders a caller reaches, and how much of each it sees. Scopes say what a caller may do
  * (auth.ts, per route); this says on whose orders:
  *
- * - its own orders: everything, on every route its scopes allow;
- * - audit:read: every client's orders on the reading routes (view, list), card codes masked: only
- *   the audit export with `reveal=true` (audit:reveal, recorded) shows another client's codes;
- * - the operator role: every client's orders that are or were in review — list, view (card codes
- *   masked) and, with reviews:write, decide.
+ * - its own orders: everything, in clear, on every route its scopes allow;
+ * - audit:read: every client's orders on the reading routes (view, list);
+ * - the operator role: every client's orders that are or were in review — list, view and, with
+ *   reviews:write, decide.
+ *
+ * Whoever reaches another client's order reads it masked (src/audit/mask.ts: phone and line
+ * numbers, card codes, digit runs in notes and the provider's text) unless it holds audit:reveal
+ * and asks for `reveal=true`, which is recorded (src/audit/reveal.ts).
  *
  * Anything else answers 404, exactly as an order that does not exist: never 403, which would tell
  * another client's order apart from no order at all.
@@ -14,7 +17,7 @@
  * One right is the caller's, not the order's: `force: true` on a decision (assertMayForce).
  */
 import type { Caller } from '../clients/registry';
-import type { OrderResult, OrderView } from '../../contract/order';
+import type { OrderView } from '../../contract/order';
 import { ApiError } from './errors';
 
 export type Purpose = 'read' | 'decide';
@@ -54,21 +57,4 @@ export function assertMayForce(caller: Caller, legacy: boolean): void {
 /** An operator reaches another client's order only while it is, or after it was, in review. */
 export function inOperatorReach(view: Pick<OrderView, 'status' | 'review'>): boolean {
   return view.status === 'NEEDS_REVIEW' || view.status === 'DISPUTED' || view.review !== undefined;
-}
-
-/** What a masked card code reads as. */
-export const MASKED = '[masked]';
-
-/** Card codes are money: only the owner sees them in a view. Serials identify a card and stay. */
-export function maskCardCodes<V extends { result?: OrderResult }>(view: V): V {
-  const result = view.result;
-  if (!result || (result.cardCode === undefined && result.cards === undefined)) return view;
-  return {
-    ...view,
-    result: {
-      ...result,
-      ...(result.cardCode !== undefined ? { cardCode: MASKED } : {}),
-      ...(result.cards ? { cards: result.cards.map((card) => ({ ...card, code: MASKED })) } : {}),
-    },
-  };
 }

@@ -34,6 +34,7 @@ import {
   type BulkReviewInput,
   type BulkReviewResult,
 } from '../../contract/bulk-review';
+import { maskSecrets } from '../audit/mask';
 import { assertMayForce } from './access';
 import { ApiError } from './errors';
 import { ownedByClause } from './order-list';
@@ -224,7 +225,11 @@ export class BulkReviewService {
     const handle = await this.#startOrAttach(caller, input, hash);
     try {
       const result = await this.#o.client.withDeadline(Date.now() + this.#o.waitMs, () => handle.result());
-      return { state: 'done', ...result };
+      return {
+        state: 'done',
+        ...result,
+        results: result.results.map((item) => this.#asSeenBy(caller, item)),
+      };
     } catch (err) {
       if (grpcCode(err) !== GrpcStatus.DEADLINE_EXCEEDED) throw err;
       // The wait is over and the bulk is still deciding.
@@ -264,6 +269,15 @@ export class BulkReviewService {
       );
     }
     return handle;
+  }
+
+  /**
+   * A result as the caller may read it: an operator's results for other clients' orders are masked
+   * as their views are (src/audit/mask.ts): a refusal quotes the provider's answer, free text.
+   */
+  #asSeenBy<I extends BulkReviewResult['results'][number]>(caller: Caller, item: I): I {
+    const owner = item.client ?? this.#o.clients.defaultClientId;
+    return owner === caller.id ? item : maskSecrets(item);
   }
 
   /** The filter as a visibility query, within the caller's reach (as the single route's `decide`). */

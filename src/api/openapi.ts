@@ -33,6 +33,7 @@ import {
   OrderAudit,
   OrderList,
   OrderView,
+  OrderViewQuery,
   OrderViewWithDeliveries,
   OrderWebhookDeliveries,
   ProblemSchema,
@@ -258,9 +259,11 @@ function buildRegistry(): OpenAPIRegistry {
     ...needs(
       'orders:read',
       'Your order, or with `?client=` another client’s: with `audit:read` any, with the operator role ' +
-        'one that is or was in review. Another client’s card codes are masked. Any other order answers 404, as no order does.',
+        'one that is or was in review. Another client’s order reads masked: phone and line numbers, card codes ' +
+        'and the digit runs in notes and the provider’s text, unless `reveal=true`, which needs the scope ' +
+        '`audit:reveal` and is logged and counted. Any other order answers 404, as no order does.',
     ),
-    request: { params: RefParams, query: OrderAddressQuery },
+    request: { params: RefParams, query: OrderViewQuery },
     responses: {
       200: ok('The order.', OrderViewWithDeliveries),
       ...problems('validation-error', 'order-not-found', ...commonProblems),
@@ -277,8 +280,9 @@ function buildRegistry(): OpenAPIRegistry {
     ...needs(
       'audit:read',
       'Any client’s order (`?client=`; default: yours), read from Temporal history — every run joined — ' +
-        'not from the order’s current view. The owner needs audit:read too. Phone and line numbers and card ' +
-        'codes are masked unless `reveal=true`, which needs the scope `audit:reveal` as well.',
+        'not from the order’s current view. The owner needs audit:read too. Phone and line numbers, card ' +
+        'codes and the digit runs in notes and the provider’s text are masked unless `reveal=true`, which ' +
+        'needs the scope `audit:reveal` as well.',
     ),
     request: { params: RefParams, query: AuditQuery },
     responses: {

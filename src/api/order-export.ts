@@ -179,12 +179,14 @@ export async function streamExport(
         first.value.map(({ summary, position }) =>
           views(async () => {
             const address = { client: summary.client ?? caller.id, ref: summary.ref };
-            const view = await orders.view(caller, address, 'read', log, reveal).catch((err: unknown) => {
-              // Gone since it was listed (deleted, out of retention): not a row any more.
-              if (err instanceof ApiError && err.key === 'order-not-found') return undefined;
-              throw err;
-            });
-            if (view && reveal) orders.recordReveal(caller, address, log);
+            // With audit:reveal every row shows its numbers and codes: the view records each reveal.
+            const view = await orders
+              .view(caller, address, 'read', log, reveal ? 'export' : undefined)
+              .catch((err: unknown) => {
+                // Gone since it was listed (deleted, out of retention): not a row any more.
+                if (err instanceof ApiError && err.key === 'order-not-found') return undefined;
+                throw err;
+              });
             return view && exportRow(view, position, reveal);
           }),
         ),

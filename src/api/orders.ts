@@ -44,7 +44,7 @@ import type { Caller, ClientRegistry } from '../clients/registry';
 import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../../contract/schemas';
 import { providerRefFor } from '../orders/provider-ref';
 import { orderPriority, type OrderOrigin } from '../orders/priority';
-import { accessTo, assertMayForce, inOperatorReach, maskCardCodes, type Purpose } from './access';
+import { accessTo, assertMayForce, inOperatorReach, type Purpose } from './access';
 import { ApiError, type FieldError } from './errors';
 import { temporarilyUnavailable } from './error-handler';
 import { FIGURES_MEMO, orderFigures } from '../orders/figures';
@@ -57,7 +57,8 @@ import { metricCatalog } from '../../contract/metrics';
 import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
 import { workflowUiUrl } from '../temporal/ui-links';
 import { auditOrder, type OrderAudit } from '../audit/order-audit';
-import { REVEAL_SCOPE, revealRecorder, type RevealRecorder } from '../audit/reveal';
+import { maskSecrets } from '../audit/mask';
+import { REVEAL_SCOPE, revealRecorder, type RevealedThrough, type RevealRecorder } from '../audit/reveal';
 import { orderSummary } from '../../contract/ui-metadata';
 
 export interface OrderServiceOptions {
@@ -344,27 +345,31 @@ export class OrderService {
   }
 
   /**
-   * The order's view for this caller: 404 when the caller does not reach it (access.ts), card codes
-   * masked for anyone but the owner (an auditor or an operator reading another client's order),
-   * except for an auditor holding audit:reveal who asks to `reveal` (the export, which records it).
-   * `log` is the request's logger.
+   * The order's view for this caller: 404 when the caller does not reach it (access.ts). Its owner
+   * reads it in clear; anyone else (an auditor, an operator) reads it masked (src/audit/mask.ts),
+   * unless `reveal` names the route that asked for it in clear for a caller holding audit:reveal
+   * (the view's `reveal=true`, the orders export): then it is in clear, and the reveal is recorded
+   * as the audit export's is. `log` is the request's logger.
    */
   async view(
     caller: Caller,
     address: OrderAddress,
     purpose: Purpose = 'read',
     log: Logger = this.#o.logger,
-    reveal = false,
+    reveal?: Exclude<RevealedThrough, 'audit'>,
   ): Promise<OrderView> {
     // Refused before Temporal is asked: the answer cannot depend on whether the order exists.
     const access = accessTo(caller, address.client, purpose);
     if (!access) throw orderNotFound(address.ref);
     const view = await this.#read(address, log);
-    if (access === 'owner') return view;
     if (access === 'operator' && !inOperatorReach(view)) throw orderNotFound(address.ref);
-    // Card codes are money: another client's are revealed only by the audit exports, recorded.
-    if (access === 'audit' && reveal && caller.scopes.has(REVEAL_SCOPE)) return view;
-    return maskCardCodes(view);
+    // Recorded once the order is known to be within reach (a 404 revealed nothing), and for the
+    // owner too: asking for a reveal is recorded whoever asks, as the audit export records it.
+    if (reveal && caller.scopes.has(REVEAL_SCOPE)) {
+      this.#reveals.record(caller, address, reveal, log);
+      return view;
+    }
+    return access === 'owner' ? view : maskSecrets(view);
   }
 
   /**
@@ -498,11 +503,6 @@ export class OrderService {
     return this.#listing.scan(caller, query, after);
   }
 
-  /** Records that an export showed `address`'s phone numbers or card codes in clear (audit:reveal). */
-  recordReveal(caller: Caller, address: OrderAddress, log: Logger): void {
-    this.#reveals.record(caller, address, log);
-  }
-
   /**
    * The order's story from its history, every run joined. Only for callers with audit:read (the
    * route's scope), which reaches every client's orders; the order must still be `address.client`'s,
@@ -514,7 +514,7 @@ export class OrderService {
   ): Promise<OrderAudit> {
     const description = await this.#describeOwned(address);
     // Recorded once the order is known to exist: a 404 revealed nothing.
-    if (reveal) this.#reveals.record(by, address, log);
+    if (reveal) this.#reveals.record(by, address, 'audit', log);
     const { temporalUiUrl } = this.#identity(address);
     return auditOrder(this.#o.client, description, {
       ref: address.ref,
@@ -567,14 +567,17 @@ export class OrderService {
     const deadline = Date.now() + (this.#o.decisionTimeoutMs ?? this.#o.timeoutMs);
     try {
       const { outcome, refusal } = await this.#o.client.withDeadline(deadline, () => update.result());
-      if (outcome === 'refused') throw refused(address.ref, refusal);
+      // The refusal quotes the provider's answer: free text, masked for an operator as the view is.
+      const owner = caller.id === address.client;
+      if (outcome === 'refused')
+        throw refused(address.ref, owner || !refusal ? refusal : maskSecrets(refusal));
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError) throw rejected(address.ref, err);
       if (!(err instanceof WorkflowUpdateRPCTimeoutOrCancelledError)) throw err;
       log.info({ ref: address.ref }, 'review decision accepted, still being checked against the provider');
       return { pending: true, view: await this.view(caller, address, 'decide', log) };
     }
-    // The caller's view of it: owner, workflow ID and provider ref added, card codes masked for operators.
+    // The caller's view of it: owner, workflow ID and provider ref added, masked for an operator.
     return { pending: false, view: await this.view(caller, address, 'decide', log) };
   }
 

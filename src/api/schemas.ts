@@ -9,12 +9,15 @@
 import { z } from 'zod';
 import { allWebhookEventTypes, ClientId, WEBHOOK_ENDPOINT_ID_PATTERN } from '../clients/model';
 import {
+  GiftCardRequest,
+  InternetTopupRequest,
+  MobileTopupRequest,
   OrderRef,
-  OrderRequest,
   OrderStatus,
   OrderType,
   ReviewDecisionPayload,
 } from '../../contract/schemas';
+import { MASKED } from '../audit/mask';
 import { auditEntryKinds } from '../audit/story';
 import { ProviderStatus } from '../../contract/provider';
 
@@ -52,19 +55,25 @@ const ClientParam = ClientId.optional().meta({
 
 export const OrderAddressQuery = z.strictObject({ client: ClientParam });
 
+/** Another client's order in clear (src/audit/mask.ts says what is masked otherwise, reveal.ts how a reveal is recorded). */
+const RevealParam = z
+  .enum(['true', 'false'])
+  .default('false')
+  .transform((v) => v === 'true')
+  .meta({
+    description:
+      'true: phone and line numbers, card codes and the digits in notes and the provider’s text in clear. ' +
+      'Needs the scope `audit:reveal` (403 otherwise, whoever owns the order); every reveal is logged and ' +
+      'counted. Default: masked for any reader but the order’s owner.',
+  });
+
+export const OrderViewQuery = z.strictObject({ client: ClientParam, reveal: RevealParam });
+
 export const AuditQuery = z.strictObject({
   client: ClientId.optional().meta({
     description: 'The client that owns the order; default: yours. audit:read reaches every client’s orders.',
   }),
-  reveal: z
-    .enum(['true', 'false'])
-    .default('false')
-    .transform((v) => v === 'true')
-    .meta({
-      description:
-        'true: phone and line numbers, card codes and digits in notes in clear. Needs the scope ' +
-        '`audit:reveal` besides `audit:read` (403 otherwise); every reveal is logged and counted. Default: masked.',
-    }),
+  reveal: RevealParam,
 });
 
 /** Page sizes above this make one visibility call too slow to answer within the request timeout. */
@@ -168,13 +177,34 @@ export const TimelineEntry = z
   .object({ at: IsoTime, status: OrderStatus, event: z.string() })
   .meta({ id: 'TimelineEntry' });
 
+/**
+ * The order's request as a reader sees it: its owner as it sent it; any other reader with the
+ * phone or line number "[masked]" (src/audit/mask.ts). The intake's rules stay the request
+ * schema's own (contract/schemas.ts); a view only describes what was accepted.
+ */
+const Masked = z.literal(MASKED).meta({ description: 'Masked: you are not the order’s owner.' });
+export const OrderRequestAsRead = z
+  .discriminatedUnion('type', [
+    z.strictObject({ ...MobileTopupRequest.shape, msisdn: MobileTopupRequest.shape.msisdn.or(Masked) }),
+    z.strictObject({ ...InternetTopupRequest.shape, number: InternetTopupRequest.shape.number.or(Masked) }),
+    GiftCardRequest,
+  ])
+  .meta({
+    id: 'OrderRequestAsRead',
+    description:
+      'The order as submitted (OrderRequest); to a reader other than its owner, `msisdn` and `number` read "[masked]".',
+  });
+
 export const OrderResult = z
   .object({
-    msisdn: z.string().optional(),
+    msisdn: z
+      .string()
+      .optional()
+      .meta({ description: 'Mobile: the number credited; "[masked]" unless yours.' }),
     amount: z.number().optional(),
     cardCode: z.string().optional().meta({
       description:
-        'Internet top-ups: the recharge code; "[masked]" for an operator reading another client’s order.',
+        'Internet top-ups: the recharge code; "[masked]" for a reader other than the order’s owner.',
     }),
     transactionNumber: z.string().optional(),
     cards: z
@@ -182,12 +212,16 @@ export const OrderResult = z
       .optional()
       .meta({
         description:
-          'Gift cards: one entry per card; codes read "[masked]" for an operator reading another client’s order.',
+          'Gift cards: one entry per card; codes read "[masked]" for a reader other than the order’s owner.',
       }),
-    refundMessage: z.string().optional().meta({
-      description:
-        'REFUNDED: the provider’s reason, Arabic text meant for your customer (its `refund_message`).',
-    }),
+    refundMessage: z
+      .string()
+      .optional()
+      .meta({
+        description:
+          'REFUNDED: the provider’s reason, Arabic text meant for your customer (its `refund_message`); ' +
+          'to a reader other than the order’s owner, its runs of six or more digits read "[masked]".',
+      }),
     suggestedOffers: z
       .array(
         z.object({ planCode: z.string(), amount: z.number().optional(), typename: z.string().optional() }),
@@ -272,7 +306,7 @@ export const OrderView = z
     type: OrderType,
     status: OrderStatus,
     providerStatus: ProviderStatus.optional(),
-    request: OrderRequest,
+    request: OrderRequestAsRead,
     providerReference: z.string().optional(),
     result: OrderResult.optional(),
     failure: z.object({ code: z.string(), message: z.string() }).optional().meta({

@@ -100,7 +100,7 @@ export function renderAudit(audit: OrderAudit): string {
     `Order ${audit.ref} · client ${audit.client}${audit.type ? ` · ${audit.type}` : ''}${audit.status ? ` · now ${audit.status}` : ''}`,
     `Workflow ${audit.workflowId} · ${audit.runs.length} run${audit.runs.length === 1 ? '' : 's'}${audit.temporalUiUrl ? ` · ${audit.temporalUiUrl}` : ''}`,
     audit.secrets === 'masked'
-      ? 'Phone numbers and card codes masked (--reveal shows them).'
+      ? 'Phone and line numbers, card codes and digit runs in notes and the provider’s text masked (--reveal shows them).'
       : 'Secrets shown.',
   ];
   let run = 0;

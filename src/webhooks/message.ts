@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { WebhookEndpoint } from '../clients/model';
-import { maskCardCodes } from '../api/access';
+import { maskCardCodes } from '../audit/mask';
 import type { OrderView } from '../api/orders';
 import type { OrderEvent, WebhookEvent } from '../../contract/webhooks';
 

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
-import { MASKED } from '../../src/api/access';
+import { MASKED } from '../../src/audit/mask';
 import type { Problem } from '../../src/api/errors';
 import type { OrderView } from '../../src/api/orders';
 import type { OrderAudit } from '../../src/audit/order-audit';
@@ -358,6 +358,8 @@ describe('clients, scopes and tenant isolation', () => {
     const owners = (await view('shop', seed.reviewedWithCard)).body.result;
     assert.notEqual(owners?.cardCode, MASKED);
     assert.deepEqual(res.body.result, { ...owners, cardCode: MASKED }, 'all but the card code');
+    const request = res.body.request;
+    assert.equal(request.type === 'internet_topup' && request.number, MASKED, 'and the line number');
     assert.equal((await view('auditor', seed.acmeOrder, '?client=acme')).status, 200);
   });
 

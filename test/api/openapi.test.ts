@@ -13,7 +13,13 @@ import pino from 'pino';
 import { type z } from 'zod';
 import { createApp } from '../../src/api/app';
 import type { Problem } from '../../src/api/errors';
-import { AuditQuery, ListOrdersQuery, OrderAddressQuery, RefParams } from '../../src/api/schemas';
+import {
+  AuditQuery,
+  ListOrdersQuery,
+  OrderAddressQuery,
+  OrderViewQuery,
+  RefParams,
+} from '../../src/api/schemas';
 import { apiTestConfig, startTestApi, testClients, type TestApi } from '../../src/api/testing';
 import {
   GiftCardRequest,
@@ -257,10 +263,12 @@ describe('the OpenAPI document', () => {
       names(doc.paths['/v1/orders']!.get!, 'query'),
       Object.keys(ListOrdersQuery.shape).sort(),
     );
-    for (const op of [doc.paths['/v1/orders/{ref}']!.get!, doc.paths['/v1/orders/{ref}/review']!.post!]) {
-      assert.deepEqual(names(op, 'path'), Object.keys(RefParams.shape));
-      assert.deepEqual(names(op, 'query'), Object.keys(OrderAddressQuery.shape));
-    }
+    const view = doc.paths['/v1/orders/{ref}']!.get!;
+    assert.deepEqual(names(view, 'path'), Object.keys(RefParams.shape));
+    assert.deepEqual(names(view, 'query'), Object.keys(OrderViewQuery.shape).sort());
+    const review = doc.paths['/v1/orders/{ref}/review']!.post!;
+    assert.deepEqual(names(review, 'path'), Object.keys(RefParams.shape));
+    assert.deepEqual(names(review, 'query'), Object.keys(OrderAddressQuery.shape));
     const audit = doc.paths['/v1/orders/{ref}/audit']!.get!;
     assert.deepEqual(names(audit, 'path'), Object.keys(RefParams.shape));
     assert.deepEqual(names(audit, 'query'), Object.keys(AuditQuery.shape).sort());

@@ -63,7 +63,7 @@ export interface paths {
         };
         /**
          * An order’s status, request, result, review and timeline
-         * @description Your order, or with `?client=` another client’s: with `audit:read` any, with the operator role one that is or was in review. Another client’s card codes are masked. Any other order answers 404, as no order does.
+         * @description Your order, or with `?client=` another client’s: with `audit:read` any, with the operator role one that is or was in review. Another client’s order reads masked: phone and line numbers, card codes and the digit runs in notes and the provider’s text, unless `reveal=true`, which needs the scope `audit:reveal` and is logged and counted. Any other order answers 404, as no order does.
          *
          *     Needs the scope `orders:read`.
          */
@@ -85,7 +85,7 @@ export interface paths {
         };
         /**
          * An order’s whole story from its workflow history: calls, answers, statuses, decisions and who sent them
-         * @description Any client’s order (`?client=`; default: yours), read from Temporal history — every run joined — not from the order’s current view. The owner needs audit:read too. Phone and line numbers and card codes are masked unless `reveal=true`, which needs the scope `audit:reveal` as well.
+         * @description Any client’s order (`?client=`; default: yours), read from Temporal history — every run joined — not from the order’s current view. The owner needs audit:read too. Phone and line numbers, card codes and the digit runs in notes and the provider’s text are masked unless `reveal=true`, which needs the scope `audit:reveal` as well.
          *
          *     Needs the scope `audit:read`.
          */
@@ -370,7 +370,7 @@ export interface components {
             /** @enum {string} */
             status: "ACCEPTED" | "HELD" | "SUBMITTED" | "PROCESSING" | "QUEUED" | "FULFILLED" | "PARTIALLY_FULFILLED" | "REFUNDED" | "FAILED" | "CANCELLED" | "NEEDS_REVIEW" | "DISPUTED";
             providerStatus?: string;
-            request: components["schemas"]["OrderRequest"];
+            request: components["schemas"]["OrderRequestAsRead"];
             providerReference?: string;
             result?: components["schemas"]["OrderResult"];
             /** @description FAILED: why. `NOT_SENT`: the order was HELD (see `hold`) until its maximum hold and never sent; nothing was debited. */
@@ -462,23 +462,9 @@ export interface components {
              */
             live?: false;
         };
-        /** @description An order, discriminated by `type`. */
-        OrderRequest: components["schemas"]["MobileTopupRequest"] | components["schemas"]["InternetTopupRequest"] | components["schemas"]["GiftCardRequest"];
-        /**
-         * @description A mobile top-up: credit `amount` dinars (or a fixed plan’s own amount) on `msisdn` under `planCode`. A plan the provider does not list or has disabled, or an amount outside its bounds, is refused with 422.
-         * @example {
-         *       "type": "mobile_topup",
-         *       "ref": "ORD-2025-000123",
-         *       "planCode": "PREPAID_DJEZZY",
-         *       "msisdn": "0551234567",
-         *       "amount": 500
-         *     }
-         */
-        MobileTopupRequest: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+        /** @description The order as submitted (OrderRequest); to a reader other than its owner, `msisdn` and `number` read "[masked]". */
+        OrderRequestAsRead: {
+            /** @enum {string} */
             type: "mobile_topup";
             /**
              * @description Your unique reference for the order; submitting it again is idempotent.
@@ -487,26 +473,11 @@ export interface components {
             ref: string;
             /** @description A plan code from the provider’s plans (e.g. PREPAID_DJEZZY, PIXX_500). */
             planCode: string;
-            /** @example 0551234567 */
-            msisdn: string;
+            msisdn: string | "[masked]";
             /** @description Required for a dynamic plan, within its bounds; absent for a fixed plan (it has its own). */
             amount?: number;
-        };
-        /**
-         * @description An internet-line top-up (ADSL or 4G) of `value` dinars on line `number`: ADSL `0` + 8 digits, 4G `213` + 9 digits. A value the provider does not sell for that line type, or has run out of, is refused with 422.
-         * @example {
-         *       "type": "internet_topup",
-         *       "ref": "ORD-2025-000124",
-         *       "lineType": "ADSL",
-         *       "number": "021123456",
-         *       "value": 1000
-         *     }
-         */
-        InternetTopupRequest: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+        } | {
+            /** @enum {string} */
             type: "internet_topup";
             /**
              * @description Your unique reference for the order; submitting it again is idempotent.
@@ -515,9 +486,9 @@ export interface components {
             ref: string;
             /** @enum {string} */
             lineType: "ADSL" | "4G";
-            number: string;
+            number: string | "[masked]";
             value: number;
-        };
+        } | components["schemas"]["GiftCardRequest"];
         /**
          * @description `quantity` gift cards of one product type from the catalog (GET /v1/gift-cards/catalog).
          * @example {
@@ -544,17 +515,18 @@ export interface components {
             quantity: number;
         };
         OrderResult: {
+            /** @description Mobile: the number credited; "[masked]" unless yours. */
             msisdn?: string;
             amount?: number;
-            /** @description Internet top-ups: the recharge code; "[masked]" for an operator reading another client’s order. */
+            /** @description Internet top-ups: the recharge code; "[masked]" for a reader other than the order’s owner. */
             cardCode?: string;
             transactionNumber?: string;
-            /** @description Gift cards: one entry per card; codes read "[masked]" for an operator reading another client’s order. */
+            /** @description Gift cards: one entry per card; codes read "[masked]" for a reader other than the order’s owner. */
             cards?: {
                 code: string;
                 serial: string;
             }[];
-            /** @description REFUNDED: the provider’s reason, Arabic text meant for your customer (its `refund_message`). */
+            /** @description REFUNDED: the provider’s reason, Arabic text meant for your customer (its `refund_message`); to a reader other than the order’s owner, its runs of six or more digits read "[masked]". */
             refundMessage?: string;
             /** @description The provider’s `suggested_offers`: on a REFUNDED plan mismatch, plans to send instead; on a `GETMENU_<Operator>` plan, the number’s available offers. */
             suggestedOffers?: {
@@ -653,6 +625,62 @@ export interface components {
             /** @description What the provider answered, in words. */
             answer: string;
         };
+        /** @description An order, discriminated by `type`. */
+        OrderRequest: components["schemas"]["MobileTopupRequest"] | components["schemas"]["InternetTopupRequest"] | components["schemas"]["GiftCardRequest"];
+        /**
+         * @description A mobile top-up: credit `amount` dinars (or a fixed plan’s own amount) on `msisdn` under `planCode`. A plan the provider does not list or has disabled, or an amount outside its bounds, is refused with 422.
+         * @example {
+         *       "type": "mobile_topup",
+         *       "ref": "ORD-2025-000123",
+         *       "planCode": "PREPAID_DJEZZY",
+         *       "msisdn": "0551234567",
+         *       "amount": 500
+         *     }
+         */
+        MobileTopupRequest: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "mobile_topup";
+            /**
+             * @description Your unique reference for the order; submitting it again is idempotent.
+             * @example ORD-2025-000123
+             */
+            ref: string;
+            /** @description A plan code from the provider’s plans (e.g. PREPAID_DJEZZY, PIXX_500). */
+            planCode: string;
+            /** @example 0551234567 */
+            msisdn: string;
+            /** @description Required for a dynamic plan, within its bounds; absent for a fixed plan (it has its own). */
+            amount?: number;
+        };
+        /**
+         * @description An internet-line top-up (ADSL or 4G) of `value` dinars on line `number`: ADSL `0` + 8 digits, 4G `213` + 9 digits. A value the provider does not sell for that line type, or has run out of, is refused with 422.
+         * @example {
+         *       "type": "internet_topup",
+         *       "ref": "ORD-2025-000124",
+         *       "lineType": "ADSL",
+         *       "number": "021123456",
+         *       "value": 1000
+         *     }
+         */
+        InternetTopupRequest: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "internet_topup";
+            /**
+             * @description Your unique reference for the order; submitting it again is idempotent.
+             * @example ORD-2025-000123
+             */
+            ref: string;
+            /** @enum {string} */
+            lineType: "ADSL" | "4G";
+            number: string;
+            value: number;
+        };
         OrderBatchResults: {
             /** @description One per order, in the order sent. */
             results: components["schemas"]["BatchItemResult"][];
@@ -721,7 +749,7 @@ export interface components {
             /** @enum {string} */
             status: "ACCEPTED" | "HELD" | "SUBMITTED" | "PROCESSING" | "QUEUED" | "FULFILLED" | "PARTIALLY_FULFILLED" | "REFUNDED" | "FAILED" | "CANCELLED" | "NEEDS_REVIEW" | "DISPUTED";
             providerStatus?: string;
-            request: components["schemas"]["OrderRequest"];
+            request: components["schemas"]["OrderRequestAsRead"];
             providerReference?: string;
             result?: components["schemas"]["OrderResult"];
             /** @description FAILED: why. `NOT_SENT`: the order was HELD (see `hold`) until its maximum hold and never sent; nothing was debited. */
@@ -1800,6 +1828,8 @@ export interface operations {
             query?: {
                 /** @description The client that owns the order; default: yours. Another client’s orders are reachable with audit:read (reading) or the operator role (orders in review); otherwise the answer is 404. */
                 client?: string;
+                /** @description true: phone and line numbers, card codes and the digits in notes and the provider’s text in clear. Needs the scope `audit:reveal` (403 otherwise, whoever owns the order); every reveal is logged and counted. Default: masked for any reader but the order’s owner. */
+                reveal?: "true" | "false";
             };
             header?: never;
             path: {
@@ -1917,7 +1947,7 @@ export interface operations {
             query?: {
                 /** @description The client that owns the order; default: yours. audit:read reaches every client’s orders. */
                 client?: string;
-                /** @description true: phone and line numbers, card codes and digits in notes in clear. Needs the scope `audit:reveal` besides `audit:read` (403 otherwise); every reveal is logged and counted. Default: masked. */
+                /** @description true: phone and line numbers, card codes and the digits in notes and the provider’s text in clear. Needs the scope `audit:reveal` (403 otherwise, whoever owns the order); every reveal is logged and counted. Default: masked for any reader but the order’s owner. */
                 reveal?: "true" | "false";
             };
             header?: never;

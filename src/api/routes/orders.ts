@@ -10,7 +10,7 @@ import { REVEAL_SCOPE } from '../../audit/reveal';
 import { assertScope, callerOf, requireScope } from '../auth';
 import { batchEnvelope, submitBatch } from '../batch';
 import { orderLocation, type OrderService } from '../orders';
-import { AuditQuery, ListOrdersQuery, OrderAddressQuery, RefParams } from '../schemas';
+import { AuditQuery, ListOrdersQuery, OrderAddressQuery, OrderViewQuery, RefParams } from '../schemas';
 import { validateRequest } from '../validation';
 import type { WebhookService } from '../webhooks';
 import { signalOf, trackedRouter } from '../request-work';
@@ -61,18 +61,22 @@ export function ordersRouter(
     res.json(await orders.list(callerOf(res), query));
   });
 
+  // Another client's order reads masked (src/audit/mask.ts); reveal=true needs audit:reveal, checked
+  // before the order is looked up (a 403 says nothing about orders), and is recorded.
   router.get('/v1/orders/:ref', requireScope('orders:read'), async (req, res) => {
-    const { path, query } = validateRequest({ path: RefParams, query: OrderAddressQuery }, parts(req));
+    const { path, query } = validateRequest({ path: RefParams, query: OrderViewQuery }, parts(req));
     const caller = callerOf(res);
+    if (query.reveal) assertScope(caller, REVEAL_SCOPE, 'reveal=true');
+    const reveal = query.reveal ? ('view' as const) : undefined;
     const address = { client: query.client ?? caller.id, ref: path.ref };
     if (!webhooks.showsDeliveries(caller, address.client)) {
-      res.json(await orders.view(caller, address, 'read', req.log));
+      res.json(await orders.view(caller, address, 'read', req.log, reveal));
       return;
     }
     // Both at once; the deliveries are shown only with the view (a 404 stays a 404), and their
     // absence (no webhook worker answering, say) never keeps the order from its owner.
     const [view, deliveries] = await Promise.all([
-      orders.view(caller, address, 'read', req.log),
+      orders.view(caller, address, 'read', req.log, reveal),
       webhooks.summary(orders.workflowIdOf(address)).catch((err: unknown) => {
         req.log.warn({ err }, 'order view: webhook deliveries not read');
         return undefined;
@@ -83,7 +87,8 @@ export function ordersRouter(
 
   // audit:read reaches every client's orders; the owner without it gets 403 like anyone else
   // (docs/operators.md "Audit export": the story names operators and Temporal identities).
-  // reveal=true needs audit:reveal as well: card codes are money (src/audit/reveal.ts).
+  // reveal=true needs audit:reveal as well: card codes are money (src/audit/reveal.ts), and the
+  // story is masked by the same rule as the view (src/audit/mask.ts).
   router.get('/v1/orders/:ref/audit', requireScope('audit:read'), async (req, res) => {
     const { path, query } = validateRequest({ path: RefParams, query: AuditQuery }, parts(req));
     const caller = callerOf(res);
