@@ -146,9 +146,20 @@ export class TopupClient {
     return data.results;
   }
 
-  /** The order; `client` for another client's (with audit:read or as an operator). */
-  async getOrder(ref: string, options?: CallOptions & { client?: string }): Promise<OrderViewWithDeliveries> {
-    const query = options?.client ? { client: options.client } : {};
+  /**
+   * The order; `client` for another client's (with audit:read or as an operator), which reads
+   * masked unless `reveal` (with audit:reveal; each reveal is logged and counted).
+   */
+  async getOrder(
+    ref: string,
+    options?: CallOptions & { client?: string; reveal?: boolean },
+  ): Promise<OrderViewWithDeliveries> {
+    const query = {
+      ...(options?.client && { client: options.client }),
+      ...(options?.reveal !== undefined && {
+        reveal: options.reveal ? ('true' as const) : ('false' as const),
+      }),
+    };
     const { data } = await this.#run(options, (fetch) =>
       this.raw.GET('/v1/orders/{ref}', { params: { path: { ref }, query }, fetch }),
     );

@@ -33,7 +33,12 @@ import {
   type OrderRequest,
 } from '../src';
 
-const KEYS = { bo: 'test-key-bo', throttled: 'test-key-throttled', slowpoke: 'test-key-slowpoke' };
+const KEYS = {
+  bo: 'test-key-bo',
+  throttled: 'test-key-throttled',
+  slowpoke: 'test-key-slowpoke',
+  auditor: 'test-key-auditor',
+};
 const newRef = (label: string) => `CL-${label}-${randomUUID().slice(0, 8)}`;
 const FINAL = new Set(['FULFILLED', 'PARTIALLY_FULFILLED', 'REFUNDED', 'FAILED', 'CANCELLED']);
 /** The sandbox's number whose top-up answers UNKNOWN_ERROR: the order goes to review. */
@@ -59,13 +64,12 @@ describe('the TypeScript client library against the API', { timeout: 600_000 }, 
     const base = clientsWith({
       bo: { key: KEYS.bo, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] },
     });
-    const extra = (id: string, key: string, limits: object) => ({
-      id,
-      name: id,
-      scopes: ['orders:write' as const, 'orders:read' as const],
-      keys: [{ id: 'k1', hash: hashApiKey(key) }],
-      limits,
-    });
+    const extra = (
+      id: string,
+      key: string,
+      limits: object,
+      scopes: ClientsFile['clients'][number]['scopes'] = ['orders:write', 'orders:read'],
+    ) => ({ id, name: id, scopes, keys: [{ id: 'k1', hash: hashApiKey(key) }], limits });
     const clients: ClientsFile = {
       ...base,
       clients: [
@@ -74,6 +78,8 @@ describe('the TypeScript client library against the API', { timeout: 600_000 }, 
         extra('throttled', KEYS.throttled, { concurrentRequests: 1 }),
         // One read a minute: the second waits most of a minute, past any test deadline.
         extra('slowpoke', KEYS.slowpoke, { requestsPerMinute: 1 }),
+        // Reads any client's order, masked unless it asks to see it in clear.
+        extra('auditor', KEYS.auditor, {}, ['orders:read', 'audit:read', 'audit:reveal']),
       ],
     };
     stack = await startWebhookStack({
@@ -139,6 +145,20 @@ describe('the TypeScript client library against the API', { timeout: 600_000 }, 
     );
     const order = await finalOrder(bo, fulfilledRef, 'FULFILLED');
     assert.equal(order.ref, fulfilledRef);
+  });
+
+  it('getOrder: another client’s order reads masked, and in clear with reveal', async () => {
+    const auditor = new TopupClient({ baseUrl: stack.api.url, apiKey: KEYS.auditor, deadlineMs: 20_000 });
+    const msisdn = mobileRequest(fulfilledRef).msisdn;
+    const number = (o: { request: object }) => (o.request as { msisdn?: string }).msisdn;
+    assert.equal(number(await bo.getOrder(fulfilledRef)), msisdn, 'the owner reads its own in clear');
+    assert.equal(number(await auditor.getOrder(fulfilledRef, { client: 'bo' })), '[masked]');
+    assert.equal(number(await auditor.getOrder(fulfilledRef, { client: 'bo', reveal: true })), msisdn);
+    await assert.rejects(
+      bo.getOrder(fulfilledRef, { reveal: true }),
+      (err) => isProblem(err) && err.status === 403,
+      'reveal needs audit:reveal, owner or not',
+    );
   });
 
   it('submitBatch: one result per order, in order; a bad one does not block the others', async () => {
