@@ -240,6 +240,29 @@ const schema = z.object({
   WORKER_PROVIDER_CALLS_PER_SECOND: z.coerce.number().positive().optional(),
   /** Path to a pre-built workflow bundle (npm run build:bundle); unset = bundle at start. */
   WORKER_WORKFLOW_BUNDLE_PATH: z.string().optional(),
+  /**
+   * The Worker Deployment the worker joins (docs/deployers.md "Deploying a new version"): every
+   * build of the service is a version of it, and each order runs pinned on the version it started on.
+   */
+  WORKER_DEPLOYMENT_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ (Temporal joins it to the build ID with a dot)')
+    .default('topup-fulfillment'),
+  /**
+   * The worker's version in that deployment. Unset = a digest of the workflow bundle it runs
+   * (src/worker/build-id.ts): the same code is the same version, changed code a new one.
+   */
+  WORKER_BUILD_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, ., - and _')
+    .max(255)
+    .optional(),
+  /**
+   * The first deploy: a worker whose deployment has no current version yet makes its own version
+   * current once its task queues are polled. It never replaces a current version: every later
+   * deploy is ramped and made current by the deployer (npm run deploy).
+   */
+  WORKER_BOOTSTRAP_CURRENT: bool.default(true),
 
   // -- order polling (durations in ms; see docs/contributors.md "Polling") --
   POLL_FIRST_CHECK_MS: millis.default(5_000),

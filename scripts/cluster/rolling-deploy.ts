@@ -86,16 +86,17 @@ export async function runRollingDeploy({
   const connection = await Connection.connect({ address });
   const client = new Client({ connection, namespace });
   const taskQueue = `rolling-deploy-${randomUUID()}`;
-  const startWorker = async (buildId: string, workflowCode: WorkflowCode) => {
+  const startWorker = async (_build: string, workflowCode: WorkflowCode) => {
+    // A connection per build: the SDK refuses two unversioned workers of one task queue on one connection.
+    const connection = await NativeConnection.connect({ address });
     const worker = await createOrderWorker({
-      buildId,
-      connection: nativeConnection,
+      connection,
       namespace,
       taskQueue,
       activities: createActivities({ provider: provider.client, temporal: client }),
       workflowCode,
     });
-    return { worker, running: worker.run() };
+    return { worker, running: worker.run().finally(() => connection.close()) };
   };
   const stopWorker = async ({ worker, running }: { worker: Worker; running: Promise<void> }) => {
     worker.shutdown();

@@ -10,14 +10,19 @@ import {
   OpenTelemetryActivityOutboundInterceptor,
 } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
-import { Worker, type InjectedSinks, type NativeConnection } from '@temporalio/worker';
+import { Worker, type InjectedSinks, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { OrderActivities } from '../../activities';
 import type { DeliveryActivities } from '../../activities/webhooks';
 import type { WebhookDeliveryPolicy } from '../../contract/webhooks';
 import type { Config } from '../config';
 import type { Tracing } from '../observability/tracing';
-import { defaultWorkflowsPath, workflowInterceptorModules } from './bundle';
+import { readFile } from 'node:fs/promises';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { defaultWorkflowsPath, workflowBundleOptions, workflowInterceptorModules } from './bundle';
+import { workflowBuildId } from './build-id';
+
+export { workflowBuildId } from './build-id';
 
 export { defaultWorkflowsPath } from './bundle';
 
@@ -49,10 +54,35 @@ export interface OrderWorkerOptions {
   /** Spans of activities and of traced workflows (src/observability/tracing.ts); absent = off. */
   tracing?: Tracing;
   /**
-   * The build this worker runs, as a label (no Worker Versioning: docs/contributors.md "Changing a
-   * workflow safely"). Two workers of one process on one task queue need different ones.
+   * The Worker Deployment version this worker is (docs/deployers.md "Deploying a new version").
+   * Absent: unversioned, only for Temporal's time-skipping test server (it has no deployments)
+   * and replay.
    */
-  buildId?: string;
+  deployment?: WorkerDeployment;
+}
+
+/** A version of the service's Worker Deployment: the deployment's name and this build's ID. */
+export interface WorkerDeployment {
+  deploymentName: string;
+  buildId: string;
+}
+
+/**
+ * Versioned: every workflow runs pinned to the version it started on unless its type says
+ * otherwise (workflows/versioning.ts; each does, explicitly), so a new build never replays a
+ * history an older build wrote (docs/contributors.md "Changing a workflow: a new worker version").
+ */
+function deploymentOptions(
+  deployment: WorkerDeployment | undefined,
+): Pick<WorkerOptions, 'workerDeploymentOptions'> {
+  if (!deployment) return {};
+  return {
+    workerDeploymentOptions: {
+      version: { deploymentName: deployment.deploymentName, buildId: deployment.buildId },
+      useWorkerVersioning: true,
+      defaultVersioningBehavior: 'PINNED',
+    },
+  };
 }
 
 /**
@@ -95,14 +125,7 @@ export function createOrderWorker(options: OrderWorkerOptions): Promise<Worker> 
         : [],
     },
     sinks: workflowSpanSinks(tracing),
-    ...(options.buildId
-      ? {
-          workerDeploymentOptions: {
-            version: { deploymentName: 'orders', buildId: options.buildId },
-            useWorkerVersioning: false,
-          },
-        }
-      : {}),
+    ...deploymentOptions(options.deployment),
     ...tuning,
   });
 }
@@ -124,6 +147,30 @@ export function workflowCodeFromConfig(config: Config): WorkflowCode {
 }
 
 /**
+ * The workflow code as one bundle and the version it is: sources are bundled first (with
+ * src/worker/bundle.ts's options, as `npm run build:bundle` does), so the build ID is the digest
+ * of what runs. `buildId` (WORKER_BUILD_ID) overrides the digest.
+ */
+export async function versionedWorkflowCode(
+  workflowCode: WorkflowCode,
+  { deploymentName, buildId }: { deploymentName: string; buildId?: string | undefined },
+): Promise<{ workflowCode: WorkflowCode; deployment: WorkerDeployment }> {
+  let code: string;
+  if ('workflowsPath' in workflowCode) {
+    ({ code } = await bundleWorkflowCode({
+      ...workflowBundleOptions,
+      workflowsPath: workflowCode.workflowsPath,
+      logger: undefined,
+    }));
+  } else if ('code' in workflowCode.workflowBundle) code = workflowCode.workflowBundle.code;
+  else code = await readFile(workflowCode.workflowBundle.codePath, 'utf8');
+  return {
+    workflowCode: { workflowBundle: { code } },
+    deployment: { deploymentName, buildId: buildId ?? workflowBuildId(code) },
+  };
+}
+
+/**
  * The webhook worker: the delivery workflows and their `deliverWebhook` activity on the webhook
  * task queue (WEBHOOK_TASK_QUEUE), in the same process as the order worker but apart from it, so a
  * slow receiver holds delivery slots only, never a provider call, and the provider rate limit
@@ -137,6 +184,8 @@ export function createWebhookWorker(options: {
   workflowCode: WorkflowCode;
   maxConcurrentDeliveries: number;
   dataConverter?: DataConverter;
+  /** The order worker's version: the two workers of one process are one version. */
+  deployment?: WorkerDeployment;
 }): Promise<Worker> {
   const { connection, namespace, taskQueue, activities, workflowCode, dataConverter } = options;
   return Worker.create({
@@ -146,6 +195,7 @@ export function createWebhookWorker(options: {
     activities,
     dataConverter,
     ...workflowCode,
+    ...deploymentOptions(options.deployment),
     maxConcurrentActivityTaskExecutions: options.maxConcurrentDeliveries,
   });
 }
