@@ -15,9 +15,9 @@
  */
 import {
   condition,
-  continueAsNew,
   getExternalWorkflowHandle,
   log,
+  makeContinueAsNewFunc,
   patched,
   proxyActivities,
   setHandler,
@@ -25,6 +25,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { AccountActivities } from '../activities/account';
+import { upgradeOnContinueAsNew, versionChanged } from './versioning';
 import {
   accountStateQuery,
   holdOrderSignal,
@@ -105,8 +106,9 @@ export async function providerAccountWorkflow(input: AccountInput): Promise<void
       await Promise.all(resumableHeld(held.values(), read).map((order) => resume(held, order)));
     }
     const { historyLength, continueAsNewSuggested } = workflowInfo();
-    if (continueAsNewSuggested || historyLength >= HISTORY_EVENT_LIMIT) {
-      await continueAsNew<typeof providerAccountWorkflow>({
+    // Also onto a new current worker version, at the next reading (workflows/versioning.ts).
+    if (continueAsNewSuggested || historyLength >= HISTORY_EVENT_LIMIT || versionChanged()) {
+      await makeContinueAsNewFunc<typeof providerAccountWorkflow>(upgradeOnContinueAsNew())({
         checkMs: input.checkMs,
         ...(state === undefined && { held: [...held.values()] }),
       });
