@@ -10,8 +10,9 @@
  * while; the next hold starts it again. No signal comes in or goes out of it: a burst of holds or
  * of resumptions never goes through its history (a signal per hold made it a signal sink).
  */
-import { continueAsNew, log, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { log, makeContinueAsNewFunc, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { AccountActivities } from '../activities/account';
+import { upgradeOnContinueAsNew, versionChanged } from './versioning';
 import {
   accountStateQuery,
   heldCounts,
@@ -58,8 +59,11 @@ export async function providerAccountWorkflow(input: AccountInput): Promise<void
     idle = holding || round.listFailure ? 0 : idle + 1;
     if (idle >= IDLE_READINGS) return;
     const { historyLength, continueAsNewSuggested } = workflowInfo();
-    if (continueAsNewSuggested || historyLength >= HISTORY_EVENT_LIMIT) {
-      await continueAsNew<typeof providerAccountWorkflow>({ checkMs: input.checkMs });
+    // Also onto a new current worker version, at the next reading (workflows/versioning.ts).
+    if (continueAsNewSuggested || historyLength >= HISTORY_EVENT_LIMIT || versionChanged()) {
+      await makeContinueAsNewFunc<typeof providerAccountWorkflow>(upgradeOnContinueAsNew())({
+        checkMs: input.checkMs,
+      });
     }
     await sleep(input.checkMs);
   }
