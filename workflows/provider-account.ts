@@ -10,7 +10,14 @@
  * while; the next hold starts it again. No signal comes in or goes out of it: a burst of holds or
  * of resumptions never goes through its history (a signal per hold made it a signal sink).
  */
-import { log, makeContinueAsNewFunc, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  log,
+  makeContinueAsNewFunc,
+  proxyActivities,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { AccountActivities } from '../activities/account';
 import { upgradeOnContinueAsNew, versionChanged } from './versioning';
 import {
