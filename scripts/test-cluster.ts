@@ -32,12 +32,8 @@ import { defaultChaosOptions } from './chaos/options';
 import { runChaos } from './chaos/run';
 import { formatSummary } from './chaos/summary';
 import { startPrivatePostgres, type PrivatePostgres } from './cluster/postgres';
-import {
-  formatRainbowDeploy,
-  rainbowProblems,
-  runRainbowDeploy,
-  type RainbowDeploySummary,
-} from './cluster/rainbow-deploy';
+import { runRainbowDeploy } from './cluster/rainbow-deploy';
+import { formatRainbowDeploy, rainbowProblems, type RainbowDeploySummary } from './cluster/rainbow-verdict';
 import { startTemporalCluster, type TemporalCluster } from './cluster/temporal-cluster';
 import { readComposeServices, runComposeSchemaJob, runComposeSetupJob } from './lib/compose';
 import { projectRoot, runTestFiles, testFiles } from './lib/test-files';
@@ -180,13 +176,15 @@ async function main(): Promise<number> {
     }
 
     if (!values['e2e-only'] && positionals.length === 0) {
-      const summary = await timed('rainbow deploy: v2 ramps and becomes current, v1 drains; the rollback', () =>
-        runRainbowDeploy({
-          address,
-          namespace: 'default',
-          oldBundlePath: join(projectRoot, 'dist', 'workflow-bundle.js'),
-          log,
-        }),
+      const summary = await timed(
+        'rainbow deploy: v2 ramps and becomes current, v1 drains; the rollback',
+        () =>
+          runRainbowDeploy({
+            address,
+            namespace: 'default',
+            oldBundlePath: join(projectRoot, 'dist', 'workflow-bundle.js'),
+            log,
+          }),
       );
       const problems = rainbowProblems(summary);
       rainbow = { summary, problems, text: formatRainbowDeploy(summary) };

@@ -16,8 +16,9 @@
  * non-deterministic or at all), orders not final at the end (lost), refs sent more than once and
  * gift cards placed more than once (sent twice), runs whose workflow tasks were completed by two
  * builds (a pinned run moved), the orders each build started and finished, and how long v1 took
- * to drain. `rainbowProblems` turns them into the tier's verdict.
+ * to drain. `rainbowProblems` (rainbow-verdict.ts) turns them into the tier's verdict.
  */
+
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -37,7 +38,6 @@ import {
   waitForVersion,
   type DeploymentServices,
   type DeploymentVersion,
-  type VersionDescription,
 } from '../../src/temporal/deployments';
 import { workflowBundleOptions } from '../../src/worker/bundle';
 import { workflowBuildId } from '../../src/worker/build-id';
@@ -58,6 +58,7 @@ import {
   type OrderTimings,
   type OrderView,
 } from '../../contract/order';
+import type { Phase, RainbowBuildFigures, RainbowDeploySummary, SwitchFigures } from './rainbow-verdict';
 import {
   ADMIN_TOKEN,
   giftCardRequest,
@@ -77,7 +78,7 @@ const TIME_SCALE = 0.25;
  */
 const WAKE_UP_MS = 3_000;
 /** The watch outlasts the switch and a wake-up on each side of it. */
-const WATCH_MS = 35_000;
+const WATCH_MS = 20_000;
 /** The account workflow's reading interval (PROVIDER_ACCOUNT_CHECK_MS): a hold lets go within it. */
 const ACCOUNT_CHECK_MS = 500;
 /** How long a send the sandbox holds takes: the order is still sending when v2 becomes current. */
@@ -98,59 +99,6 @@ const STREAM_GAP_MS = 250;
 /** The rollback: orders on v2 (a few in review) when v1 is made current again. */
 const ROLLBACK_ORDERS = 9;
 const ROLLBACK_REVIEWS = 3;
-
-export type Phase = 'sending' | 'polling' | 'held' | 'queued' | 'review' | 'watching' | 'final';
-
-export interface RainbowBuildFigures {
-  buildId: string;
-  /** Orders whose first workflow task this build completed. */
-  started: number;
-  /** Orders whose last run this build ran. */
-  finished: number;
-  /** Runs this build ran (a continue-as-new onto it is a run). */
-  runs: number;
-}
-
-export interface SwitchFigures {
-  /** The version that stops taking new orders, and the one that takes them all. */
-  from: string;
-  to: string;
-  /** Orders pinned to `from` (or not yet pinned) at the switch, by phase. */
-  phases: Partial<Record<Phase, number>>;
-  /** Of those in an active phase (sending, polling), how many had a workflow task completed by another build. */
-  activeMoved: number;
-  /** Of those in a long wait, how many ended on `to` (moved at a wake-up). */
-  longWaitMoved: number;
-  longWaits: number;
-  /** From the switch until Temporal reported `from` drained; undefined if it did not within the bound. */
-  drainedAfterMs?: number;
-  /** Drainage as last described. */
-  drainage?: VersionDescription['drainage'] | undefined;
-  status?: VersionDescription['status'] | undefined;
-  /** Orders of ours whose open run was still on `from` when Temporal reported it drained. */
-  openOnDrained: number;
-}
-
-export interface RainbowDeploySummary {
-  deploymentName: string;
-  taskQueue: string;
-  orders: number;
-  builds: { v1: RainbowBuildFigures; v2: RainbowBuildFigures };
-  /** Started while v2 ramped at RAMP_PERCENT: how many on each build. */
-  ramp: { percent: number; orders: number; onV2: number };
-  rollout: SwitchFigures;
-  rollback: SwitchFigures & { orders: number; lost: number };
-  nondeterminismErrors: number;
-  workflowTaskFailures: number;
-  /** Not final at the end (after every review was decided). */
-  lost: number;
-  /** Refs the sandbox accepted more than one send for, plus gift-card placements beyond the orders. */
-  sentTwice: number;
-  /** Runs whose workflow tasks two builds completed: a pinned run that moved. */
-  mixedRuns: number;
-  finalStatuses: Record<string, number>;
-  durationMs: number;
-}
 
 interface TrackedOrder {
   handle: WorkflowHandle;
@@ -264,7 +212,8 @@ export async function runRainbowDeploy({
       request,
       acceptedAt: acceptedAt.toISOString(),
       clientId: STARTER_CLIENT,
-      timings: timings[request.type],
+      // Only the watch orders are watched after their decision: the others' decisions end them.
+      timings: { ...timings[request.type], ...(kind !== 'watch' && { reviewWatchMs: 0 }) },
     };
     const handle = await client.workflow.start<(input: OrderInput) => Promise<OrderView>>(
       workflowTypeByOrderType[request.type],
@@ -363,22 +312,31 @@ export async function runRainbowDeploy({
     const atRollout = await snapshot(rolloutOrders);
     const rolloutAt = Date.now();
     await setCurrentVersion(connection, namespace, v2);
-    log('rainbow deploy: v2 is current; the held orders\' operator is up again');
-    await admin.operators({ ooredoo: 'up' });
+    log('rainbow deploy: v2 is current');
     await stream(AFTER_SWITCH_ORDERS, 'after');
     const rolloutDrain = await waitForDrained(connection, namespace, v1, rolloutAt, log);
     const openOnV1 = await openRunsOn(orders, v1.buildId);
     if (rolloutDrain.drainedAfterMs !== undefined && openOnV1 === 0) {
-      log(`rainbow deploy: v1 drained ${(rolloutDrain.drainedAfterMs / 1000).toFixed(1)} s after the switch; v1 retired`);
+      log(
+        `rainbow deploy: v1 drained ${(rolloutDrain.drainedAfterMs / 1000).toFixed(1)} s after the switch; v1 retired`,
+      );
       await stopBuild(v1);
     }
+    // Only now: a held order let go goes on sending on the version it runs on, and moves at a
+    // backstop wake-up (workflows/order/hold.ts), so v1 drained with them still held.
+    await admin.operators({ ooredoo: 'up' });
 
     // Every order of the rollout to its end: reviews decided on v2, QUEUED cards delivered.
     for (const o of longWaits.filter((o) => o.kind === 'queued')) {
       await sandbox.changeTopup(o.request.ref, { status: 'FULFILLED' });
     }
-    await decideReviews(longWaits.filter((o) => o.kind === 'review'), 'decided on v2');
-    const rolloutEnds = await Promise.all(rolloutOrders.map((o) => settle(o.handle, SETTLE_TIMEOUT_MS)));
+    await decideReviews(
+      longWaits.filter((o) => o.kind === 'review'),
+      'decided on v2',
+    );
+    const rolloutEnds = await Promise.all(
+      orders.filter((o) => !o.rollback).map((o) => settle(o.handle, SETTLE_TIMEOUT_MS)),
+    );
 
     // -- rollback: v2 current with orders in flight, a fault found, v1 current again ----------
     log('rainbow deploy: rollback — orders on v2, then v1 current again…');
@@ -463,52 +421,6 @@ export async function runRainbowDeploy({
   }
 }
 
-/** What fails the tier: one line per broken promise of the deploy. */
-export function rainbowProblems(s: RainbowDeploySummary): string[] {
-  const problems: string[] = [];
-  if (s.nondeterminismErrors > 0) problems.push(`${s.nondeterminismErrors} non-determinism errors`);
-  if (s.lost > 0) problems.push(`${s.lost} orders lost (not final at the end)`);
-  if (s.sentTwice > 0) problems.push(`${s.sentTwice} orders sent twice`);
-  if (s.mixedRuns > 0) problems.push(`${s.mixedRuns} runs had workflow tasks completed by two builds`);
-  for (const [name, sw] of [
-    ['rollout', s.rollout],
-    ['rollback', s.rollback],
-  ] as const) {
-    if (sw.activeMoved > 0)
-      problems.push(`${name}: ${sw.activeMoved} active-phase orders of ${sw.from} had a task completed by ${sw.to}`);
-    if (sw.drainedAfterMs === undefined)
-      problems.push(`${name}: ${sw.from} not drained (status ${sw.status ?? '?'}, drainage ${sw.drainage?.status ?? '?'})`);
-    if (sw.openOnDrained > 0)
-      problems.push(`${name}: ${sw.from} reported drained while ${sw.openOnDrained} orders still ran on it`);
-  }
-  return problems;
-}
-
-export function formatRainbowDeploy(s: RainbowDeploySummary): string {
-  const phases = (p: SwitchFigures['phases']) =>
-    Object.entries(p)
-      .map(([k, n]) => `${k} ${n}`)
-      .join(', ');
-  const drained = (sw: SwitchFigures) =>
-    sw.drainedAfterMs === undefined ? 'NOT drained' : `drained ${(sw.drainedAfterMs / 1000).toFixed(1)} s after the switch`;
-  return [
-    `rainbow deploy (${s.deploymentName}): ${s.orders} orders in ${(s.durationMs / 1000).toFixed(0)} s`,
-    `  v1 ${s.builds.v1.buildId}: started ${s.builds.v1.started}, finished ${s.builds.v1.finished}, ${s.builds.v1.runs} runs; ` +
-      `v2 ${s.builds.v2.buildId}: started ${s.builds.v2.started}, finished ${s.builds.v2.finished}, ${s.builds.v2.runs} runs`,
-    `  ramp ${s.ramp.percent} %: ${s.ramp.onV2} of ${s.ramp.orders} new orders on v2`,
-    `  v2 current: v1 held ${phases(s.rollout.phases)}; active moved ${s.rollout.activeMoved}; ` +
-      `long waits moved to v2 ${s.rollout.longWaitMoved} of ${s.rollout.longWaits}; v1 ${drained(s.rollout)}`,
-    `  rollback (v1 current again): v2 held ${phases(s.rollback.phases)}; active moved ${s.rollback.activeMoved}; ` +
-      `long waits moved to v1 ${s.rollback.longWaitMoved} of ${s.rollback.longWaits}; v2 ${drained(s.rollback)}; ` +
-      `${s.rollback.lost} of ${s.rollback.orders} lost`,
-    `  non-determinism errors ${s.nondeterminismErrors} (workflow task failures ${s.workflowTaskFailures}); ` +
-      `lost ${s.lost}; sent twice ${s.sentTwice}; runs completed by two builds ${s.mixedRuns}`,
-    `  final: ${Object.entries(s.finalStatuses)
-      .map(([k, n]) => `${k} ${n}`)
-      .join(', ')}`,
-  ].join('\n');
-}
-
 /**
  * The spec's timings × TIME_SCALE, every long wait waking each WAKE_UP_MS (the QUEUED deadline
  * and the longest hold far beyond the run), the watch after a decision WATCH_MS.
@@ -566,7 +478,8 @@ async function standingOf(handle: WorkflowHandle): Promise<Standing & { buildId?
   const described = await handle.describe();
   const status = described.typedSearchAttributes.get(OrderStatusAttribute) as OrderStatus | undefined;
   const running = described.status.name === 'RUNNING';
-  const buildId = described.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId || undefined;
+  const buildId =
+    described.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId || undefined;
   return { runId: described.runId, phase: phaseOf(status, running), buildId };
 }
 
@@ -585,7 +498,8 @@ async function untilStatus(
     const described = await o.handle.describe();
     const status = described.typedSearchAttributes.get(OrderStatusAttribute) as OrderStatus | undefined;
     if (predicate(status)) return;
-    if (Date.now() >= until) throw new Error(`${o.handle.workflowId}: status ${status} after ${timeoutMs} ms`);
+    if (Date.now() >= until)
+      throw new Error(`${o.handle.workflowId}: status ${status} after ${timeoutMs} ms`);
     await sleep(250);
   }
 }
@@ -614,7 +528,9 @@ async function waitForDrained(
     if (Date.now() >= until) return state;
     if (Date.now() - said >= 15_000) {
       said = Date.now();
-      log(`rainbow deploy: ${versionName(version)} ${described?.status ?? 'unknown'}, drainage ${described?.drainage?.status ?? '-'}…`);
+      log(
+        `rainbow deploy: ${versionName(version)} ${described?.status ?? 'unknown'}, drainage ${described?.drainage?.status ?? '-'}…`,
+      );
     }
     await sleep(500);
   }
