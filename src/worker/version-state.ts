@@ -10,7 +10,9 @@ import { metricCatalog } from '../../contract/metrics';
 import {
   bootstrapCurrentVersion,
   describeVersion,
+  setCurrentVersion,
   versionName,
+  waitForVersion,
   type DeploymentServices,
   type VersionStatus,
 } from '../temporal/deployments';
@@ -28,7 +30,12 @@ export function startVersionReports(
   connection: DeploymentServices,
   namespace: string,
   deployment: WorkerDeployment,
-  options: { bootstrap: boolean; taskQueues: string[]; logger: Logger; meter?: MetricMeter | undefined },
+  options: {
+    bootstrap: boolean | 'always';
+    taskQueues: string[];
+    logger: Logger;
+    meter?: MetricMeter | undefined;
+  },
 ): { stop(): Promise<void> } {
   const { logger } = options;
   const definition = metricCatalog.workerVersionState;
@@ -52,7 +59,20 @@ export function startVersionReports(
     last = state;
   };
   const loop = async () => {
-    if (options.bootstrap) {
+    if (options.bootstrap === 'always') {
+      try {
+        await waitForVersion(connection, namespace, deployment, {
+          taskQueues: options.taskQueues,
+          timeoutMs: BOOTSTRAP_TIMEOUT_MS,
+        });
+        const { previousBuildId } = await setCurrentVersion(connection, namespace, deployment, {
+          identity: `worker ${version}`,
+        });
+        logger.info('this version made current', { version, previous: previousBuildId ?? 'none' });
+      } catch (err) {
+        logger.warn('version not made current', { version, error: String(err) });
+      }
+    } else if (options.bootstrap) {
       try {
         const outcome = await bootstrapCurrentVersion(connection, namespace, deployment, {
           taskQueues: options.taskQueues,
