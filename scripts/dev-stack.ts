@@ -198,7 +198,11 @@ async function main() {
   const apiMetrics = config.API_METRICS_ADDRESS ?? DEV_API_METRICS_ADDRESS;
   const workerMetrics = config.WORKER_METRICS_ADDRESS ?? DEV_WORKER_METRICS_ADDRESS;
   // The banner comes last: once the worker has bundled the workflows and polls for orders.
-  const worker = stack.startWorker({ env: { ...appEnv, WORKER_METRICS_ADDRESS: workerMetrics } });
+  // Its own build current even over an older one: a dev stack restarted with changed code runs it
+  // (orders of the old build stay pinned to it and wait; docs/contributors.md "Changing a workflow: a new worker version").
+  const worker = stack.startWorker({
+    env: { ...appEnv, WORKER_METRICS_ADDRESS: workerMetrics, WORKER_BOOTSTRAP_CURRENT: 'always' },
+  });
   worker.catch(() => {}); // awaited below, after the API: a failure meanwhile must not go unhandled
   const { url: apiUrl } = await stack.startServer('api', {
     port: config.PORT,

@@ -260,9 +260,13 @@ const schema = z.object({
   /**
    * The first deploy: a worker whose deployment has no current version yet makes its own version
    * current once its task queues are polled. It never replaces a current version: every later
-   * deploy is ramped and made current by the deployer (npm run deploy).
+   * deploy is ramped and made current by the deployer (npm run deploy). `always`: the worker makes
+   * its version current whatever is current (the dev stack, restarted with changed code).
    */
-  WORKER_BOOTSTRAP_CURRENT: bool.default(true),
+  WORKER_BOOTSTRAP_CURRENT: z
+    .enum(['true', 'false', '1', '0', 'always'])
+    .default('true')
+    .transform((v): boolean | 'always' => (v === 'always' ? 'always' : v === 'true' || v === '1')),
 
   // -- order polling (durations in ms; see docs/contributors.md "Polling") --
   POLL_FIRST_CHECK_MS: millis.default(5_000),

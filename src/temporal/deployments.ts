@@ -260,8 +260,10 @@ export async function bootstrapCurrentVersion(
       });
       return 'made-current';
     } catch (err) {
-      // Another worker changed the routing first: read it again.
-      if (tries < 5 && grpcCode(err) === GrpcStatus.FAILED_PRECONDITION) continue;
+      // Another worker changed the routing first (the conflict token no longer matches): read it again.
+      const now = await describeDeployment(connection, namespace, version.deploymentName);
+      if (now?.currentBuildId && now.currentBuildId !== current) continue;
+      if (tries < 5) continue;
       throw err;
     }
   }

@@ -33,9 +33,11 @@ import {
   createOrderWorker,
   createWebhookWorker,
   tuningFromConfig,
+  versionedWorkflowCode,
   webhookPolicyFromConfig,
   workflowCodeFromConfig,
 } from './worker';
+import { startVersionReports } from './version-state';
 import { noMetrics } from '../observability/metrics';
 import { providerCallMetrics } from '../observability/provider-metrics';
 import { histogramBucketOverrides, temporalMetrics } from '../observability/temporal-meter';
@@ -78,7 +80,11 @@ async function main(): Promise<void> {
     });
     // The API's client encrypts what it starts; the worker must read and write the same way.
     const dataConverter = dataConverterFromConfig(config);
-    const workflowCode = workflowCodeFromConfig(config);
+    // Bundled first when the sources are given: the build ID is the digest of the code that runs.
+    const { workflowCode, deployment } = await versionedWorkflowCode(workflowCodeFromConfig(config), {
+      deploymentName: config.WORKER_DEPLOYMENT_NAME,
+      buildId: config.WORKER_BUILD_ID,
+    });
     const namespace = config.TEMPORAL_NAMESPACE;
     // Events carry order views (phone numbers, card codes): encrypted like every payload.
     const temporal = new Client({ connection, namespace, dataConverter });
@@ -118,6 +124,7 @@ async function main(): Promise<void> {
       }),
       dataConverter,
       workflowCode,
+      deployment,
       tuning: tuningFromConfig(config),
       tracing,
     });
@@ -135,6 +142,7 @@ async function main(): Promise<void> {
       dataConverter,
       workflowCode,
       maxConcurrentDeliveries: config.WEBHOOK_MAX_CONCURRENT_DELIVERIES,
+      deployment,
     });
     const workers = [orderWorker, webhookWorker];
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -151,6 +159,14 @@ async function main(): Promise<void> {
         ? { metrics: `http://${config.WORKER_METRICS_ADDRESS}/metrics` }
         : {}),
       tracing: tracing ? 'on' : 'off',
+      deployment: deployment.deploymentName,
+      buildId: deployment.buildId,
+    });
+    const versionReports = startVersionReports(connection, namespace, deployment, {
+      bootstrap: config.WORKER_BOOTSTRAP_CURRENT,
+      taskQueues: [config.TEMPORAL_TASK_QUEUE, config.WEBHOOK_TASK_QUEUE],
+      logger,
+      meter: config.WORKER_METRICS_ADDRESS ? Runtime.instance().metricMeter : undefined,
     });
     // In the background, at start and hourly: the answer is for the log and the API's /readyz
     // (recorded in Temporal), and orders run either way.
@@ -167,7 +183,7 @@ async function main(): Promise<void> {
           throw err;
         }),
       ),
-    ).finally(() => withinMs(fairnessReports.stop(), 10_000));
+    ).finally(() => Promise.all([withinMs(fairnessReports.stop(), 10_000), versionReports.stop()]));
     logger.info('worker stopped');
   } finally {
     await Promise.allSettled([provider.close(), sender.close(), directSender.close()]);
