@@ -126,6 +126,13 @@ export const metricCatalog = {
     [],
   ),
 
+  workerVersionState: gauge(
+    'topup_worker_version_state',
+    'This worker’s Worker Deployment version and how Temporal routes it: 1 for the state it is in ' +
+      '(current, ramping, draining, drained, inactive, unregistered), 0 for the others; read every minute.',
+    ['deployment', 'build_id', 'state'],
+  ),
+
   // ---- worker: workflows (emitted by workflows/interceptors.ts, never during replay) ----
   ordersFinished: counter(
     'topup_orders_finished',

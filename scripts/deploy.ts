@@ -1,101 +1,125 @@
 /**
- * `npm run deploy -- <command>`: the routing steps of a worker deploy (docs/deployers.md "Deploying
- * a new version"), on the Worker Deployment the workers join (WORKER_DEPLOYMENT_NAME, else
- * TEMPORAL_TASK_QUEUE), at TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE. Each routing command also prints
- * the `temporal worker deployment …` command that does the same, for those who prefer the CLI.
+ * `npm run deploy -- <command>`: the moves of a versioned deploy (docs/deployers.md "Deploying a
+ * new version"), on the deployment WORKER_DEPLOYMENT_NAME of TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE.
+ * Thin wrappers on src/temporal/deployments.ts; each prints the equivalent `temporal` command.
+ *
+ *   status                   current and ramping builds, each version's state and drainage
+ *   ramp <buildId> <percent> send that share of new orders to the build (0 ends a ramp's share)
+ *   current <buildId>        make the build current: every new order starts on it
+ *   drainage <buildId>       the build's state: draining while orders pinned to it run, then drained
+ *   rollback                 make the build that was current before the current one current again
  */
-import { Client, Connection } from '@temporalio/client';
-import { ConfigError, loadConfig } from '../src/config';
+import { Connection } from '@temporalio/client';
+import { loadConfig } from '../src/config';
 import { temporalConnectionOptions } from '../src/temporal/connection';
 import {
   describeDeployment,
   describeVersion,
   setCurrentVersion,
   setRampingVersion,
-  type WorkerDeployment,
+  type DeploymentVersion,
 } from '../src/temporal/deployments';
 
-const USAGE = `Usage: npm run deploy -- <command>
-
-  status                     the current build, the ramping one, and every build's status
-  ramp <build-id> <percent>  send this share (0-100) of new orders to a started build
-  current <build-id>         make a build current: every new order starts on it
-  drainage <build-id>        a build's status: draining (orders still pinned to it) or drained
-  rollback                   make the newest build before the current one current again
-
-Orders run to their end on the build that started them, so only new orders move.`;
-
-class UsageError extends Error {}
-
-async function main(args: string[]): Promise<void> {
+async function main(): Promise<number> {
   const config = loadConfig();
-  const deploymentName = config.WORKER_DEPLOYMENT_NAME ?? config.TEMPORAL_TASK_QUEUE;
+  const [command, ...args] = process.argv.slice(2);
   const namespace = config.TEMPORAL_NAMESPACE;
-  const connection = await Connection.connect(temporalConnectionOptions(config));
-  const client = new Client({ connection, namespace });
-  const service = client.workflowService;
-  const identity = `npm run deploy (${process.env.USER ?? 'deployer'})`;
-  const version = (buildId: string | undefined): WorkerDeployment => {
-    if (!buildId) throw new UsageError('a build ID is needed');
+  const deploymentName = config.WORKER_DEPLOYMENT_NAME;
+  const version = (buildId: string | undefined): DeploymentVersion => {
+    if (!buildId) throw new Error(`${command}: a build ID is needed (npm run deploy -- status lists them)`);
     return { deploymentName, buildId };
   };
-  const cli = (rest: string) =>
-    console.error(
-      `(CLI: temporal worker deployment ${rest} --deployment-name ${deploymentName} --namespace ${namespace})`,
+  const cli = (line: string) =>
+    console.log(
+      `  (temporal worker deployment ${line} --namespace ${namespace} --address ${config.TEMPORAL_ADDRESS})`,
     );
+  const connection = await Connection.connect(temporalConnectionOptions(config));
   try {
-    const [command, buildId, percent] = args;
     switch (command) {
       case 'status': {
-        const deployment = await describeDeployment(service, namespace, deploymentName);
-        console.log(
-          JSON.stringify({ deployment: deploymentName, ...deployment, conflictToken: undefined }, null, 2),
-        );
-        break;
+        const deployment = await describeDeployment(connection, namespace, deploymentName);
+        cli(`describe --name ${deploymentName}`);
+        if (!deployment) {
+          console.log(`deployment ${deploymentName}: none yet (no worker of it has polled)`);
+          return 0;
+        }
+        console.log(`deployment ${deploymentName}: current ${deployment.currentBuildId ?? 'none'}`);
+        if (deployment.ramping) {
+          console.log(`  ramping ${deployment.ramping.buildId} at ${deployment.ramping.percentage} %`);
+        }
+        for (const v of deployment.versions) {
+          const drainage = v.drainage ? `, ${v.drainage.status}` : '';
+          console.log(
+            `  ${v.buildId}: ${v.status}${drainage}${v.createdAt ? `, since ${v.createdAt.toISOString()}` : ''}`,
+          );
+        }
+        return 0;
       }
       case 'ramp': {
-        const percentage = Number(percent);
-        if (!Number.isFinite(percentage) || percentage < 0 || percentage > 100)
-          throw new UsageError('the percentage is a number from 0 to 100');
-        await setRampingVersion(service, namespace, version(buildId), percentage, { identity });
-        cli(`set-ramping-version --build-id ${buildId} --percentage ${percentage}`);
-        console.log(`${buildId} takes ${percentage} % of new orders`);
-        break;
+        const percent = Number(args[1]);
+        await setRampingVersion(connection, namespace, version(args[0]), percent);
+        cli(
+          `set-ramping-version --deployment-name ${deploymentName} --build-id ${args[0]} --percentage ${percent}`,
+        );
+        console.log(`${args[0]} takes ${percent} % of new orders`);
+        return 0;
       }
-      case 'current':
-        await setCurrentVersion(service, namespace, version(buildId), { identity });
-        cli(`set-current-version --build-id ${buildId}`);
-        console.log(`${buildId} is current: new orders start on it`);
-        break;
+      case 'current': {
+        const { previousBuildId } = await setCurrentVersion(connection, namespace, version(args[0]));
+        cli(`set-current-version --deployment-name ${deploymentName} --build-id ${args[0]}`);
+        console.log(
+          `${args[0]} is current (before: ${previousBuildId ?? 'none'}); follow the old one with: drainage ${previousBuildId ?? '<buildId>'}`,
+        );
+        return 0;
+      }
       case 'drainage': {
-        const state = await describeVersion(service, namespace, version(buildId));
-        console.log(JSON.stringify({ buildId, ...state }, null, 2));
-        cli(`describe-version --build-id ${buildId}`);
-        break;
+        const described = await describeVersion(connection, namespace, version(args[0]));
+        cli(`describe-version --deployment-name ${deploymentName} --build-id ${args[0]}`);
+        if (!described) {
+          console.log(`${args[0]}: unknown to Temporal`);
+          return 1;
+        }
+        const checked = described.drainage?.checkedAt
+          ? ` (checked ${described.drainage.checkedAt.toISOString()})`
+          : '';
+        console.log(
+          `${args[0]}: ${described.status}${described.drainage ? `, ${described.drainage.status}${checked}` : ''}`,
+        );
+        return 0;
       }
       case 'rollback': {
-        const deployment = await describeDeployment(service, namespace, deploymentName);
+        const deployment = await describeDeployment(connection, namespace, deploymentName);
         const current = deployment?.currentBuildId;
+        // The build that stopped being current most recently: the one the current one replaced.
         const previous = deployment?.versions
-          .filter((v) => v.buildId !== current && v.status !== 'inactive')
-          .sort((a, b) => (b.createdAt?.getTime() ?? 0) - (a.createdAt?.getTime() ?? 0))[0];
-        if (!previous) throw new UsageError(`no earlier build of ${deploymentName} to roll back to`);
-        await setCurrentVersion(service, namespace, version(previous.buildId), { identity });
-        cli(`set-current-version --build-id ${previous.buildId}`);
-        console.log(`${previous.buildId} is current again (was ${current ?? 'none'})`);
-        break;
+          .filter((v) => v.buildId !== current && v.lastCurrentAt)
+          .sort((a, b) => b.lastCurrentAt!.getTime() - a.lastCurrentAt!.getTime())[0];
+        if (!previous) {
+          console.log(`deployment ${deploymentName}: no earlier current version to return to`);
+          return 1;
+        }
+        await setCurrentVersion(connection, namespace, version(previous.buildId));
+        cli(`set-current-version --deployment-name ${deploymentName} --build-id ${previous.buildId}`);
+        console.log(
+          `${previous.buildId} is current again (was ${current ?? 'none'}); its workers must be running`,
+        );
+        return 0;
       }
       default:
-        throw new UsageError(command ? `unknown command ${command}` : 'a command is needed');
+        console.error(
+          'npm run deploy -- status | ramp <buildId> <percent> | current <buildId> | drainage <buildId> | rollback',
+        );
+        return 2;
     }
   } finally {
     await connection.close();
   }
 }
 
-main(process.argv.slice(2)).catch((err: unknown) => {
-  if (err instanceof UsageError) console.error(`${err.message}\n\n${USAGE}`);
-  else if (err instanceof ConfigError) console.error(err.message);
-  else console.error(err);
-  process.exit(err instanceof UsageError ? 2 : 1);
-});
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  },
+);

@@ -198,8 +198,9 @@ async function main() {
   const apiMetrics = config.API_METRICS_ADDRESS ?? DEV_API_METRICS_ADDRESS;
   const workerMetrics = config.WORKER_METRICS_ADDRESS ?? DEV_WORKER_METRICS_ADDRESS;
   // The banner comes last: once the worker has bundled the workflows and polls for orders.
-  // The stack runs the code it has: its build is made current at every start, even over an
-  // older one kept in .data (whose pinned orders that build's workers no longer run here).
+  // Its own build current even over an older one: a dev stack restarted with changed code runs it
+  // (orders of the old build stay pinned to it and wait: docs/contributors.md "Changing a workflow:
+  // a new worker version").
   const worker = stack.startWorker({
     env: {
       ...appEnv,

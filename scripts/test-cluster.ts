@@ -9,20 +9,22 @@
  *    file's history shard count (scripts/cluster/temporal-cluster.ts);
  * 5. docker-compose.yml's own `temporal-setup` job command (namespace, retention, search attributes);
  * 6. the test files under test/cluster/ and the ones that run on both servers (CLUSTER_TEST_FILES);
- * 7. the rolling deploy: orders in flight, some in review, while a changed build (a patched
- *    workflow change in a second bundle) joins the old one, then the old worker stops; no
- *    non-determinism error, none lost, none sent twice (scripts/cluster/rolling-deploy.ts);
+ * 7. the rainbow deploy: a Worker Deployment's v1 holds orders in every phase (sending, polling,
+ *    HELD, QUEUED, in review, watching) while v2 (a workflow change with no patch, in a second
+ *    bundle) ramps to 10 % then becomes current; v1 is retired once Temporal reports it drained;
+ *    then the rollback (v1 current again). No non-determinism error, none lost, none sent twice,
+ *    no pinned run moved, each old version drained (scripts/cluster/rainbow-deploy.ts);
  * 8. the end-to-end run: a few hundred orders of every type through two API instances and two
  *    workers (one compiled as the image runs it), one worker SIGKILLed and the history service
  *    restarted mid-run, the provider misbehaving; every order must end final or in review and none
  *    may be sent twice (scripts/chaos/, the same checks as `npm run chaos`).
  *
  * `npm run test:cluster -- listing` runs only matching test files; --skip-e2e / --e2e-only /
- * --rolling-only pick a part.
+ * --rainbow-only pick a part. The figures go to the terminal and to bench-results/cluster-<time>.json.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -30,7 +32,8 @@ import { defaultChaosOptions } from './chaos/options';
 import { runChaos } from './chaos/run';
 import { formatSummary } from './chaos/summary';
 import { startPrivatePostgres, type PrivatePostgres } from './cluster/postgres';
-import { formatRollingDeploy, runRollingDeploy } from './cluster/rolling-deploy';
+import { runRainbowDeploy } from './cluster/rainbow-deploy';
+import { formatRainbowDeploy, rainbowProblems, type RainbowDeploySummary } from './cluster/rainbow-verdict';
 import { startTemporalCluster, type TemporalCluster } from './cluster/temporal-cluster';
 import { readComposeServices, runComposeSchemaJob, runComposeSetupJob } from './lib/compose';
 import { projectRoot, runTestFiles, testFiles } from './lib/test-files';
@@ -86,12 +89,21 @@ function databaseBytes(pg: PrivatePostgres): number {
   return Number(pg.query("SELECT pg_database_size('temporal') + pg_database_size('temporal_visibility')"));
 }
 
+/** The run's figures, for the docs to point at instead of copying them (bench-results/ is not committed). */
+function writeReport(figures: object): string {
+  const dir = join(projectRoot, 'bench-results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `cluster-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify(figures, null, 2)}\n`);
+  return file;
+}
+
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
     options: {
       'skip-e2e': { type: 'boolean' },
       'e2e-only': { type: 'boolean' },
-      'rolling-only': { type: 'boolean' },
+      'rainbow-only': { type: 'boolean' },
     },
     allowPositionals: true,
   });
@@ -117,8 +129,9 @@ async function main(): Promise<number> {
   let connections: ReturnType<typeof watchConnections> | undefined;
   let failed = false;
   let storage: string | undefined;
-  let rolling: string | undefined;
-  const only = values['e2e-only'] || values['rolling-only'];
+  let rainbow: { summary: RainbowDeploySummary; problems: string[]; text: string } | undefined;
+  let e2eFigures: object | undefined;
+  const only = values['e2e-only'] || values['rainbow-only'];
   try {
     pg = await timed('a private PostgreSQL', () => startPrivatePostgres({ password: 'temporal' }));
     log(`PostgreSQL on ${pg.host}:${pg.port} (${pg.dir})`);
@@ -163,20 +176,24 @@ async function main(): Promise<number> {
     }
 
     if (!values['e2e-only'] && positionals.length === 0) {
-      const summary = await timed('rolling deploy: a changed build joins, then the old one stops', () =>
-        runRollingDeploy({
-          address,
-          namespace: 'default',
-          oldBundlePath: join(projectRoot, 'dist', 'workflow-bundle.js'),
-          log,
-        }),
+      const summary = await timed(
+        'rainbow deploy: v2 ramps and becomes current, v1 drains; the rollback',
+        () =>
+          runRainbowDeploy({
+            address,
+            namespace: 'default',
+            oldBundlePath: join(projectRoot, 'dist', 'workflow-bundle.js'),
+            log,
+          }),
       );
-      rolling = formatRollingDeploy(summary);
-      console.error(rolling);
-      if (summary.nondeterminismErrors > 0 || summary.lost > 0 || summary.sentTwice > 0) failed = true;
+      const problems = rainbowProblems(summary);
+      rainbow = { summary, problems, text: formatRainbowDeploy(summary) };
+      console.error(rainbow.text);
+      for (const problem of problems) console.error(`rainbow deploy: ${problem}`);
+      if (problems.length > 0) failed = true;
     }
 
-    if (!values['skip-e2e'] && !values['rolling-only'] && positionals.length === 0) {
+    if (!values['skip-e2e'] && !values['rainbow-only'] && positionals.length === 0) {
       const temporalCluster = cluster;
       const sizeBefore = databaseBytes(postgres);
       const summary = await timed('end to end: orders through two APIs and two workers', () =>
@@ -205,6 +222,12 @@ async function main(): Promise<number> {
           },
         ),
       );
+      e2eFigures = {
+        accepted: summary.submissions.accepted,
+        lost: summary.lost,
+        sentTwice: summary.sentTwice,
+        problems: summary.problems,
+      };
       console.error(formatSummary(summary));
       const grown = databaseBytes(postgres) - sizeBefore;
       storage = `PostgreSQL grew ${(grown / 1e6).toFixed(1)} MB for the end-to-end run's ${summary.submissions.accepted} orders (≈ ${Math.round(grown / Math.max(1, summary.submissions.accepted) / 1024)} KiB per order, history and visibility)`;
@@ -223,8 +246,19 @@ async function main(): Promise<number> {
   for (const [label, ms] of timings) console.error(`  ${(ms / 1000).toFixed(1).padStart(7)} s  ${label}`);
   if (connections) console.error(`  PostgreSQL client connections, peak: ${connections.peak()}`);
   if (storage) console.error(`  ${storage}`);
-  if (rolling) console.error(rolling.replace(/^/gm, '  '));
+  if (rainbow) console.error(rainbow.text.replace(/^/gm, '  '));
   console.error(`  total ${elapsed().trim()}; ${failed ? 'FAILED' : 'PASSED'}`);
+  const reportFile = writeReport({
+    temporal: install.version,
+    passed: !failed,
+    totalMs: Date.now() - started,
+    timings: Object.fromEntries(timings),
+    ...(connections && { postgresConnectionsPeak: connections.peak() }),
+    ...(storage && { storage }),
+    ...(rainbow && { rainbowDeploy: { ...rainbow.summary, problems: rainbow.problems } }),
+    ...(e2eFigures && { endToEnd: e2eFigures }),
+  });
+  console.error(`  figures written to ${reportFile}`);
   if (failed) console.error(`  Temporal service logs kept in ${runDir}`);
   else rmSync(runDir, { recursive: true, force: true });
   return failed ? 1 : 0;

@@ -268,25 +268,29 @@ const schema = z.object({
   /** Path to a pre-built workflow bundle (npm run build:bundle); unset = bundle at start. */
   WORKER_WORKFLOW_BUNDLE_PATH: z.string().optional(),
   /**
-   * The Worker Deployment this worker joins (docs/deployers.md "Deploying a new version"): every
-   * worker of the service, old builds and new, names the same one. Unset: TEMPORAL_TASK_QUEUE's
-   * name, so two services on one namespace are two deployments.
+   * The Worker Deployment the worker joins (docs/deployers.md "Deploying a new version"): every
+   * build of the service is a version of it, and each order runs pinned on the version it started on.
+   * The API reads it too, for /readyz's `deployment`.
    */
-  WORKER_DEPLOYMENT_NAME: z.string().trim().min(1).max(200).optional(),
+  WORKER_DEPLOYMENT_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ (Temporal joins it to the build ID with a dot)')
+    .default('topup-fulfillment'),
   /**
-   * This worker's build within the deployment. Unset: a digest of the workflow bundle it runs, so
-   * the same code is the same build on every host, and a changed workflow is a new version.
+   * The worker's version in that deployment. Unset = a digest of the workflow bundle it runs
+   * (src/worker/build-id.ts): the same code is the same version, changed code a new one.
    */
   WORKER_BUILD_ID: z
     .string()
-    .trim()
-    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - (at most 64)')
+    .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, ., - and _')
+    .max(255)
     .optional(),
   /**
-   * When this build becomes current by itself: `first` when the deployment has no current version
-   * yet (its first deploy), `always` at every start (a dev stack running the code it has),
-   * `never` (every routing change by `npm run deploy`). Later builds are otherwise ramped and made
-   * current by a deploy.
+   * When the worker makes its own version current, once its task queues are polled: `first` when
+   * the deployment has no current version yet (its first deploy; it never replaces a current
+   * version: every later deploy is ramped and made current by the deployer, npm run deploy),
+   * `always` whatever is current (the dev stack, restarted with changed code), `never` (every
+   * routing change by npm run deploy).
    */
   WORKER_MAKE_CURRENT: z.enum(['first', 'always', 'never']).default('first'),
 

@@ -1,26 +1,49 @@
 /**
- * The order workflows, one per order type (names: contract/order.ts `workflowTypeByOrderType`). Each is
- * the one lifecycle (order/workflow.ts) with its type's adapter (order/adapters/).
+ * The workflows a worker registers. The order workflows are one per order type (names:
+ * contract/order.ts `workflowTypeByOrderType`), each the one lifecycle (order/workflow.ts) with its
+ * type's adapter (order/adapters/).
  *
- * Every workflow here is PINNED, by the worker's default (src/worker/worker.ts; docs/contributors.md
- * "Changing a workflow safely"): a run ends on the build that started it, so no build replays
- * another's history and a change needs no patch. Not declared per workflow type: a declared
- * behaviour fails every task on an unversioned worker (Temporal's time-skipping test server has no
- * deployments). The provider account, which runs for as long as orders are held, continues as new
- * onto the current build when a deploy changes it (provider-account.ts).
+ * Each type declares its Worker Versioning behaviour here (workflows/versioning.ts; a unit test
+ * checks that every export has one): all are PINNED. Those that wait long move to a new version by
+ * continuing as new at a wake-up (orders: order/continue-as-new.ts; the provider account and webhook
+ * delivery at their own loop); the others end within minutes, and Schedules start each new run on
+ * the current version.
  */
+import { bulkReviewWorkflow as bulkReview } from './bulk-review';
 import { giftCardAdapter } from './order/adapters/gift-card';
 import { internetTopupAdapter } from './order/adapters/internet-topup';
 import { mobileTopupAdapter } from './order/adapters/mobile-topup';
 import { defineOrderWorkflow } from './order/workflow';
+import { orderSweepWorkflow as orderSweep } from './order-sweep';
+import { providerAccountWorkflow as providerAccount } from './provider-account';
+import {
+  reconcileDayWorkflow as reconcileDay,
+  scheduledReconciliationWorkflow as scheduledReconciliation,
+} from './reconciliation';
+import {
+  scheduledStatementDaysWorkflow as scheduledStatementDays,
+  statementDayWorkflow as statementDay,
+} from './statement-days';
+import { pinnedWorkflow } from './versioning';
+import { webhookDeliveryWorkflow as webhookDelivery } from './webhook-delivery';
 
-export { orderSweepWorkflow } from './order-sweep';
-export { bulkReviewWorkflow } from './bulk-review';
-export { reconcileDayWorkflow, scheduledReconciliationWorkflow } from './reconciliation';
-export { providerAccountWorkflow } from './provider-account';
-export { scheduledStatementDaysWorkflow, statementDayWorkflow } from './statement-days';
-export { webhookDeliveryWorkflow } from './webhook-delivery';
-
-export const mobileTopupWorkflow = defineOrderWorkflow('mobile_topup', mobileTopupAdapter);
-export const internetTopupWorkflow = defineOrderWorkflow('internet_topup', internetTopupAdapter);
-export const giftCardWorkflow = defineOrderWorkflow('gift_card', giftCardAdapter);
+/** Orders: pinned to the end; a long wait moves to the current version by continue-as-new. */
+export const mobileTopupWorkflow = pinnedWorkflow(defineOrderWorkflow('mobile_topup', mobileTopupAdapter));
+export const internetTopupWorkflow = pinnedWorkflow(
+  defineOrderWorkflow('internet_topup', internetTopupAdapter),
+);
+export const giftCardWorkflow = pinnedWorkflow(defineOrderWorkflow('gift_card', giftCardAdapter));
+/** Started by its Schedule, one activity: a new version takes the next run. */
+export const orderSweepWorkflow = pinnedWorkflow(orderSweep);
+/** A bounded fan-out of decisions (minutes): ends on the version it started on. */
+export const bulkReviewWorkflow = pinnedWorkflow(bulkReview);
+/** A day's reconciliation (minutes to hours, chunked runs stay on their version); the Schedule's starter. */
+export const reconcileDayWorkflow = pinnedWorkflow(reconcileDay);
+export const scheduledReconciliationWorkflow = pinnedWorkflow(scheduledReconciliation);
+/** Long-lived while orders are held: continues as new onto a new version at its next reading. */
+export const providerAccountWorkflow = pinnedWorkflow(providerAccount);
+/** Statements: a memo holder that ends at once, and the nightly summary the Schedule starts. */
+export const statementDayWorkflow = pinnedWorkflow(statementDay);
+export const scheduledStatementDaysWorkflow = pinnedWorkflow(scheduledStatementDays);
+/** Lives as long as its order's events: continues as new onto a new version when idle. */
+export const webhookDeliveryWorkflow = pinnedWorkflow(webhookDelivery);

@@ -11,7 +11,6 @@
  * of resumptions never goes through its history (a signal per hold made it a signal sink).
  */
 import {
-  continueAsNew,
   log,
   makeContinueAsNewFunc,
   proxyActivities,
@@ -20,6 +19,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { AccountActivities } from '../activities/account';
+import { upgradeOnContinueAsNew, versionChanged } from './versioning';
 import {
   accountStateQuery,
   heldCounts,
@@ -65,18 +65,12 @@ export async function providerAccountWorkflow(input: AccountInput): Promise<void
     const holding = round.released + round.held.balance + round.held.operator > 0;
     idle = holding || round.listFailure ? 0 : idle + 1;
     if (idle >= IDLE_READINGS) return;
-    const { historyLength, continueAsNewSuggested, targetWorkerDeploymentVersionChanged } = workflowInfo();
-    // Pinned like every workflow, but it lives as long as orders are held: a deploy that changed
-    // the current build moves it there, so the old build's workers can drain and be retired.
-    if (targetWorkerDeploymentVersionChanged) {
-      await makeContinueAsNewFunc<typeof providerAccountWorkflow>({
-        initialVersioningBehavior: 'AUTO_UPGRADE',
-      })({
+    const { historyLength, continueAsNewSuggested } = workflowInfo();
+    // Also onto a new current worker version, at the next reading (workflows/versioning.ts).
+    if (continueAsNewSuggested || historyLength >= HISTORY_EVENT_LIMIT || versionChanged()) {
+      await makeContinueAsNewFunc<typeof providerAccountWorkflow>(upgradeOnContinueAsNew())({
         checkMs: input.checkMs,
       });
-    }
-    if (continueAsNewSuggested || historyLength >= HISTORY_EVENT_LIMIT) {
-      await continueAsNew<typeof providerAccountWorkflow>({ checkMs: input.checkMs });
     }
     await sleep(input.checkMs);
   }

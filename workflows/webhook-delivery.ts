@@ -30,6 +30,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { DeliveryActivities } from '../activities/webhooks';
+import { upgradeOnContinueAsNew, versionChanged } from './versioning';
 import { finalStatuses } from '../contract/order';
 import {
   redeliverSignal,
@@ -101,8 +102,12 @@ class WebhookDelivery {
     for (;;) {
       this.startDueAttempts();
       const idle = this.inFlight.size === 0;
-      if (idle && this.historyIsLong()) {
-        await makeContinueAsNewFunc<typeof webhookDeliveryWorkflow>()({ ...this.input, carried: this.state });
+      // Also onto a new current worker version, once idle (workflows/versioning.ts).
+      if (idle && (this.historyIsLong() || versionChanged())) {
+        await makeContinueAsNewFunc<typeof webhookDeliveryWorkflow>(upgradeOnContinueAsNew())({
+          ...this.input,
+          carried: this.state,
+        });
       }
       const nextDue = this.nextDueInMs();
       this.woke = false;

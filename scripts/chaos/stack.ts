@@ -14,6 +14,9 @@ import { writeWorkflowBundle } from '../lib/bundle';
 import { freePort } from '../../src/temporal/dev-server';
 import { Launcher, scaledTimingEnv, type Part } from '../lib/stack';
 
+/** Names the run's Worker Deployment version: the chaos stack's workers are one version. */
+const CHAOS_RUN_ID = randomBytes(4).toString('hex');
+
 export const CHAOS_API_KEY = 'chaos-api-key';
 export const CHAOS_ADMIN_TOKEN = 'chaos-admin-token';
 /** The provider key the workers use; the verdict reads the provider's records with it. */
@@ -216,6 +219,9 @@ export class ChaosStack {
       TEMPORAL_ADDRESS: this.temporalAddress,
       TEMPORAL_NAMESPACE: this.namespace,
       TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      // One version for every worker of the run, built or from source (their bundles may differ by a byte).
+      WORKER_DEPLOYMENT_NAME: `chaos-${CHAOS_RUN_ID}`,
+      WORKER_BUILD_ID: `chaos-${CHAOS_RUN_ID}`,
       PROVIDER_BASE_URL: this.sandboxUrl,
       PROVIDER_API_KEY: CHAOS_PROVIDER_KEY,
       ...PROVIDER_TIMEOUTS,

@@ -1,54 +1,35 @@
 /**
- * The "changed build" of the cluster tier's rolling deploy (rolling-deploy.ts): a workflow
- * interceptor bundled with the order workflows into a second bundle. It changes what the order
- * workflow does — a memo update, a command — the way docs/contributors.md "Changing a workflow
- * safely" says a change is made: guarded by `patched()`, so a history the old build wrote replays
- * on it unchanged, and each order this build drives past that point says so in its memo.
+ * The "changed build" (v2) of the cluster tier's rainbow deploy (rainbow-deploy.ts): a workflow
+ * interceptor bundled with the order workflows into a second bundle. It changes what every order
+ * run does — its first workflow task upserts a memo, a command the first build never issues — and
+ * it is not guarded by `patched()`: orders are pinned to the version that started them, so this
+ * build only ever runs histories it wrote, and the first build would fail to replay one of them.
+ * The bundle differs, so its build ID (a digest of the bundle) differs: a second version of the
+ * deployment.
  *
  * Workflow code: it runs in the workflow sandbox and is deterministic.
  */
 import {
-  patched,
   upsertMemo,
   workflowInfo,
-  type ActivityInput,
   type Next,
   type WorkflowExecuteInput,
   type WorkflowInboundCallsInterceptor,
   type WorkflowInterceptors,
-  type WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
 import { workflowTypeByOrderType } from '../../contract/order';
 
 const orderWorkflowTypes: ReadonlySet<string> = new Set(Object.values(workflowTypeByOrderType));
 
-/** The patch ID, and the memo key that shows which orders the changed build drove. */
-export const CHANGED_BUILD_PATCH = 'cluster-rolling-deploy-memo';
+/** The memo key each order run of the changed build sets: the change Temporal UI shows. */
 export const CHANGED_BUILD_MEMO = 'changedBuild';
 
-/** The change itself: once per run, where the new build takes the order on. */
-function markChangedBuild(): void {
-  if (!patched(CHANGED_BUILD_PATCH)) return;
-  if (workflowInfo().memo?.[CHANGED_BUILD_MEMO] !== undefined) return;
-  upsertMemo({ [CHANGED_BUILD_MEMO]: true });
-}
-
-class MarkOnExecute implements WorkflowInboundCallsInterceptor {
-  async execute(input: WorkflowExecuteInput, next: Next<WorkflowInboundCallsInterceptor, 'execute'>) {
-    const result = await next(input);
-    if (orderWorkflowTypes.has(workflowInfo().workflowType)) markChangedBuild();
-    return result;
-  }
-}
-
-class MarkOnActivity implements WorkflowOutboundCallsInterceptor {
-  scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>) {
-    markChangedBuild();
+class MarkRun implements WorkflowInboundCallsInterceptor {
+  execute(input: WorkflowExecuteInput, next: Next<WorkflowInboundCallsInterceptor, 'execute'>) {
+    // Before the workflow's own code, so the command lands in the run's first workflow task.
+    if (orderWorkflowTypes.has(workflowInfo().workflowType)) upsertMemo({ [CHANGED_BUILD_MEMO]: true });
     return next(input);
   }
 }
 
-export const interceptors = (): WorkflowInterceptors => ({
-  inbound: [new MarkOnExecute()],
-  outbound: [new MarkOnActivity()],
-});
+export const interceptors = (): WorkflowInterceptors => ({ inbound: [new MarkRun()] });

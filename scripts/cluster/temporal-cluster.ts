@@ -7,10 +7,10 @@
  * starting at once race on that insert and one exits. So the frontend starts alone, and the others
  * start once it serves (its metadata is written by then).
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import {
   freePortBetween,
   startServerProcess,
@@ -76,10 +76,35 @@ export const dynamicConfigFile = resolve(
   'dynamicconfig.yaml',
 );
 
+/**
+ * What the tier sets on top of the compose file's dynamic config, each for every namespace.
+ * Worker Versioning needs nothing (on 1.32 its flags default on: see dynamicconfig.yaml); only the
+ * drainage of a version is sped up. Temporal reports a version that stopped being current as
+ * draining, and checks whether pinned runs still use it by a visibility count: first after
+ * `VersionDrainageStatusVisibilityGracePeriod` (3 min by default, for visibility to catch up with
+ * the runs' versions), then every `VersionDrainageStatusRefreshInterval` (3 min). The rainbow
+ * deploy waits for "drained" before it retires a version, so at the defaults it would wait 3 to 6
+ * minutes per switch; SQL visibility on loopback lags by well under a second, so 5 s of grace
+ * keeps the count honest, and a check every 2 s reports the drain within 2 s of it.
+ */
+export const tierDynamicConfig: Record<string, unknown> = {
+  'matching.wv.VersionDrainageStatusVisibilityGracePeriod': [{ value: '5s', constraints: {} }],
+  'matching.wv.VersionDrainageStatusRefreshInterval': [{ value: '2s', constraints: {} }],
+};
+
+/** The compose file's dynamic config with the tier's settings over it, written into `dir`. */
+export function writeTierDynamicConfig(dir: string): string {
+  const composed = (parse(readFileSync(dynamicConfigFile, 'utf8')) ?? {}) as Record<string, unknown>;
+  const file = join(dir, 'dynamicconfig.yaml');
+  writeFileSync(file, stringify({ ...composed, ...tierDynamicConfig }));
+  return file;
+}
+
 /** The server's configuration (config/development-postgres12.yaml's shape), every address on loopback. */
 export function clusterConfig(
   options: TemporalClusterOptions,
   ports: Record<TemporalService, ServicePorts>,
+  dynamicConfig: string = dynamicConfigFile,
 ): object {
   const { postgres } = options;
   const databases = options.databases ?? { default: 'temporal', visibility: 'temporal_visibility' };
@@ -132,7 +157,7 @@ export function clusterConfig(
       },
     },
     dcRedirectionPolicy: { policy: 'noop' },
-    dynamicConfigClient: { filepath: dynamicConfigFile, pollInterval: '60s' },
+    dynamicConfigClient: { filepath: dynamicConfig, pollInterval: '60s' },
   };
 }
 
@@ -167,7 +192,7 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
   }
   ports.frontend.httpPort = await port();
   const configFile = join(options.dir, 'temporal-cluster.yaml');
-  writeFileSync(configFile, stringify(clusterConfig(options, ports)));
+  writeFileSync(configFile, stringify(clusterConfig(options, ports, writeTierDynamicConfig(options.dir))));
   const address = `127.0.0.1:${ports.frontend.grpcPort}`;
   const timeoutMs = options.startupTimeoutMs ?? 120_000;
   const logFile = (service: TemporalService) => join(options.dir, `temporal-${service}.log`);

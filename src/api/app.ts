@@ -199,7 +199,7 @@ export function createApp(deps: AppDeps): Express {
       fairness,
       deployment: deploymentStatus({
         client: deps.client,
-        deploymentName: config.WORKER_DEPLOYMENT_NAME ?? deps.taskQueue,
+        deploymentName: config.WORKER_DEPLOYMENT_NAME,
         timeoutMs: config.API_READINESS_TIMEOUT_MS,
         now: () => clock().getTime(),
       }),

@@ -1,8 +1,8 @@
 /**
  * Where the workers' Worker Deployment stands, for /readyz (docs/deployers.md "Deploying a new
  * version"): the current build, the one ramping and its share, and each version's status (a
- * draining build still runs its pinned orders; a drained one may be retired). Not a readiness
- * check: the API takes orders whichever build runs them. One describe shared for `TTL_MS`.
+ * draining build still runs the orders pinned to it; a drained one may be retired). Not a
+ * readiness check: the API takes orders whichever build runs them. One describe shared for `TTL_MS`.
  */
 import type { Client } from '@temporalio/client';
 import { describeDeployment, type VersionStatus } from '../temporal/deployments';
@@ -29,16 +29,14 @@ export function deploymentStatus(deps: {
   const fresh = async (): Promise<DeploymentStatus> => {
     try {
       const deployment = await deps.client.withDeadline(Date.now() + deps.timeoutMs, () =>
-        describeDeployment(deps.client.workflowService, deps.client.options.namespace, name),
+        describeDeployment(deps.client, deps.client.options.namespace, name),
       );
       if (!deployment) return { name, state: 'none' };
       return {
         name,
         state: 'known',
         ...(deployment.currentBuildId && { current: deployment.currentBuildId }),
-        ...(deployment.rampingBuildId && {
-          ramping: { buildId: deployment.rampingBuildId, percentage: deployment.rampPercentage ?? 0 },
-        }),
+        ...(deployment.ramping && { ramping: deployment.ramping }),
         versions: deployment.versions.map(({ buildId, status }) => ({ buildId, status })),
       };
     } catch {

@@ -617,7 +617,7 @@ export const Readiness = z
           .array(
             z.object({
               buildId: z.string(),
-              status: z.enum(['inactive', 'current', 'ramping', 'draining', 'drained', 'unknown']),
+              status: z.enum(['inactive', 'current', 'ramping', 'draining', 'drained']),
             }),
           )
           .optional()
@@ -628,7 +628,7 @@ export const Readiness = z
       })
       .meta({
         description:
-          'Which worker build runs new orders (docs/deployers.md "Deploying a new version"). Orders run to their end on the build that started them. Never a reason to be unready.',
+          'Which worker build runs new orders (docs/deployers.md "Deploying a new version"). An order runs on the build that started it; one in a long wait (review, QUEUED, HELD, watched) moves to the current build at its next wake-up. Never a reason to be unready.',
       }),
     notices: z
       .array(z.string())

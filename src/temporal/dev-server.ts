@@ -46,6 +46,15 @@ export const fairnessDynamicConfig = {
   'matching.useNewMatcher': true,
 } as const;
 
+/**
+ * Worker Deployments need no flag on 1.32 (`system.enableDeploymentVersions` and
+ * `frontend.workerVersioningWorkflowAPIs` default to true). But every test stack joins a
+ * deployment of its own on the run's one dev server, and the server allows 100 per namespace.
+ */
+export const devDeploymentsDynamicConfig = {
+  'matching.maxDeployments': 10_000,
+} as const;
+
 export interface DevServer {
   address: string;
   namespace: string;
@@ -87,6 +96,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
           'matching.numTaskqueueWritePartitions': 1,
         }
       : fairnessDynamicConfig),
+    ...devDeploymentsDynamicConfig,
     ...options.dynamicConfig,
   };
   for (const [key, value] of Object.entries(dynamicConfig))

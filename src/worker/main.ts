@@ -33,14 +33,13 @@ import { createWorkerLogger } from './logger';
 import {
   createOrderWorker,
   createWebhookWorker,
-  loadWorkflowBundle,
-  workflowBuildId,
   tuningFromConfig,
+  versionedWorkflowCode,
   webhookPolicyFromConfig,
   workflowCodeFromConfig,
 } from './worker';
+import { startVersionReports } from './version-state';
 import { noMetrics } from '../observability/metrics';
-import { startDeploymentReports } from './deployment-reports';
 import { providerCallMetrics } from '../observability/provider-metrics';
 import { histogramBucketOverrides, temporalMetrics } from '../observability/temporal-meter';
 import { tracingFromConfig } from '../observability/tracing';
@@ -82,13 +81,11 @@ async function main(): Promise<void> {
     });
     // The API's client encrypts what it starts; the worker must read and write the same way.
     const dataConverter = dataConverterFromConfig(config);
-    // Bundled once here when not pre-built: the build ID is a digest of exactly what runs.
-    const workflowBundle = await loadWorkflowBundle(workflowCodeFromConfig(config));
-    const workflowCode = { workflowBundle };
-    const deployment = {
-      deploymentName: config.WORKER_DEPLOYMENT_NAME ?? config.TEMPORAL_TASK_QUEUE,
-      buildId: config.WORKER_BUILD_ID ?? workflowBuildId(workflowBundle.code),
-    };
+    // Bundled first when the sources are given: the build ID is the digest of the code that runs.
+    const { workflowCode, deployment } = await versionedWorkflowCode(workflowCodeFromConfig(config), {
+      deploymentName: config.WORKER_DEPLOYMENT_NAME,
+      buildId: config.WORKER_BUILD_ID,
+    });
     const namespace = config.TEMPORAL_NAMESPACE;
     // Events carry order views (phone numbers, card codes): encrypted like every payload.
     const temporal = new Client({ connection, namespace, dataConverter });
@@ -128,9 +125,9 @@ async function main(): Promise<void> {
       }),
       dataConverter,
       workflowCode,
+      deployment,
       tuning: tuningFromConfig(config),
       tracing,
-      deployment,
     });
     const webhookWorker = await createWebhookWorker({
       connection,
@@ -159,11 +156,18 @@ async function main(): Promise<void> {
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       webhookTaskQueue: config.WEBHOOK_TASK_QUEUE,
       namespace,
-      ...deployment,
       ...(config.WORKER_METRICS_ADDRESS
         ? { metrics: `http://${config.WORKER_METRICS_ADDRESS}/metrics` }
         : {}),
       tracing: tracing ? 'on' : 'off',
+      deployment: deployment.deploymentName,
+      buildId: deployment.buildId,
+    });
+    const versionReports = startVersionReports(connection, namespace, deployment, {
+      makeCurrent: config.WORKER_MAKE_CURRENT,
+      taskQueues: [config.TEMPORAL_TASK_QUEUE, config.WEBHOOK_TASK_QUEUE],
+      logger,
+      meter: config.WORKER_METRICS_ADDRESS ? Runtime.instance().metricMeter : undefined,
     });
     // In the background, at start and hourly: the answer is for the log and the API's /readyz
     // (recorded in Temporal), and orders run either way.
@@ -172,12 +176,6 @@ async function main(): Promise<void> {
       config.TEMPORAL_TASK_QUEUE,
       logger,
     );
-    const deploymentReports = startDeploymentReports(new Client({ connection, namespace }), deployment, {
-      taskQueues: [config.TEMPORAL_TASK_QUEUE, config.WEBHOOK_TASK_QUEUE],
-      makeCurrent: config.WORKER_MAKE_CURRENT,
-      log: logger,
-      ...(config.WORKER_METRICS_ADDRESS && { meter: Runtime.instance().metricMeter }),
-    });
     // Clients' weights as the queues' fairness-weight overrides, now and on SIGHUP.
     startFairnessWeights(connection, config, logger);
     // Either one failing stops the other too: the process restarts as a whole.
@@ -188,10 +186,7 @@ async function main(): Promise<void> {
           throw err;
         }),
       ),
-    ).finally(() => {
-      deploymentReports.stop();
-      return withinMs(fairnessReports.stop(), 10_000);
-    });
+    ).finally(() => Promise.all([withinMs(fairnessReports.stop(), 10_000), versionReports.stop()]));
     logger.info('worker stopped');
   } finally {
     await Promise.allSettled([provider.close(), sender.close(), directSender.close()]);

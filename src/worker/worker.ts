@@ -10,26 +10,22 @@ import {
   OpenTelemetryActivityOutboundInterceptor,
 } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import {
-  bundleWorkflowCode,
-  Worker,
-  type InjectedSinks,
-  type NativeConnection,
-  type WorkerOptions,
-} from '@temporalio/worker';
+import { Worker, type InjectedSinks, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { OrderActivities } from '../../activities';
 import type { DeliveryActivities } from '../../activities/webhooks';
 import type { WebhookDeliveryPolicy } from '../../contract/webhooks';
 import type { Config } from '../config';
 import type { Tracing } from '../observability/tracing';
-import type { WorkerDeployment } from '../temporal/deployments';
+import type { DeploymentVersion } from '../temporal/deployments';
+import { readFile } from 'node:fs/promises';
+import { bundleWorkflowCode } from '@temporalio/worker';
 import { defaultWorkflowsPath, workflowBundleOptions, workflowInterceptorModules } from './bundle';
+import { workflowBuildId } from './build-id';
+
+export { workflowBuildId } from './build-id';
 
 export { defaultWorkflowsPath } from './bundle';
-export type { WorkerDeployment } from '../temporal/deployments';
 
 /** The Temporal worker's concurrency settings (WORKER_* configuration). */
 export interface WorkerTuning {
@@ -59,54 +55,32 @@ export interface OrderWorkerOptions {
   /** Spans of activities and of traced workflows (src/observability/tracing.ts); absent = off. */
   tracing?: Tracing;
   /**
-   * The Worker Deployment version this worker is (src/temporal/deployments.ts): with it, Worker
-   * Versioning is on and every workflow is pinned to the version that started it. Absent: an
-   * unversioned worker, for Temporal's time-skipping test server, which has no deployments.
+   * The Worker Deployment version this worker is (docs/deployers.md "Deploying a new version").
+   * Absent: unversioned, only for Temporal's time-skipping test server (it has no deployments)
+   * and replay.
    */
   deployment?: WorkerDeployment;
-  /**
-   * false: the deployment only labels the build, and tasks are not routed by version (two
-   * workers of one process on one task queue need different labels). Default true.
-   */
-  versioning?: boolean;
 }
 
+/** A version of the service's Worker Deployment: the deployment's name and this build's ID. */
+export type WorkerDeployment = DeploymentVersion;
+
 /**
- * The SDK's deployment options: versioned, every workflow type declaring its own behaviour
- * (workflows/index.ts); PINNED is the default for any that would not.
+ * Versioned: every workflow runs pinned to the version it started on unless its type says
+ * otherwise (workflows/versioning.ts; each does, explicitly), so a new build never replays a
+ * history an older build wrote (docs/contributors.md "Changing a workflow: a new worker version").
  */
 function deploymentOptions(
   deployment: WorkerDeployment | undefined,
-  versioning = true,
 ): Pick<WorkerOptions, 'workerDeploymentOptions'> {
   if (!deployment) return {};
-  const version = { deploymentName: deployment.deploymentName, buildId: deployment.buildId };
   return {
-    workerDeploymentOptions: versioning
-      ? { version, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' }
-      : { version, useWorkerVersioning: false },
+    workerDeploymentOptions: {
+      version: { deploymentName: deployment.deploymentName, buildId: deployment.buildId },
+      useWorkerVersioning: true,
+      defaultVersioningBehavior: 'PINNED',
+    },
   };
-}
-
-/**
- * A build ID for the workflow code: a digest of the bundle, so the same code is the same build on
- * every host and any change to the workflows (or what they import) is a new version.
- */
-export function workflowBuildId(bundleCode: string): string {
-  return `wf-${createHash('sha256').update(bundleCode).digest('hex').slice(0, 16)}`;
-}
-
-/**
- * The workflow code as a bundle in memory: what the build ID is a digest of, and what the worker
- * runs (a worker that bundles at start bundles once, here).
- */
-export async function loadWorkflowBundle(workflowCode: WorkflowCode): Promise<{ code: string }> {
-  if ('workflowsPath' in workflowCode) {
-    const { code } = await bundleWorkflowCode({ ...workflowBundleOptions, logger: undefined });
-    return { code };
-  }
-  const bundle = workflowCode.workflowBundle;
-  return 'code' in bundle ? bundle : { code: await readFile(bundle.codePath, 'utf8') };
 }
 
 /**
@@ -149,7 +123,7 @@ export function createOrderWorker(options: OrderWorkerOptions): Promise<Worker> 
         : [],
     },
     sinks: workflowSpanSinks(tracing),
-    ...deploymentOptions(options.deployment, options.versioning),
+    ...deploymentOptions(options.deployment),
     ...tuning,
   });
 }
@@ -171,6 +145,30 @@ export function workflowCodeFromConfig(config: Config): WorkflowCode {
 }
 
 /**
+ * The workflow code as one bundle and the version it is: sources are bundled first (with
+ * src/worker/bundle.ts's options, as `npm run build:bundle` does), so the build ID is the digest
+ * of what runs. `buildId` (WORKER_BUILD_ID) overrides the digest.
+ */
+export async function versionedWorkflowCode(
+  workflowCode: WorkflowCode,
+  { deploymentName, buildId }: { deploymentName: string; buildId?: string | undefined },
+): Promise<{ workflowCode: WorkflowCode; deployment: WorkerDeployment }> {
+  let code: string;
+  if ('workflowsPath' in workflowCode) {
+    ({ code } = await bundleWorkflowCode({
+      ...workflowBundleOptions,
+      workflowsPath: workflowCode.workflowsPath,
+      logger: undefined,
+    }));
+  } else if ('code' in workflowCode.workflowBundle) code = workflowCode.workflowBundle.code;
+  else code = await readFile(workflowCode.workflowBundle.codePath, 'utf8');
+  return {
+    workflowCode: { workflowBundle: { code } },
+    deployment: { deploymentName, buildId: buildId ?? workflowBuildId(code) },
+  };
+}
+
+/**
  * The webhook worker: the delivery workflows and their `deliverWebhook` activity on the webhook
  * task queue (WEBHOOK_TASK_QUEUE), in the same process as the order worker but apart from it, so a
  * slow receiver holds delivery slots only, never a provider call, and the provider rate limit
@@ -184,7 +182,7 @@ export function createWebhookWorker(options: {
   workflowCode: WorkflowCode;
   maxConcurrentDeliveries: number;
   dataConverter?: DataConverter;
-  /** The order worker's version: one process's two workers are one build. */
+  /** The order worker's version: the two workers of one process are one version. */
   deployment?: WorkerDeployment;
 }): Promise<Worker> {
   const { connection, namespace, taskQueue, activities, workflowCode, dataConverter } = options;

@@ -52,6 +52,7 @@ import {
   type TestSandbox,
 } from '../helpers/orders';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
+import { makeTestVersionCurrent, versionedTestCode } from '../helpers/versioning';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ENCRYPTION_KEYS = `audit-test:${randomBytes(32).toString('base64')}`;
@@ -87,13 +88,15 @@ describe('audit export', () => {
         });
       },
     };
+    const { workflowCode, deployment } = await versionedTestCode('audit-story', workflowCodeOptions());
     workers = await Promise.all([
       createOrderWorker({
         connection: nativeConnection,
         namespace: temporal.namespace,
         taskQueue,
         activities: createActivities({ provider: provider.client }),
-        workflowCode: workflowCodeOptions(),
+        workflowCode,
+        deployment,
         dataConverter,
       }),
       Worker.create({
@@ -107,6 +110,7 @@ describe('audit export', () => {
     ]);
     runs = workers.map((w) => w.run());
     connection = await Connection.connect({ address: temporal.address });
+    await makeTestVersionCurrent(connection, temporal.namespace, deployment, [taskQueue]);
     client = new Client({ connection, namespace: temporal.namespace, dataConverter });
     api = await startTestApi({
       client,

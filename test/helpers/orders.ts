@@ -17,6 +17,7 @@ import { createWorkerLogger } from '../../src/worker/logger';
 import { createActivities, type OrderProvider } from '../../activities';
 import type { AccountProvider } from '../../activities/account';
 import { createOrderWorker, type WorkerTuning, type WorkflowCode } from '../../src/worker/worker';
+import { makeTestVersionCurrent, versionedTestCode } from './versioning';
 import { workflowBundleOptions } from '../../src/worker/bundle';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal';
 import { startSandbox, type StartedSandbox } from '../../src/sandbox/server';
@@ -317,7 +318,8 @@ export async function startOrderTestWorkers<K extends string>(
   } = {},
 ): Promise<OrderTestWorkers<K>> {
   installTestRuntime();
-  const [temporal, workflowCode] = await Promise.all([useTemporal(), bundledWorkflows()]);
+  const [temporal, bundled] = await Promise.all([useTemporal(), bundledWorkflows()]);
+  const { workflowCode, deployment } = await versionedTestCode('orders-test', bundled);
   const nativeConnection = await NativeConnection.connect({ address: temporal.address });
   const connection = await Connection.connect({ address: temporal.address });
   // The sweep's activity resumes orders through it (activities/sweep.ts).
@@ -344,9 +346,16 @@ export async function startOrderTestWorkers<K extends string>(
         }),
         workflowCode,
         ...(tuning && { tuning }),
+        deployment,
       });
       return { name, taskQueue, worker, running: worker.run() };
     }),
+  );
+  await makeTestVersionCurrent(
+    connection,
+    temporal.namespace,
+    deployment,
+    workers.map((w) => w.taskQueue),
   );
   return {
     temporal,

@@ -18,6 +18,7 @@ import type { AccountProvider } from '../../activities/account';
 import type { ReconciliationProvider } from '../../activities/reconciliation';
 import { startDevServer, type DevServerOptions } from '../../src/temporal/dev-server';
 import { createOrderWorker } from '../../src/worker/worker';
+import { makeTestVersionCurrent, versionedTestCode } from './versioning';
 import {
   bundledWorkflows,
   installTestRuntime,
@@ -100,11 +101,13 @@ export async function startOrderStack<K extends string = never>(
   ]);
   const provider = sandbox && testProvider(sandbox.url);
   const workerSpecs = Object.entries(options.workers ?? {}) as [K, StackWorker][];
-  const [nativeConnection, connection, workflowCode] = await Promise.all([
+  const [nativeConnection, connection, bundled] = await Promise.all([
     NativeConnection.connect({ address: temporal.address }),
     Connection.connect({ address: temporal.address }),
     workerSpecs.length > 0 ? bundledWorkflows() : undefined,
   ]);
+  const versioned = bundled && (await versionedTestCode(options.name, bundled));
+  const workflowCode = versioned?.workflowCode;
   // The sweep's activity resumes orders through it (activities/sweep.ts).
   const client = new Client({
     connection,
@@ -151,8 +154,12 @@ export async function startOrderStack<K extends string = never>(
       ...(spec.tuning && { tuning: spec.tuning }),
       ...(options.dataConverter && { dataConverter: options.dataConverter }),
       ...(options.tracing && { tracing: options.tracing }),
+      ...(versioned && { deployment: versioned.deployment }),
     });
     running.set(name, { worker, run: worker.run() });
+    // The stack's version is current once its first workers poll; a later one's queue joins it.
+    if (versioned)
+      await makeTestVersionCurrent(connection, temporal.namespace, versioned.deployment, [taskQueues[name]]);
     return worker;
   };
   const stopWorker = async (name: K): Promise<void> => {

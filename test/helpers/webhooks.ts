@@ -34,6 +34,7 @@ import {
   type TestSandbox,
 } from './orders';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal';
+import { makeTestVersionCurrent, versionedTestCode } from './versioning';
 
 /**
  * Scaled down so a test sees several retries in seconds: 1 s per attempt, back-off 200 ms doubling
@@ -123,7 +124,7 @@ export async function startWebhookStack(options: {
   const taskQueue = `webhooks-orders-${randomUUID()}`;
   const webhookTaskQueue = `webhooks-deliveries-${randomUUID()}`;
   const nativeConnection = await NativeConnection.connect({ address: temporal.address });
-  const workflowCode = workflowCodeOptions();
+  const { workflowCode, deployment } = await versionedTestCode('webhooks', workflowCodeOptions());
   const sender = new WebhookSender({
     timeoutMs: options.senderTimeoutMs ?? TEST_WEBHOOK_TIMEOUT_MS,
     policy: new AddressPolicy(options.allowedNetworks ?? ['127.0.0.1/32']),
@@ -163,6 +164,7 @@ export async function startWebhookStack(options: {
         },
       }),
       workflowCode,
+      deployment,
     }),
     await createWebhookWorker({
       connection: nativeConnection,
@@ -178,10 +180,12 @@ export async function startWebhookStack(options: {
       }),
       workflowCode,
       maxConcurrentDeliveries: 20,
+      deployment,
     }),
   ];
   const running = workers.map((w) => w.run());
   const connection = await Connection.connect({ address: temporal.address });
+  await makeTestVersionCurrent(connection, temporal.namespace, deployment, [taskQueue, webhookTaskQueue]);
   const client = new Client({ connection, namespace: temporal.namespace });
   const api = await startTestApi({
     client,

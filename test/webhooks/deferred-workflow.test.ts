@@ -25,6 +25,7 @@ import {
 import { installTestRuntime } from '../helpers/orders';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
 import { eventually, TEST_WEBHOOK_POLICY } from '../helpers/webhooks';
+import { makeTestVersionCurrent, versionedTestCode } from '../helpers/versioning';
 
 const TURN_MS = 4_000;
 
@@ -65,15 +66,18 @@ describe('a deferred attempt in the delivery workflow', { timeout: 120_000 }, ()
         return script.answers.shift() ?? { outcome: 'delivered', status: 204 };
       },
     };
+    const { workflowCode, deployment } = await versionedTestCode('deferred-workflow', workflowCodeOptions());
     worker = await createWebhookWorker({
       connection: native,
       namespace: temporal.namespace,
       taskQueue,
       activities,
-      workflowCode: workflowCodeOptions(),
+      workflowCode,
       maxConcurrentDeliveries: 4,
+      deployment,
     });
     running = worker.run();
+    await makeTestVersionCurrent(connection, temporal.namespace, deployment, [taskQueue]);
   });
   after(async () => {
     worker?.shutdown();

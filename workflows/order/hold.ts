@@ -13,6 +13,7 @@ import type { AccountActivities } from '../../activities/account';
 import { ProviderFailureType } from '../../contract/activity-outcomes';
 import type { OperatorName } from '../../contract/account';
 import { heldNeed, type OrderRequest } from '../../contract/order';
+import { continueHeldOntoNewVersion } from './continue-as-new';
 import type { ProviderFailure } from './failures';
 import type { Order } from './state';
 import type { ProviderCheck } from './types';
@@ -86,6 +87,9 @@ export async function holdUntilResumed<R extends OrderRequest, C extends Provide
   // Leaving the hold needs no word to the account: the order leaves HELD, and its listing with it.
   if (o.cancelRequestedAt !== undefined) return { next: 'ended' };
   if (!woken && Date.now() >= until) return giveUp(o, why);
+  // Still held at a wake-up and a new worker version is current: the next run, on it, sends or holds
+  // again (nothing was sent: a hold follows only a send the provider certainly never took).
+  if (!woken) await continueHeldOntoNewVersion(o);
   o.view.hold.resumedAt = new Date().toISOString();
   o.note(
     woken

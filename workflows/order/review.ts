@@ -31,8 +31,9 @@ export async function reviewStep<R extends OrderRequest, C extends ProviderCheck
   // decision, say) must not push it towards Temporal's limit while we wait.
   const wake = () => o.decisions.length > 0 || o.historyIsLong();
   if (o.view.status === 'DISPUTED') {
-    // The provider has spoken and contradicts an operator: only an operator settles o.
-    await condition(wake);
+    // The provider has spoken and contradicts an operator: only an operator settles o. Woken every
+    // re-check interval all the same, so the loop can move it to a new worker version (continue-as-new.ts).
+    await condition(wake, o.timings.reviewRecheckMs, { summary: 'dispute: wait for an operator' });
   } else if (!(await condition(wake, o.timings.reviewRecheckMs, { summary: 'review re-check' }))) {
     return recheck(o);
   }

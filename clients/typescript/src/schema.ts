@@ -1348,7 +1348,7 @@ export interface components {
              * @enum {string}
              */
             fairness: "on" | "off" | "unknown";
-            /** @description Which worker build runs new orders (docs/deployers.md "Deploying a new version"). Orders run to their end on the build that started them. Never a reason to be unready. */
+            /** @description Which worker build runs new orders (docs/deployers.md "Deploying a new version"). An order runs on the build that started it; one in a long wait (review, QUEUED, HELD, watched) moves to the current build at its next wake-up. Never a reason to be unready. */
             deployment: {
                 /** @description The Worker Deployment (WORKER_DEPLOYMENT_NAME). */
                 name: string;
@@ -1368,7 +1368,7 @@ export interface components {
                 versions?: {
                     buildId: string;
                     /** @enum {string} */
-                    status: "inactive" | "current" | "ramping" | "draining" | "drained" | "unknown";
+                    status: "inactive" | "current" | "ramping" | "draining" | "drained";
                 }[];
             };
             /** @description What is not as it should be, although orders still run (e.g. fairness off). */
