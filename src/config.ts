@@ -364,6 +364,13 @@ const schema = z.object({
   SANDBOX_PRODUCTION_KEY: z.string().min(1).default('production-key'),
   SANDBOX_DISABLED_KEY: z.string().min(1).default('disabled-key'),
   SANDBOX_TIME_SCALE: z.coerce.number().positive().default(1),
+  /**
+   * `spec` (default): every order on the spec's fixed timeline (PENDING 5 s, HANDLING until 20 s).
+   * `documented`: each order draws its own from the provider's documented ranges, seeded by
+   * SANDBOX_TIMINGS_SEED (docs/contributors.md "Provider sandbox"). Also PATCH /admin/settings.
+   */
+  SANDBOX_TIMINGS: z.enum(['spec', 'documented']).default('spec'),
+  SANDBOX_TIMINGS_SEED: z.coerce.number().int().min(0).max(2 ** 31).default(1),
   SANDBOX_ADMIN_TOKEN: z.string().min(1).optional(),
   /** Journal the sandbox's orders, counters and settings to this file and resume from it at start. */
   SANDBOX_STATE_FILE: z.string().min(1).optional(),
