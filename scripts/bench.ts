@@ -34,6 +34,7 @@ import {
 } from './bench/run-noisy-reconcile';
 import { fairnessDynamicConfig } from '../src/temporal/dev-server';
 import { runWebhookFairnessPart } from './bench/run-webhook-fairness';
+import { formatProviderPace, runProviderPace } from './bench/run-provider-pace';
 import { startStack } from './bench/stack';
 import { Launcher } from './lib/stack';
 
@@ -137,6 +138,8 @@ async function main(options: BenchOptions): Promise<void> {
   const stack = await startStack(launcher, options, runId, {
     withBaselineWorker: options.scale === undefined && options.part === undefined,
     log,
+    // The provider-pace part's baseline: the same worker, orders started with the polling of before.
+    ...(options.part === 'provider-pace' && { baselineApiEnv: { POLL_INTERVAL_MS: '0' } }),
   });
   const connection = await Connection.connect(stack.connectionOptions);
   launcher.onStop('bench client connection', () => connection.close());
@@ -153,6 +156,22 @@ async function main(options: BenchOptions): Promise<void> {
 
   if (options.providerLatencyMs > 0) await addProviderLatency(stack.sandbox, options.providerLatencyMs);
   const ctx = { options, stack, client, monitor, runId, log };
+  if (options.part === 'provider-pace') {
+    const pace = await runProviderPace(ctx);
+    const line = `bench --part provider-pace ${timestamp(startedAt)}${options.label ? ` “${options.label}”` : ''} — git ${gitRevision() ?? 'n/a'}, ${cpus().length} cores, load average at the end ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`;
+    process.stdout.write(`${formatProviderPace(pace, ['', line])}\n`);
+    const outDir = resolve(projectRoot, options.outDir);
+    mkdirSync(outDir, { recursive: true });
+    const file = join(outDir, `bench-${timestamp(startedAt)}-provider-pace.json`);
+    writeFileSync(
+      file,
+      JSON.stringify({ startedAt: startedAt.toISOString(), git: gitRevision(), pace }, null, 2),
+    );
+    log(`results written to ${file}`);
+    return;
+  }
   if (options.part === 'webhook-fairness') {
     const fair = await runWebhookFairnessPart(ctx);
     const line = `bench --part webhook-fairness ${timestamp(startedAt)}${options.label ? ` “${options.label}”` : ''} — git ${gitRevision() ?? 'n/a'}, load average at the end ${loadavg()

@@ -61,6 +61,11 @@ export interface Stack {
    */
   clients?: { file: ClientsFile; another: { id: string; apiKey: string } };
   pids: { worker?: number; api?: number; temporal?: number; sandbox?: number; baselineWorker?: number };
+  /**
+   * A second API on the same stack with `baselineApiEnv` on top of the first's environment (the
+   * provider-pace part: the same worker, orders started with the polling timings of before).
+   */
+  baselineApiUrl?: string;
   /** The environment given to the worker and API we started (no secrets), for the report. */
   partEnv: Record<string, string>;
   /** Which parts this run started (the others were given). */
@@ -129,7 +134,11 @@ export async function startStack(
   launcher: Launcher,
   options: BenchOptions,
   runId: string,
-  { withBaselineWorker, log }: { withBaselineWorker: boolean; log: (line: string) => void },
+  {
+    withBaselineWorker,
+    log,
+    baselineApiEnv,
+  }: { withBaselineWorker: boolean; log: (line: string) => void; baselineApiEnv?: Record<string, string> },
 ): Promise<Stack> {
   const started: string[] = [];
   const pids: Stack['pids'] = { ...options.pids };
@@ -203,6 +212,7 @@ export async function startStack(
   let partEnv: Record<string, string> = {};
   let clientsFile: ClientsFile | undefined;
   let webhooks: Stack['webhooks'];
+  let baselineApiUrl: string | undefined;
   // A given stack's keys come from our environment, like its parts'.
   let encryptionKeys = options.apiUrl ? process.env.PAYLOAD_ENCRYPTION_KEYS : undefined;
   if (!apiUrl) {
@@ -317,6 +327,15 @@ export async function startStack(
     pids.worker = (await worker).process.child.pid;
     pids.api = api.process.child.pid;
     apiUrl = api.url;
+    if (baselineApiEnv) {
+      const baselineApi = await launcher.startServer('api', {
+        name: 'api-baseline',
+        port: await freePort(),
+        env: { ...appEnv, ...baselineApiEnv },
+      });
+      started.push('api-baseline');
+      baselineApiUrl = baselineApi.url;
+    }
   } else if (options.sandboxUrl && options.sandboxAdminToken) {
     sandbox = { url: options.sandboxUrl, adminToken: options.sandboxAdminToken };
   }
@@ -343,6 +362,7 @@ export async function startStack(
     sandbox,
     clients,
     pids,
+    ...(baselineApiUrl && { baselineApiUrl }),
     partEnv,
     started,
     assertAlive() {

@@ -23,7 +23,8 @@ export async function pollStep<R extends OrderRequest, C extends ProviderCheck>(
   const { pollIntervalMs, pollPaceMs, pollHeartbeatTimeoutMs, activityTimeoutMs } = o.timings;
   // The provider's pace counts from when the order was first polled (right after its send).
   o.pacedUntil ??= Math.min(o.deadlineAt, Date.now() + pollPaceMs);
-  const paced = pollIntervalMs > 0 && Date.now() < o.pacedUntil;
+  // QUEUED is re-checked at its own pace (hours), never the provider's polling pace.
+  const paced = pollIntervalMs > 0 && Date.now() < o.pacedUntil && o.view.status !== 'QUEUED';
   const plan: PollPlan = {
     firstCheckMs: Math.max(
       0,
