@@ -13,7 +13,19 @@ const leavesContract = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.data/**', 'bench-results/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      '.tools/**',
+      '.data/**',
+      'bench-results/**',
+      // The client library's build, and its types generated from /openapi.json (npm run client:types).
+      'clients/typescript/dist/**',
+      'clients/typescript/node_modules/**',
+      'clients/typescript/src/schema.ts',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

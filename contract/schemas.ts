@@ -197,6 +197,12 @@ export const ReviewRequest = z
     operator: decisionFields.operator
       .optional()
       .meta({ description: 'Display name of the person deciding; default: the client’s name.' }),
+    force: decisionFields.force.meta({
+      description:
+        'Apply a FULFILLED or REFUNDED decision although the provider contradicts it or cannot confirm it; ' +
+        'the history records that it was forced and what the provider said. Not with RECHECK. A client with ' +
+        'the operator role only (403 naming `force` otherwise): the back office a refund pays does not force it.',
+    }),
   })
   .refine(forceOnlyWithAnOutcome, forceRule)
   .meta({

@@ -69,7 +69,11 @@ export interface StatementDaySummary {
   rule?: string;
 }
 
-/** The nightly precompute runs behind every client's live orders, as the reconciliation, with a fairness key of its own. */
+/**
+ * Kept days are housekeeping: the nightly precompute, and every kept day's workflow (written by it
+ * or by a statement), run behind every client's orders — batch items (4) included — at the lowest
+ * priority, as the reconciliation, with a fairness key of their own.
+ */
 export const STATEMENT_DAYS_PRIORITY = { priorityKey: 5, fairnessKey: 'statements', fairnessWeight: 1 };
 
 /** What the Schedule's workflow is started with. */

@@ -198,7 +198,15 @@ async function main() {
   const apiMetrics = config.API_METRICS_ADDRESS ?? DEV_API_METRICS_ADDRESS;
   const workerMetrics = config.WORKER_METRICS_ADDRESS ?? DEV_WORKER_METRICS_ADDRESS;
   // The banner comes last: once the worker has bundled the workflows and polls for orders.
-  const worker = stack.startWorker({ env: { ...appEnv, WORKER_METRICS_ADDRESS: workerMetrics } });
+  // The stack runs the code it has: its build is made current at every start, even over an
+  // older one kept in .data (whose pinned orders that build's workers no longer run here).
+  const worker = stack.startWorker({
+    env: {
+      ...appEnv,
+      WORKER_METRICS_ADDRESS: workerMetrics,
+      WORKER_MAKE_CURRENT: process.env.WORKER_MAKE_CURRENT ?? 'always',
+    },
+  });
   worker.catch(() => {}); // awaited below, after the API: a failure meanwhile must not go unhandled
   const { url: apiUrl } = await stack.startServer('api', {
     port: config.PORT,

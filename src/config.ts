@@ -199,6 +199,11 @@ const schema = z.object({
   API_ORDERS_BURST: z.coerce.number().int().nonnegative().default(1_000),
   API_CONCURRENT_REQUESTS: positiveInt.max(1_000).default(16),
   API_REQUEST_TIMEOUT_MS: millis.default(15_000),
+  /**
+   * Kept days (workflow starts) one GET /v1/statements writes at most; the rest of its figures are
+   * summed and answered all the same, and kept by later statements (src/api/statements.ts).
+   */
+  API_STATEMENT_DAYS_PER_REQUEST: positiveInt.max(366).default(31),
   CATALOG_CACHE_TTL_MS: millis.default(60_000),
   /** Deadline of each Temporal call the API makes (start, query, describe, list, signal). */
   API_TEMPORAL_TIMEOUT_MS: millis.default(5_000),
@@ -262,6 +267,28 @@ const schema = z.object({
   WORKER_PROVIDER_CALLS_PER_SECOND: z.coerce.number().positive().optional(),
   /** Path to a pre-built workflow bundle (npm run build:bundle); unset = bundle at start. */
   WORKER_WORKFLOW_BUNDLE_PATH: z.string().optional(),
+  /**
+   * The Worker Deployment this worker joins (docs/deployers.md "Deploying a new version"): every
+   * worker of the service, old builds and new, names the same one. Unset: TEMPORAL_TASK_QUEUE's
+   * name, so two services on one namespace are two deployments.
+   */
+  WORKER_DEPLOYMENT_NAME: z.string().trim().min(1).max(200).optional(),
+  /**
+   * This worker's build within the deployment. Unset: a digest of the workflow bundle it runs, so
+   * the same code is the same build on every host, and a changed workflow is a new version.
+   */
+  WORKER_BUILD_ID: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - (at most 64)')
+    .optional(),
+  /**
+   * When this build becomes current by itself: `first` when the deployment has no current version
+   * yet (its first deploy), `always` at every start (a dev stack running the code it has),
+   * `never` (every routing change by `npm run deploy`). Later builds are otherwise ramped and made
+   * current by a deploy.
+   */
+  WORKER_MAKE_CURRENT: z.enum(['first', 'always', 'never']).default('first'),
 
   // -- order polling (durations in ms; see docs/contributors.md "Polling") --
   POLL_FIRST_CHECK_MS: millis.default(5_000),

@@ -10,7 +10,15 @@
  * while; the next hold starts it again. No signal comes in or goes out of it: a burst of holds or
  * of resumptions never goes through its history (a signal per hold made it a signal sink).
  */
-import { continueAsNew, log, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  continueAsNew,
+  log,
+  makeContinueAsNewFunc,
+  proxyActivities,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { AccountActivities } from '../activities/account';
 import {
   accountStateQuery,
@@ -57,7 +65,16 @@ export async function providerAccountWorkflow(input: AccountInput): Promise<void
     const holding = round.released + round.held.balance + round.held.operator > 0;
     idle = holding || round.listFailure ? 0 : idle + 1;
     if (idle >= IDLE_READINGS) return;
-    const { historyLength, continueAsNewSuggested } = workflowInfo();
+    const { historyLength, continueAsNewSuggested, targetWorkerDeploymentVersionChanged } = workflowInfo();
+    // Pinned like every workflow, but it lives as long as orders are held: a deploy that changed
+    // the current build moves it there, so the old build's workers can drain and be retired.
+    if (targetWorkerDeploymentVersionChanged) {
+      await makeContinueAsNewFunc<typeof providerAccountWorkflow>({
+        initialVersioningBehavior: 'AUTO_UPGRADE',
+      })({
+        checkMs: input.checkMs,
+      });
+    }
     if (continueAsNewSuggested || historyLength >= HISTORY_EVENT_LIMIT) {
       await continueAsNew<typeof providerAccountWorkflow>({ checkMs: input.checkMs });
     }

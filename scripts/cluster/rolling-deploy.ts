@@ -88,7 +88,10 @@ export async function runRollingDeploy({
   const taskQueue = `rolling-deploy-${randomUUID()}`;
   const startWorker = async (buildId: string, workflowCode: WorkflowCode) => {
     const worker = await createOrderWorker({
-      buildId,
+      // Unrouted, so the changed build takes over the old one's orders: what a patched change
+      // must survive (docs/contributors.md "The cluster tier").
+      deployment: { deploymentName: 'rolling-deploy', buildId },
+      versioning: false,
       connection: nativeConnection,
       namespace,
       taskQueue,

@@ -9,14 +9,22 @@ import { writeWorkflowBundle } from './bundle';
 
 export const projectRoot = resolve(__dirname, '..', '..');
 
-/** Test files under `dir` (relative to the project root), sorted. */
-export function testFiles(dir = join(projectRoot, 'test')): string[] {
-  return readdirSync(dir, { withFileTypes: true })
-    .flatMap((entry) => {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) return testFiles(path);
-      return entry.name.endsWith('.test.ts') ? [relative(projectRoot, path)] : [];
-    })
+/**
+ * Where test files live: the service's, and the client library's (clients/typescript/test), which
+ * run against the same dev server as the rest.
+ */
+export const testDirs = [join(projectRoot, 'test'), join(projectRoot, 'clients', 'typescript', 'test')];
+
+/** Test files under `dirs` (relative to the project root), sorted. */
+export function testFiles(dirs: string | string[] = testDirs): string[] {
+  return (typeof dirs === 'string' ? [dirs] : dirs)
+    .flatMap((dir) =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) return testFiles(path);
+        return entry.name.endsWith('.test.ts') ? [relative(projectRoot, path)] : [];
+      }),
+    )
     .sort();
 }
 

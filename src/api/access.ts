@@ -10,9 +10,12 @@
  *
  * Anything else answers 404, exactly as an order that does not exist: never 403, which would tell
  * another client's order apart from no order at all.
+ *
+ * One right is the caller's, not the order's: `force: true` on a decision (assertMayForce).
  */
 import type { Caller } from '../clients/registry';
 import type { OrderResult, OrderView } from '../../contract/order';
+import { ApiError } from './errors';
 
 export type Purpose = 'read' | 'decide';
 /** How the caller reaches an order of `owner`: as its owner, as an auditor, or as an operator. */
@@ -23,6 +26,29 @@ export function accessTo(caller: Caller, owner: string, purpose: Purpose): Acces
   if (purpose === 'read' && caller.scopes.has('audit:read')) return 'audit';
   if (caller.operator) return 'operator';
   return undefined;
+}
+
+/**
+ * `force: true` applies a decision the provider contradicts or cannot confirm, so it is an
+ * operator's (the operator role), never a back office's own: the party a refund pays decides
+ * nothing against the provider's word. A back office that forces REFUNDED on its own UNKNOWN_ERROR
+ * order, which the provider may still fulfil, is paid the refund and the credit (the
+ * reconciliation then finds a debit without a refund). In the legacy single-client mode (API_KEYS)
+ * the one client is the whole deployment, operators included, and keeps the right.
+ *
+ * Checked on the caller alone, before any order is looked up: the 403 says nothing about orders.
+ */
+export function assertMayForce(caller: Caller, legacy: boolean): void {
+  if (caller.operator || legacy) return;
+  throw new ApiError(
+    'forbidden',
+    'Only an operator may force a decision (force: true): it applies what the provider contradicts or ' +
+      'cannot confirm, and a refund forced on an order the provider may still fulfil is paid twice. ' +
+      'Send the decision without force, or ask an operator.',
+    {
+      errors: [{ field: 'force', message: 'needs the operator role, which your client does not have' }],
+    },
+  );
 }
 
 /** An operator reaches another client's order only while it is, or after it was, in review. */

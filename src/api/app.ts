@@ -29,6 +29,7 @@ import {
   temporarilyUnavailable,
 } from './error-handler';
 import { readinessCheck, searchAttributesNotReady, type ProviderPort } from './health';
+import { deploymentStatus } from './deployment-status';
 import { fairnessStatus } from './fairness-status';
 import { requestLogger } from './logging';
 import { trackRequestWork } from './request-work';
@@ -196,6 +197,12 @@ export function createApp(deps: AppDeps): Express {
       readiness,
       account,
       fairness,
+      deployment: deploymentStatus({
+        client: deps.client,
+        deploymentName: config.WORKER_DEPLOYMENT_NAME ?? deps.taskQueue,
+        timeoutMs: config.API_READINESS_TIMEOUT_MS,
+        now: () => clock().getTime(),
+      }),
       shuttingDown: deps.shuttingDown ?? (() => false),
       openApiDocument,
     }),
@@ -208,7 +215,10 @@ export function createApp(deps: AppDeps): Express {
   app.use(
     financeRouter(
       orders,
-      new StatementService(deps.client, clients, { taskQueue: deps.taskQueue }),
+      new StatementService(deps.client, clients, {
+        taskQueue: deps.taskQueue,
+        maxStoredDays: config.API_STATEMENT_DAYS_PER_REQUEST,
+      }),
       new ReconciliationService(deps.client),
     ),
   );

@@ -5,7 +5,8 @@
  *
  * Reach is the single review route's (access.ts, purpose `decide`): a caller decides its own
  * orders, an operator every client's orders in review; a `client` the caller cannot decide for is
- * a 404. The filter becomes a visibility query here — values from zod enums and patterns only.
+ * a 404. `force` is an operator's, as on the single route (access.ts assertMayForce). The filter
+ * becomes a visibility query here — values from zod enums and patterns only.
  *
  * Idempotent by `bulkId` per caller: the workflow ID is `bulk-review:<caller>:<bulkId>`, so a
  * repeated request attaches to the run it started and answers its results (the way to collect a
@@ -33,6 +34,7 @@ import {
   type BulkReviewInput,
   type BulkReviewResult,
 } from '../../contract/bulk-review';
+import { assertMayForce } from './access';
 import { ApiError } from './errors';
 import { ownedByClause } from './order-list';
 import { grpcCode, GrpcStatus } from '../temporal/grpc';
@@ -104,9 +106,14 @@ export const BulkReviewRequest = z
       .regex(Blank, 'must not be blank')
       .trim()
       .meta({ description: 'Why: kept in each order’s history with the bulk ID.' }),
-    force: z.boolean().optional().meta({
-      description: 'As on the single review route: FULFILLED or REFUNDED only, applied past a refusal.',
-    }),
+    force: z
+      .boolean()
+      .optional()
+      .meta({
+        description:
+          'As on the single review route: FULFILLED or REFUNDED only, applied past a refusal; a client with ' +
+          'the operator role only (403 naming `force` otherwise).',
+      }),
   })
   .refine((value) => !(value.force === true && value.decision === 'RECHECK'), {
     path: ['force'],
@@ -195,6 +202,7 @@ export class BulkReviewService {
     log: Logger = this.#o.logger,
     signal?: AbortSignal,
   ): Promise<BulkReviewAnswer> {
+    if (body.force) assertMayForce(caller, this.#o.clients.legacy);
     const query = this.#query(caller, body.filter);
     const decision: ReviewDecision = {
       decision: body.decision,

@@ -44,7 +44,7 @@ import type { Caller, ClientRegistry } from '../clients/registry';
 import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../../contract/schemas';
 import { providerRefFor } from '../orders/provider-ref';
 import { orderPriority, type OrderOrigin } from '../orders/priority';
-import { accessTo, inOperatorReach, maskCardCodes, type Purpose } from './access';
+import { accessTo, assertMayForce, inOperatorReach, maskCardCodes, type Purpose } from './access';
 import { ApiError, type FieldError } from './errors';
 import { temporarilyUnavailable } from './error-handler';
 import { FIGURES_MEMO, orderFigures } from '../orders/figures';
@@ -528,7 +528,8 @@ export class OrderService {
   /**
    * Puts an operator's decision to the order through its `decideReview` update, recorded under the
    * caller's client id (`decidedBy`, never from the body) with the body's `operator` (or the
-   * client's name) as display name. The caller must reach the order (404 otherwise). The
+   * client's name) as display name. `force` is an operator's (403 otherwise: assertMayForce). The
+   * caller must reach the order (404 otherwise). The
    * workflow's validator rejects a malformed decision or an order not in review (nothing is
    * recorded); then the workflow asks the provider and applies the decision or refuses it, and
    * this answers with the outcome.
@@ -542,6 +543,7 @@ export class OrderService {
     body: ReviewRequest,
     log: Logger = this.#o.logger,
   ): Promise<{ pending: boolean; view: OrderView }> {
+    if (body.force) assertMayForce(caller, this.#o.clients.legacy);
     await this.view(caller, address, 'decide', log);
     const decision: ReviewDecision = {
       ...body,

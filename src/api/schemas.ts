@@ -568,6 +568,34 @@ export const Readiness = z
         'as the fairness probe last found it (re-probed hourly; `unknown` until the first answer). ' +
         '`off` does not make the API unready: orders still run, first come, first served.',
     }),
+    deployment: z
+      .object({
+        name: z.string().meta({ description: 'The Worker Deployment (WORKER_DEPLOYMENT_NAME).' }),
+        state: z.enum(['known', 'none', 'unknown']).meta({
+          description: '`none`: no worker of it has polled yet; `unknown`: Temporal did not answer in time.',
+        }),
+        current: z.string().optional().meta({ description: 'The build ID new orders start on.' }),
+        ramping: z
+          .object({ buildId: z.string(), percentage: z.number() })
+          .optional()
+          .meta({ description: 'A build taking this share of new orders while it is ramped.' }),
+        versions: z
+          .array(
+            z.object({
+              buildId: z.string(),
+              status: z.enum(['inactive', 'current', 'ramping', 'draining', 'drained', 'unknown']),
+            }),
+          )
+          .optional()
+          .meta({
+            description:
+              'Every build of the deployment: `draining` still runs orders pinned to it, `drained` none (its workers may be retired).',
+          }),
+      })
+      .meta({
+        description:
+          'Which worker build runs new orders (docs/deployers.md "Deploying a new version"). Orders run to their end on the build that started them. Never a reason to be unready.',
+      }),
     notices: z
       .array(z.string())
       .optional()

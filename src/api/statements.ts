@@ -14,12 +14,20 @@
  * range's ends, today, and the runs still open (a watch after a decision, orders not final yet).
  * Listing everything (`stored: false`) gives the same figures, slower.
  *
+ * A kept day is a workflow start, so a statement's writing is bounded (issue 36: a year's
+ * statements, abandoned at once, started thousands ahead of every client's batch orders): no day
+ * before the client's first order in the range is kept (a client without orders, or asking for
+ * years before it existed, costs one count), at most `maxStoredDays` days are written per
+ * statement (the figures are complete all the same: the rest are summed, not kept, and a later
+ * statement keeps them), an unknown client is a 404, and the work stops when the caller is gone.
+ *
  * An order is counted once, by its workflow ID's latest run (src/orders/latest-runs.ts): a run an order has superseded (reopened by the reconciliation, reset, resumed)
  * stays in visibility and is left out, live and in the kept days.
  *
  * Which statuses are final and which are open comes from the contract (`finalStatuses`), so a
  * final status added later is summed, and an open one (a hold, a queue) is counted apart, unchanged.
  */
+import { setMaxListeners } from 'node:events';
 import type { Client } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { z } from 'zod';
@@ -139,6 +147,12 @@ export const STATEMENT_SLICES = 1;
  */
 export const STORE_AFTER_MS = 10 * 60_000;
 
+/** Kept days one statement writes at most (API_STATEMENT_DAYS_PER_REQUEST): a month's. */
+export const MAX_STORED_DAYS = 31;
+
+/** Listings of missing days' runs at once, per statement. */
+const SUMS_AT_ONCE = 4;
+
 export interface StatementOptions {
   /** Time slices of the live listings (STATEMENT_SLICES). */
   slices?: number;
@@ -153,6 +167,8 @@ export interface StatementOptions {
    * first runs started seconds ago, and within the margin they count as later runs.
    */
   laterRunsMarginMs?: number;
+  /** Kept days one statement writes at most (MAX_STORED_DAYS). */
+  maxStoredDays?: number;
 }
 
 type DayLine = Line & { date: string; type: string; status: string };
@@ -164,6 +180,7 @@ export class StatementService {
   readonly #slices: number;
   readonly #days: StatementDays | undefined;
   readonly #now: () => number;
+  readonly #maxStoredDays: number;
 
   constructor(client: Client, clients: ClientRegistry, options: StatementOptions = {}) {
     this.#client = client;
@@ -174,9 +191,22 @@ export class StatementService {
         ? undefined
         : new StatementDays(client, options.taskQueue, options.laterRunsMarginMs);
     this.#now = options.now ?? Date.now;
+    this.#maxStoredDays = options.maxStoredDays ?? MAX_STORED_DAYS;
   }
 
-  async statement(caller: Caller, query: StatementQuery): Promise<Statement> {
+  /**
+   * The statement. `signal`: the caller is gone (hung up, or its request's deadline answered for
+   * it): every Temporal call in flight for it is cancelled and none is started, so an abandoned
+   * statement stops its listings and writes within one call.
+   */
+  async statement(caller: Caller, query: StatementQuery, signal?: AbortSignal): Promise<Statement> {
+    if (!signal) return this.#statement(caller, query);
+    // The SDK adds one listener per call to the signal (never removed): a statement makes hundreds.
+    setMaxListeners(0, signal);
+    return this.#client.withAbortSignal(signal, () => this.#statement(caller, query, signal));
+  }
+
+  async #statement(caller: Caller, query: StatementQuery, signal?: AbortSignal): Promise<Statement> {
     const client = query.client ?? caller.id;
     const base = this.#baseQuery(caller, client);
     const from = query.from!;
@@ -198,7 +228,7 @@ export class StatementService {
     const kept = this.#days && !this.#clients.legacy ? this.#keptSpan(from, to) : undefined;
     const limit = pLimit(2 * this.#slices);
     const each = (listing: string, take: (row: StatementRow) => void) =>
-      limit(() => this.#each(listing, take));
+      limit(() => this.#each(listing, take, signal));
     const listings: Promise<void>[] = this.#openListings(base, from, to).map((listing) =>
       each(listing, addOpen),
     );
@@ -215,7 +245,7 @@ export class StatementService {
       ].join(' AND ');
       listings.push(each(live, addCompleted));
       listings.push(
-        this.#keptDays(client, kept).then((summaries) => {
+        this.#keptDays(client, kept, signal).then((summaries) => {
           for (const summary of summaries) {
             for (const { type, status, ...sums } of summary.lines) {
               const key = `${summary.date}|${type}|${status}`;
@@ -261,25 +291,54 @@ export class StatementService {
 
   /**
    * The client's kept days of the span: read, each checked by a count, and those missing or out of
-   * date summed again (one listing per run of consecutive days) and kept.
+   * date summed again (one listing per run of consecutive days); of these, the days from the
+   * client's first order in the span on are kept, `maxStoredDays` at most, oldest first.
+   *
+   * Why not before the first order: those days are empty, and keeping them is work anyone with
+   * `orders:read` can ask for (a year of 1981 is 365 workflow starts), while listing them again
+   * costs nothing — one listing of an empty run of days. The clients file records no creation
+   * date, so the client's own orders set the floor; days after it that are empty are kept, since
+   * their count is what tells a later statement nothing changed.
    */
-  async #keptDays(client: string, span: { from: number; to: number }): Promise<StatementDaySummary[]> {
+  async #keptDays(
+    client: string,
+    span: { from: number; to: number },
+    signal: AbortSignal | undefined,
+  ): Promise<StatementDaySummary[]> {
     const store = this.#days!;
+    const call = { signal };
     const keys = client === this.#clients.defaultClientId ? [client, NO_CLIENT_KEY] : [client];
+    // No closed order in the span: nothing to read, sum or keep.
+    if ((await store.closedRuns(keys, span.from, span.to, call)) === 0) return [];
     const dates: string[] = [];
     for (let day = span.from; day < span.to; day += DAY_MS) dates.push(dateOf(day));
-    const stored = await store.stored(keys, dates);
-    const valid = await store.stillValid([...stored.values()]);
+    const stored = await store.stored(keys, dates, call);
+    const valid = await store.stillValid([...stored.values()], call);
     const validIds = new Set(valid.map((s) => statementDayWorkflowId(s.key, s.date)));
+    const limit = pLimit(SUMS_AT_ONCE);
     const summed = await Promise.all(
       keys.flatMap((key) =>
         missingRuns(dates, (date) => validIds.has(statementDayWorkflowId(key, date))).map(([first, last]) =>
-          store.sum(Date.parse(`${first}T00:00:00Z`), Date.parse(`${last}T00:00:00Z`) + DAY_MS, key),
+          limit(() =>
+            store.sum(Date.parse(`${first}T00:00:00Z`), Date.parse(`${last}T00:00:00Z`) + DAY_MS, key, call),
+          ),
         ),
       ),
     );
     const fresh = summed.flat();
-    await store.store(fresh);
+    const firstOrder = new Map<string, string>();
+    for (const summary of [...valid, ...fresh]) {
+      const first = firstOrder.get(summary.key);
+      if (summary.orders > 0 && (first === undefined || summary.date < first))
+        firstOrder.set(summary.key, summary.date);
+    }
+    const worthKeeping = fresh
+      .filter((summary) => {
+        const first = firstOrder.get(summary.key);
+        return first !== undefined && summary.date >= first;
+      })
+      .sort((a, b) => a.date.localeCompare(b.date) || a.key.localeCompare(b.key));
+    await store.store(worthKeeping, { ...call, max: this.#maxStoredDays });
     return [...valid, ...fresh];
   }
 
@@ -319,22 +378,30 @@ export class StatementService {
     return slices;
   }
 
-  /** The client's orders, within the caller's reach: its own, or any client's with audit:read. */
+  /**
+   * The client's orders, within the caller's reach: its own, or with audit:read any client's that
+   * the clients file names. Naming one it does not is a 404, as naming another client is without
+   * audit:read: nothing is read or kept for a client that does not exist.
+   */
   #baseQuery(caller: Caller, client: string): string {
     const clauses = [orderRunsClause()];
     if (client !== caller.id && !caller.scopes.has('audit:read')) throw clientNotFound(client);
     if (this.#clients.legacy) {
       if (client !== caller.id) throw clientNotFound(client);
     } else {
+      // The caller itself is known: its key was found in the clients file.
+      if (client !== caller.id && !this.#clients.client(client)) throw clientNotFound(client);
       clauses.push(ownedByClause(client, this.#clients.defaultClientId));
     }
     return clauses.join(' AND ');
   }
 
   /** Each order run the query lists that is its order's latest run (LatestRuns). */
-  async #each(query: string, take: (row: StatementRow) => void): Promise<void> {
+  async #each(query: string, take: (row: StatementRow) => void, signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
     const latest = new LatestRuns(this.#client, take);
     for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
+      signal?.throwIfAborted();
       const row = statementRow(execution);
       if (row) await latest.add(row);
     }
@@ -358,5 +425,7 @@ function missingRuns(dates: readonly string[], present: (date: string) => boolea
 const iso = (ms: number) => new Date(ms).toISOString();
 
 function clientNotFound(client: string): ApiError {
-  return new ApiError('client-not-found', `No statement of client ${client} is visible to you.`);
+  return new ApiError('client-not-found', `No statement of client ${client} is visible to you.`, {
+    errors: [{ field: 'client', message: 'no client of this id whose statement you may read' }],
+  });
 }

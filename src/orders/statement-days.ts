@@ -12,6 +12,11 @@
  *   resumed; or a review's run of its own, which changes nothing but is summed again all the same):
  *   one more, counted by its start.
  * Open runs that carry a final status are never summed; the statement reads them live.
+ *
+ * Writing a day is a workflow start, so what a statement may write is bounded (issue 36): the
+ * caller says how many at most (`store`'s `max`), a day another statement of this process is
+ * writing is left to it, and every start runs at the lowest priority (STATEMENT_DAYS_PRIORITY),
+ * behind every order. Each method takes the caller's AbortSignal and starts nothing once it fired.
  */
 import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
@@ -25,6 +30,7 @@ import {
 } from '../../contract/order';
 import {
   NO_CLIENT_KEY,
+  STATEMENT_DAYS_PRIORITY,
   STATEMENT_DAY_MEMO,
   STATEMENT_DAY_WORKFLOW,
   statementDayWorkflowId,
@@ -66,6 +72,12 @@ export function keyClause(key: string): string {
   return key === NO_CLIENT_KEY
     ? `${OrderClientAttribute.name} IS NULL`
     : `${OrderClientAttribute.name} = '${key}'`;
+}
+
+/** What the methods below take besides their arguments. */
+export interface StatementDaysCall {
+  /** The caller is gone: start no Temporal call (those in flight are the caller's to cancel). */
+  signal?: AbortSignal | undefined;
 }
 
 /** Closed final order runs completed in [fromMs, toMs) (whole UTC days), of one key or of all. */
@@ -110,6 +122,8 @@ export class StatementDays {
   readonly #client: Client;
   readonly #taskQueue: string;
   readonly #laterRunsMarginMs: number;
+  /** Days being written by a `store` of this instance: another statement asking for them skips them. */
+  readonly #writing = new Set<string>();
 
   /**
    * `taskQueue`: where the summaries' workflows run (they end at once; a worker of the orders' queue
@@ -121,8 +135,31 @@ export class StatementDays {
     this.#laterRunsMarginMs = laterRunsMarginMs;
   }
 
+  /**
+   * How many closed final order runs of these keys completed in the whole UTC days [fromMs, toMs):
+   * none, and no day of the span has anything to keep or to read (one count instead of a read per day).
+   */
+  async closedRuns(
+    keys: readonly string[],
+    fromMs: number,
+    toMs: number,
+    { signal }: StatementDaysCall = {},
+  ): Promise<number> {
+    signal?.throwIfAborted();
+    const query = [
+      orderRunsClause(),
+      closedInClause(fromMs, toMs),
+      `(${keys.map((key) => keyClause(key)).join(' OR ')})`,
+    ].join(' AND ');
+    return (await this.#client.workflow.count(query)).count;
+  }
+
   /** The stored summaries of these keys and days, by workflow ID: the newest run of each. */
-  async stored(keys: readonly string[], dates: readonly string[]): Promise<Map<string, StatementDaySummary>> {
+  async stored(
+    keys: readonly string[],
+    dates: readonly string[],
+    { signal }: StatementDaysCall = {},
+  ): Promise<Map<string, StatementDaySummary>> {
     const ids = keys.flatMap((key) => dates.map((date) => statementDayWorkflowId(key, date)));
     const found = new Map<string, StatementDaySummary>();
     const chunks: string[][] = [];
@@ -131,6 +168,7 @@ export class StatementDays {
     await Promise.all(
       chunks.map((chunk) =>
         limit(async () => {
+          signal?.throwIfAborted();
           const query =
             `WorkflowType = '${STATEMENT_DAY_WORKFLOW}' AND ` +
             `WorkflowId IN (${chunk.map((id) => `'${id}'`).join(', ')})`;
@@ -151,11 +189,15 @@ export class StatementDays {
    * Those of `summaries` whose day still has as many closed runs as they summed and no later run
    * of an order accepted by its end (one count each).
    */
-  async stillValid(summaries: readonly StatementDaySummary[]): Promise<StatementDaySummary[]> {
+  async stillValid(
+    summaries: readonly StatementDaySummary[],
+    { signal }: StatementDaysCall = {},
+  ): Promise<StatementDaySummary[]> {
     const limit = pLimit(AT_ONCE);
     const valid = await Promise.all(
       summaries.map((summary) =>
         limit(async () => {
+          signal?.throwIfAborted();
           const query = keptDayCheckQuery(summary, this.#laterRunsMarginMs);
           const { count } = await this.#client.workflow.count(query);
           return count === summary.orders;
@@ -174,8 +216,9 @@ export class StatementDays {
     fromMs: number,
     toMs: number,
     key?: string,
-    progress?: () => void,
+    { progress, signal }: StatementDaysCall & { progress?: () => void } = {},
   ): Promise<StatementDaySummary[]> {
+    signal?.throwIfAborted();
     const computedAt = new Date().toISOString();
     const summaries = new Map<string, StatementDaySummary & { byLine: Map<string, StatementDayLine> }>();
     const summaryOf = (rowKey: string, date: string) => {
@@ -203,7 +246,10 @@ export class StatementDays {
       (row) => addTo(row.summary.byLine, row),
     );
     for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE })) {
-      if (++listed % PAGE_SIZE === 0) progress?.();
+      if (++listed % PAGE_SIZE === 0) {
+        signal?.throwIfAborted();
+        progress?.();
+      }
       const completedAt = execution.typedSearchAttributes.get(CompletedAtAttribute);
       if (!completedAt) continue;
       const row = statementRow(execution);
@@ -222,24 +268,44 @@ export class StatementDays {
     }));
   }
 
-  /** Keeps summaries: each a new run of its day's workflow, which replaces an older one. */
-  async store(summaries: readonly StatementDaySummary[]): Promise<void> {
+  /**
+   * Keeps summaries, in their order: each a new run of its day's workflow, which replaces an older
+   * one. At most `max` of them (default all); a day this instance is writing already is left out.
+   * Answers the ones it wrote.
+   */
+  async store(
+    summaries: readonly StatementDaySummary[],
+    { signal, max = Infinity }: StatementDaysCall & { max?: number } = {},
+  ): Promise<StatementDaySummary[]> {
+    const mine = summaries
+      .filter((summary) => !this.#writing.has(statementDayWorkflowId(summary.key, summary.date)))
+      .slice(0, max);
+    const ids = mine.map((summary) => statementDayWorkflowId(summary.key, summary.date));
+    ids.forEach((id) => this.#writing.add(id));
     const limit = pLimit(AT_ONCE);
-    await Promise.all(
-      summaries.map((summary) =>
-        limit(() =>
-          this.#client.workflow.start(STATEMENT_DAY_WORKFLOW, {
-            taskQueue: this.#taskQueue,
-            workflowId: statementDayWorkflowId(summary.key, summary.date),
-            args: [],
-            memo: { [STATEMENT_DAY_MEMO]: summary },
-            workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-            // Two statements summing the same day at once write the same figures; the later stays.
-            workflowIdConflictPolicy: WorkflowIdConflictPolicy.TERMINATE_EXISTING,
+    try {
+      await Promise.all(
+        mine.map((summary, i) =>
+          limit(() => {
+            signal?.throwIfAborted();
+            return this.#client.workflow.start(STATEMENT_DAY_WORKFLOW, {
+              taskQueue: this.#taskQueue,
+              workflowId: ids[i]!,
+              args: [],
+              memo: { [STATEMENT_DAY_MEMO]: summary },
+              workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+              // Two statements summing the same day at once write the same figures; the later stays.
+              workflowIdConflictPolicy: WorkflowIdConflictPolicy.TERMINATE_EXISTING,
+              // Housekeeping: its one workflow task waits behind every order's, batch items' included.
+              priority: STATEMENT_DAYS_PRIORITY,
+            });
           }),
         ),
-      ),
-    );
+      );
+    } finally {
+      ids.forEach((id) => this.#writing.delete(id));
+    }
+    return mine;
   }
 
   /**
@@ -258,7 +324,7 @@ export class StatementDays {
     for (let day = today - days * DAY_MS; day < today; day += DAY_MS) {
       const date = dateOf(day);
       report.dates.push(date);
-      const summed = await this.sum(day, day + DAY_MS, undefined, progress);
+      const summed = await this.sum(day, day + DAY_MS, undefined, { progress });
       progress?.();
       report.orders += summed.reduce((n, s) => n + s.orders, 0);
       // A client whose closed runs of the day were all deleted keeps its summary: the read's count sees it.

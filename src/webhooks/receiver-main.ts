@@ -1,8 +1,10 @@
 /**
  * `npm run webhook-receiver`: the dev receiver on 127.0.0.1:WEBHOOK_RECEIVER_PORT. It verifies
- * every delivery with the `standardwebhooks` library and the secrets in WEBHOOK_RECEIVER_SECRET,
+ * every delivery with the client library's verifier (@topup/client/webhooks) and the secrets in
+ * WEBHOOK_RECEIVER_SECRET — signature, timestamp tolerance and replays, as a back office would —
  * prints one line per delivery (type, sequence, order, status, how long after the change it
- * arrived; no personal data) and answers 204, or 400 when the signature does not verify.
+ * arrived; no personal data) and answers 204 (a replay too: it is authentic, and already taken),
+ * or 400 when the signature does not verify.
  */
 import { ConfigError, loadConfig } from '../config';
 import { startReceiver } from './receiver';
@@ -18,11 +20,18 @@ async function main(): Promise<void> {
   const receiver = await startReceiver({
     port: config.WEBHOOK_RECEIVER_PORT,
     secrets,
+    rejectReplays: true,
     onDelivery: (delivery) => {
       const { message } = delivery;
       if (!message) {
         process.stdout.write(
           `✘ ${delivery.id || '(no webhook-id)'}: signature NOT verified (${delivery.verificationError})\n`,
+        );
+        return;
+      }
+      if (delivery.replay) {
+        process.stdout.write(
+          `↺ ${message.type} #${message.sequence} order ${message.data.ref}: id ${message.id} already received — a replay or redelivery, not processed again\n`,
         );
         return;
       }

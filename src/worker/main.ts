@@ -24,6 +24,7 @@ import { nativeConnectionOptions } from '../temporal/connection';
 import { ensureTemporalSetup, TemporalSetupError } from '../temporal/setup';
 import { ensureOrderSweepSchedule } from '../temporal/sweep-schedule';
 import { startFairnessReports } from '../temporal/fairness-probe';
+import { startFairnessWeights } from '../temporal/fairness-weights';
 import { dataConverterFromConfig } from '../codec/data-converter';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createProviderClientFromConfig, isProviderError, type ProviderClient } from '../provider';
@@ -32,11 +33,14 @@ import { createWorkerLogger } from './logger';
 import {
   createOrderWorker,
   createWebhookWorker,
+  loadWorkflowBundle,
+  workflowBuildId,
   tuningFromConfig,
   webhookPolicyFromConfig,
   workflowCodeFromConfig,
 } from './worker';
 import { noMetrics } from '../observability/metrics';
+import { startDeploymentReports } from './deployment-reports';
 import { providerCallMetrics } from '../observability/provider-metrics';
 import { histogramBucketOverrides, temporalMetrics } from '../observability/temporal-meter';
 import { tracingFromConfig } from '../observability/tracing';
@@ -78,7 +82,13 @@ async function main(): Promise<void> {
     });
     // The API's client encrypts what it starts; the worker must read and write the same way.
     const dataConverter = dataConverterFromConfig(config);
-    const workflowCode = workflowCodeFromConfig(config);
+    // Bundled once here when not pre-built: the build ID is a digest of exactly what runs.
+    const workflowBundle = await loadWorkflowBundle(workflowCodeFromConfig(config));
+    const workflowCode = { workflowBundle };
+    const deployment = {
+      deploymentName: config.WORKER_DEPLOYMENT_NAME ?? config.TEMPORAL_TASK_QUEUE,
+      buildId: config.WORKER_BUILD_ID ?? workflowBuildId(workflowBundle.code),
+    };
     const namespace = config.TEMPORAL_NAMESPACE;
     // Events carry order views (phone numbers, card codes): encrypted like every payload.
     const temporal = new Client({ connection, namespace, dataConverter });
@@ -120,6 +130,7 @@ async function main(): Promise<void> {
       workflowCode,
       tuning: tuningFromConfig(config),
       tracing,
+      deployment,
     });
     const webhookWorker = await createWebhookWorker({
       connection,
@@ -135,6 +146,7 @@ async function main(): Promise<void> {
       dataConverter,
       workflowCode,
       maxConcurrentDeliveries: config.WEBHOOK_MAX_CONCURRENT_DELIVERIES,
+      deployment,
     });
     const workers = [orderWorker, webhookWorker];
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -147,6 +159,7 @@ async function main(): Promise<void> {
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       webhookTaskQueue: config.WEBHOOK_TASK_QUEUE,
       namespace,
+      ...deployment,
       ...(config.WORKER_METRICS_ADDRESS
         ? { metrics: `http://${config.WORKER_METRICS_ADDRESS}/metrics` }
         : {}),
@@ -159,6 +172,14 @@ async function main(): Promise<void> {
       config.TEMPORAL_TASK_QUEUE,
       logger,
     );
+    const deploymentReports = startDeploymentReports(new Client({ connection, namespace }), deployment, {
+      taskQueues: [config.TEMPORAL_TASK_QUEUE, config.WEBHOOK_TASK_QUEUE],
+      makeCurrent: config.WORKER_MAKE_CURRENT,
+      log: logger,
+      ...(config.WORKER_METRICS_ADDRESS && { meter: Runtime.instance().metricMeter }),
+    });
+    // Clients' weights as the queues' fairness-weight overrides, now and on SIGHUP.
+    startFairnessWeights(connection, config, logger);
     // Either one failing stops the other too: the process restarts as a whole.
     await Promise.all(
       workers.map((worker) =>
@@ -167,7 +188,10 @@ async function main(): Promise<void> {
           throw err;
         }),
       ),
-    ).finally(() => withinMs(fairnessReports.stop(), 10_000));
+    ).finally(() => {
+      deploymentReports.stop();
+      return withinMs(fairnessReports.stop(), 10_000);
+    });
     logger.info('worker stopped');
   } finally {
     await Promise.allSettled([provider.close(), sender.close(), directSender.close()]);

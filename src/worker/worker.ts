@@ -10,16 +10,26 @@ import {
   OpenTelemetryActivityOutboundInterceptor,
 } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
-import { Worker, type InjectedSinks, type NativeConnection } from '@temporalio/worker';
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import {
+  bundleWorkflowCode,
+  Worker,
+  type InjectedSinks,
+  type NativeConnection,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { OrderActivities } from '../../activities';
 import type { DeliveryActivities } from '../../activities/webhooks';
 import type { WebhookDeliveryPolicy } from '../../contract/webhooks';
 import type { Config } from '../config';
 import type { Tracing } from '../observability/tracing';
-import { defaultWorkflowsPath, workflowInterceptorModules } from './bundle';
+import type { WorkerDeployment } from '../temporal/deployments';
+import { defaultWorkflowsPath, workflowBundleOptions, workflowInterceptorModules } from './bundle';
 
 export { defaultWorkflowsPath } from './bundle';
+export type { WorkerDeployment } from '../temporal/deployments';
 
 /** The Temporal worker's concurrency settings (WORKER_* configuration). */
 export interface WorkerTuning {
@@ -49,10 +59,54 @@ export interface OrderWorkerOptions {
   /** Spans of activities and of traced workflows (src/observability/tracing.ts); absent = off. */
   tracing?: Tracing;
   /**
-   * The build this worker runs, as a label (no Worker Versioning: docs/contributors.md "Changing a
-   * workflow safely"). Two workers of one process on one task queue need different ones.
+   * The Worker Deployment version this worker is (src/temporal/deployments.ts): with it, Worker
+   * Versioning is on and every workflow is pinned to the version that started it. Absent: an
+   * unversioned worker, for Temporal's time-skipping test server, which has no deployments.
    */
-  buildId?: string;
+  deployment?: WorkerDeployment;
+  /**
+   * false: the deployment only labels the build, and tasks are not routed by version (two
+   * workers of one process on one task queue need different labels). Default true.
+   */
+  versioning?: boolean;
+}
+
+/**
+ * The SDK's deployment options: versioned, every workflow type declaring its own behaviour
+ * (workflows/index.ts); PINNED is the default for any that would not.
+ */
+function deploymentOptions(
+  deployment: WorkerDeployment | undefined,
+  versioning = true,
+): Pick<WorkerOptions, 'workerDeploymentOptions'> {
+  if (!deployment) return {};
+  const version = { deploymentName: deployment.deploymentName, buildId: deployment.buildId };
+  return {
+    workerDeploymentOptions: versioning
+      ? { version, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' }
+      : { version, useWorkerVersioning: false },
+  };
+}
+
+/**
+ * A build ID for the workflow code: a digest of the bundle, so the same code is the same build on
+ * every host and any change to the workflows (or what they import) is a new version.
+ */
+export function workflowBuildId(bundleCode: string): string {
+  return `wf-${createHash('sha256').update(bundleCode).digest('hex').slice(0, 16)}`;
+}
+
+/**
+ * The workflow code as a bundle in memory: what the build ID is a digest of, and what the worker
+ * runs (a worker that bundles at start bundles once, here).
+ */
+export async function loadWorkflowBundle(workflowCode: WorkflowCode): Promise<{ code: string }> {
+  if ('workflowsPath' in workflowCode) {
+    const { code } = await bundleWorkflowCode({ ...workflowBundleOptions, logger: undefined });
+    return { code };
+  }
+  const bundle = workflowCode.workflowBundle;
+  return 'code' in bundle ? bundle : { code: await readFile(bundle.codePath, 'utf8') };
 }
 
 /**
@@ -95,14 +149,7 @@ export function createOrderWorker(options: OrderWorkerOptions): Promise<Worker> 
         : [],
     },
     sinks: workflowSpanSinks(tracing),
-    ...(options.buildId
-      ? {
-          workerDeploymentOptions: {
-            version: { deploymentName: 'orders', buildId: options.buildId },
-            useWorkerVersioning: false,
-          },
-        }
-      : {}),
+    ...deploymentOptions(options.deployment, options.versioning),
     ...tuning,
   });
 }
@@ -137,6 +184,8 @@ export function createWebhookWorker(options: {
   workflowCode: WorkflowCode;
   maxConcurrentDeliveries: number;
   dataConverter?: DataConverter;
+  /** The order worker's version: one process's two workers are one build. */
+  deployment?: WorkerDeployment;
 }): Promise<Worker> {
   const { connection, namespace, taskQueue, activities, workflowCode, dataConverter } = options;
   return Worker.create({
@@ -146,6 +195,7 @@ export function createWebhookWorker(options: {
     activities,
     dataConverter,
     ...workflowCode,
+    ...deploymentOptions(options.deployment),
     maxConcurrentActivityTaskExecutions: options.maxConcurrentDeliveries,
   });
 }

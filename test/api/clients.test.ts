@@ -419,12 +419,28 @@ describe('clients, scopes and tenant isolation', () => {
 
   // POST /v1/orders/{ref}/review
   const REVIEW = 'POST /v1/orders/{ref}/review';
-  // Forced: the provider still answers UNKNOWN_ERROR, which a plain REFUNDED waits out.
-  const decision = { decision: 'REFUNDED', note: 'confirmed with the provider', force: true };
+  // The provider still answers UNKNOWN_ERROR: FULFILLED applies (watched), REFUNDED would wait it out.
+  const decision = { decision: 'FULFILLED', note: 'confirmed with the provider' };
+  add(REVIEW, 'owner', 'shop force: true', 403, async () => {
+    // Forcing past the provider is an operator's: the refund would pay the back office that forces it.
+    await unchanged(seed.forOwnerDecision, async () => {
+      const res = await call('shop', 'POST', `/v1/orders/${seed.forOwnerDecision}/review`, {
+        decision: 'REFUNDED',
+        note: 'the customer says no credit',
+        force: true,
+      });
+      const problem = assertProblem(res, 403, 'forbidden');
+      assert.match(problem.detail, /Only an operator may force/);
+      assert.deepEqual(
+        problem.errors?.map((e) => e.field),
+        ['force'],
+      );
+    });
+  });
   add(REVIEW, 'owner', 'shop', 200, async () => {
     const res = await call<OrderView>('shop', 'POST', `/v1/orders/${seed.forOwnerDecision}/review`, decision);
     assert.equal(res.status, 200, res.text);
-    const done = await waitForStatus('shop', seed.forOwnerDecision, (v) => v.status === 'REFUNDED');
+    const done = await waitForStatus('shop', seed.forOwnerDecision, (v) => v.status === 'FULFILLED');
     const resolution = done.review?.resolution;
     assert.equal(resolution?.decidedBy, 'shop', 'recorded under the authenticated client');
     assert.equal(resolution?.operator, 'Test client shop', 'no display name given: the client’s name');

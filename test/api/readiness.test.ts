@@ -163,6 +163,8 @@ describe('/readyz checks what a submission needs', () => {
         fairness: 'on',
         // Nothing held (no account workflow yet); this provider fake has no /v3/ping.
         account: { held: { balance: 0, operator: 0, byOperator: {} } },
+        // This test's worker is unversioned: no Worker Deployment under the task queue's name.
+        deployment: { name: taskQueue, state: 'none' },
       });
     } finally {
       await reports?.stop();

@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Problem } from '../../src/api/errors';
-import { apiTestConfig, startTestApi, type TestApi } from '../../src/api/testing';
+import { apiTestConfig, startTestApi, testClients, type TestApi } from '../../src/api/testing';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { findTemporalCli } from '../../src/temporal/cli';
@@ -141,9 +141,19 @@ describe('review decisions checked against the provider', { concurrency: true },
     return request;
   }
 
-  const review = (api: TestApi, ref: string, body: Record<string, unknown>) =>
+  /** A decision through the API: as shop, the orders' owner (a back office), or as the operator. */
+  const review = (
+    api: TestApi,
+    ref: string,
+    body: Record<string, unknown>,
+    as: 'shop' | 'operator' = 'shop',
+  ) =>
     // The body is the view (200, 202) or a problem (4xx): the test reads what its status says it is.
-    api.request<OrderView & Omit<Problem, 'status'>>('POST', `/v1/orders/${ref}/review`, { body });
+    api.request<OrderView & Omit<Problem, 'status'>>(
+      'POST',
+      `/v1/orders/${ref}/review${as === 'operator' ? '?client=shop' : ''}`,
+      { body, apiKey: testClients[as].key },
+    );
 
   /**
    * Sends the decision as a signal (what Temporal UI and the CLI do) and waits until the order's
@@ -190,12 +200,17 @@ describe('review decisions checked against the provider', { concurrency: true },
     await sandboxes.main.changeTopup(providerRefOf(request.ref), { status: 'HANDLING' });
     await inReview(apis.stuck, request);
 
-    const res = await review(apis.stuck, request.ref, {
-      decision: 'REFUNDED',
-      operator: 'amina',
-      note: 'provider support confirmed the reversal, ticket 4412',
-      force: true,
-    });
+    const res = await review(
+      apis.stuck,
+      request.ref,
+      {
+        decision: 'REFUNDED',
+        operator: 'amina',
+        note: 'provider support confirmed the reversal, ticket 4412',
+        force: true,
+      },
+      'operator',
+    );
 
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.status, 'REFUNDED');
@@ -205,7 +220,9 @@ describe('review decisions checked against the provider', { concurrency: true },
     assert.deepEqual(resolution?.provider, { status: 'HANDLING', answer: 'provider status HANDLING' });
     assert.match(lastEvent(res.body), /^Watching the provider until /);
     assert.ok(
-      res.body.timeline.some((e) => /Resolved as REFUNDED by amina \(shop\), forced although/.test(e.event)),
+      res.body.timeline.some((e) =>
+        /Resolved as REFUNDED by amina \(operator\), forced although/.test(e.event),
+      ),
     );
     assert.ok(res.body.completedAt, 'REFUNDED is final while the provider is watched');
     assert.ok(res.body.watch?.until);
@@ -332,7 +349,7 @@ describe('review decisions checked against the provider', { concurrency: true },
       assert.ok(refunded.body.watch, 'watched, in case the send commits late');
     });
 
-    it('the provider answers UNKNOWN_ERROR: REFUNDED is refused as its docs say (409 through the API, refused through the update and the signal) until forced with a note; FULFILLED applies; both are watched', async () => {
+    it('the provider answers UNKNOWN_ERROR: REFUNDED is refused as its docs say (409 through the API, refused through the update and the signal) until forced with a note — by an operator, never by the back office it would pay (403 naming force); FULFILLED applies; both are watched', async () => {
       // One after the other: the tests around share the client's 16 requests at once.
       const [viaApi, viaUpdate, viaSignal, fulfilled] = ['api', 'update', 'sig', 'fulfilled'].map((l) =>
         mobileRequest(newRef(`unknown-${l}`), sandboxSpecialNumbers.unknownError),
@@ -377,7 +394,19 @@ describe('review decisions checked against the provider', { concurrency: true },
         note: 'provider support confirmed the refund, ticket 4412',
         force: true,
       };
-      const forced = await review(apis.main, viaApi!.ref, forceWith);
+      // The back office that owns the order, which the refund would pay, may not force it (issue 36).
+      const byOwner = await review(apis.main, viaApi!.ref, forceWith);
+      assert.equal(byOwner.status, 403, byOwner.text);
+      assert.equal(byOwner.body.type, '/problems/forbidden');
+      assert.deepEqual(
+        byOwner.body.errors?.map((e) => e.field),
+        ['force'],
+      );
+      assert.match(byOwner.body.detail, /Only an operator may force/);
+      const untouched = await pollUntil(apis.main, viaApi!.ref, () => true);
+      assert.equal(untouched.status, 'NEEDS_REVIEW');
+      assert.deepEqual(untouched.timeline, unchanged.timeline, 'nothing recorded');
+      const forced = await review(apis.main, viaApi!.ref, forceWith, 'operator');
       assert.equal(forced.status, 200, forced.text);
       assert.equal(forced.body.status, 'REFUNDED');
       const resolution = forced.body.review?.resolution;
@@ -477,12 +506,17 @@ describe('review decisions checked against the provider', { concurrency: true },
     try {
       // Under the test client's 1 s header timeout, so the check succeeds, slowly.
       await flaky.addFault({ kind: 'latency', latencyMs: 800, routes: ['mobile.check'] });
-      const pending = await review(apis.impatient, slow!.ref, {
-        decision: 'REFUNDED',
-        operator: 'amina',
-        note: 'provider support confirmed the refund',
-        force: true,
-      });
+      const pending = await review(
+        apis.impatient,
+        slow!.ref,
+        {
+          decision: 'REFUNDED',
+          operator: 'amina',
+          note: 'provider support confirmed the refund',
+          force: true,
+        },
+        'operator',
+      );
       assert.equal(pending.status, 202, pending.text);
       assert.equal(pending.body.status, 'NEEDS_REVIEW');
       await pollUntil(apis.flaky, slow!.ref, statusIs('REFUNDED'));
@@ -505,12 +539,12 @@ describe('review decisions checked against the provider', { concurrency: true },
       });
       assert.match(lastEvent(viaSignal), /refused: the provider could not be asked/);
 
-      const forced = await review(apis.flaky, failing!.ref, {
-        decision: 'REFUNDED',
-        operator: 'amina',
-        note: 'provider portal shows the refund',
-        force: true,
-      });
+      const forced = await review(
+        apis.flaky,
+        failing!.ref,
+        { decision: 'REFUNDED', operator: 'amina', note: 'provider portal shows the refund', force: true },
+        'operator',
+      );
       assert.equal(forced.status, 200, forced.text);
       assert.equal(forced.body.status, 'REFUNDED');
       assert.match(forced.body.review?.resolution?.forcedPast ?? '', /could not be asked/);
@@ -604,7 +638,7 @@ describe('review decisions checked against the provider', { concurrency: true },
         orderId: 'no-such-order',
         force: true,
       };
-      const res = await review(apis.giftCards, ref, decision);
+      const res = await review(apis.giftCards, ref, decision, 'operator');
       assert.equal(res.status, 422, res.text);
       assert.equal(res.body.forceable, false);
       assert.match(res.body.detail, /does not know this orderId/);
@@ -651,12 +685,12 @@ describe('review decisions checked against the provider', { concurrency: true },
       assert.equal(unforced.status, 409, unforced.text);
       assert.equal(unforced.body.refusal, 'unconfirmed');
 
-      const forced = await review(apis.stuck, request.ref, {
-        decision: 'FULFILLED',
-        operator: 'amina',
-        note: 'customer confirmed the recharge',
-        force: true,
-      });
+      const forced = await review(
+        apis.stuck,
+        request.ref,
+        { decision: 'FULFILLED', operator: 'amina', note: 'customer confirmed the recharge', force: true },
+        'operator',
+      );
       assert.equal(forced.status, 200, forced.text);
       assert.equal(forced.body.result?.cardCode, undefined, 'no code yet');
 
@@ -670,12 +704,17 @@ describe('review decisions checked against the provider', { concurrency: true },
     it('a watch the provider never contradicts ends when its window does; the order completed at the decision', async () => {
       const request = mobileRequest(newRef('quiet'), sandboxSpecialNumbers.unknownError);
       await inReview(apis.shortWatch, request);
-      const res = await review(apis.shortWatch, request.ref, {
-        decision: 'REFUNDED',
-        operator: 'amina',
-        note: 'provider support confirmed the refund',
-        force: true,
-      });
+      const res = await review(
+        apis.shortWatch,
+        request.ref,
+        {
+          decision: 'REFUNDED',
+          operator: 'amina',
+          note: 'provider support confirmed the refund',
+          force: true,
+        },
+        'operator',
+      );
       assert.equal(res.status, 200, res.text);
 
       const final = (await handleOf(request.ref).result()) as OrderView;
@@ -691,7 +730,12 @@ describe('review decisions checked against the provider', { concurrency: true },
     const request = await unknownThen('concurrent');
     const answers = await Promise.all([
       review(apis.main, request.ref, { decision: 'FULFILLED', operator: 'amina', note: 'x' }),
-      review(apis.main, request.ref, { decision: 'REFUNDED', operator: 'karim', note: 'y', force: true }),
+      review(
+        apis.main,
+        request.ref,
+        { decision: 'REFUNDED', operator: 'karim', note: 'y', force: true },
+        'operator',
+      ),
     ]);
     assert.deepEqual(answers.map((a) => a.status).sort(), [200, 409], answers.map((a) => a.text).join('\n'));
     assert.equal(answers.find((a) => a.status === 409)?.body.type, '/problems/order-not-in-review');
@@ -729,17 +773,12 @@ describe('review decisions checked against the provider', { concurrency: true },
 
   it('decidedBy, set by the API from the caller, is recorded with the resolution and in the timeline', async () => {
     const request = await unknownThen('decided-by');
-    const res = await review(apis.main, request.ref, {
-      decision: 'REFUNDED',
-      operator: 'amina',
-      note: 'x',
-      force: true,
-    });
+    const res = await review(apis.main, request.ref, { decision: 'FULFILLED', operator: 'amina', note: 'x' });
     assert.equal(res.status, 200, res.text);
     const view = res.body as OrderView;
     assert.equal(view.review?.resolution?.decidedBy, 'shop');
     assert.equal(view.review?.resolution?.operator, 'amina');
-    assert.ok(view.timeline.some((e) => e.event.startsWith('Resolved as REFUNDED by amina (shop)')));
+    assert.ok(view.timeline.some((e) => e.event.startsWith('Resolved as FULFILLED by amina (shop)')));
   });
 
   it('the resolveReview signal sent with the temporal CLI resolves the order', async () => {

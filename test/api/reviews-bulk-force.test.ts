@@ -1,14 +1,16 @@
 /**
  * POST /v1/reviews/bulk with REFUNDED on orders the provider answers UNKNOWN_ERROR for: each order
  * refuses it as the single route does (the provider resolves those itself within 1–24 h and says
- * not to refund before), and the same bulk with `force: true` applies it, recorded as forced. A
- * real Temporal dev server, a real worker and the sandbox over HTTP.
+ * not to refund before), and the same bulk with `force: true` applies it, recorded as forced —
+ * sent by an operator: the back office that owns the orders, which the refunds would pay, may not
+ * force them (403 naming `force`). A real Temporal dev server, a real worker and the sandbox over HTTP.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { apiTestConfig, testClients, type TestApi } from '../../src/api/testing';
 import type { BulkReviewAnswer } from '../../src/api/bulk-review';
+import type { Problem } from '../../src/api/errors';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { orderWorkflowId, type OrderView } from '../../contract/order';
 import { mobileRequest, scaledTimings } from '../helpers/orders';
@@ -24,11 +26,11 @@ describe('POST /v1/reviews/bulk: REFUNDED on UNKNOWN_ERROR is refused per order,
   const run = randomUUID().slice(0, 8);
   const refs = Array.from({ length: ORDERS }, (_, i) => `BULKF-${run}-${i}`);
 
-  async function bulk(body: object): Promise<BulkReviewAnswer> {
+  async function bulk(body: object, as: 'shop' | 'operator' = 'shop'): Promise<BulkReviewAnswer> {
     for (let attempt = 0; attempt < 30; attempt++) {
       const res = await api.request<BulkReviewAnswer>('POST', '/v1/reviews/bulk', {
         body,
-        apiKey: testClients.shop.key,
+        apiKey: testClients[as].key,
       });
       assert.ok(res.status === 200 || res.status === 202, `${res.status} ${res.text}`);
       if (res.status === 200) return res.body;
@@ -70,7 +72,7 @@ describe('POST /v1/reviews/bulk: REFUNDED on UNKNOWN_ERROR is refused per order,
     await stack?.stop();
   });
 
-  it('without force: every order answers refused (unconfirmed, forceable, quoting the provider) and stays in review; with force: every one is REFUNDED, recorded as forced', async () => {
+  it('without force: every order answers refused (unconfirmed, forceable, quoting the provider) and stays in review; forced by the owner: 403; forced by an operator: every one is REFUNDED, recorded as forced', async () => {
     const body = {
       filter: { reason: 'UNKNOWN_ERROR' },
       decision: 'REFUNDED',
@@ -87,7 +89,22 @@ describe('POST /v1/reviews/bulk: REFUNDED on UNKNOWN_ERROR is refused per order,
     }
     for (const ref of refs) assert.equal((await viewOf(ref)).status, 'NEEDS_REVIEW', 'nothing changed');
 
-    const forced = await bulk({ ...body, bulkId: `forced-${run}`, force: true });
+    const byOwner = await api.request<Problem>('POST', '/v1/reviews/bulk', {
+      body: { ...body, bulkId: `owner-forced-${run}`, force: true },
+      apiKey: testClients.shop.key,
+    });
+    assert.equal(byOwner.status, 403, byOwner.text);
+    assert.deepEqual(
+      byOwner.body.errors?.map((e) => e.field),
+      ['force'],
+    );
+    for (const ref of refs) assert.equal((await viewOf(ref)).status, 'NEEDS_REVIEW', 'nothing changed');
+
+    // The operator's bulk, narrowed to shop's orders: the same ones.
+    const forced = await bulk(
+      { ...body, filter: { ...body.filter, client: 'shop' }, bulkId: `forced-${run}`, force: true },
+      'operator',
+    );
     assert.deepEqual(forced.results?.map((r) => r.ref).sort(), refs);
     for (const result of forced.results ?? []) {
       assert.equal(result.outcome, 'applied', JSON.stringify(result));

@@ -36,6 +36,8 @@ export interface StackWorker {
   deferred?: boolean;
   /** Watches the provider account (held orders, the send gate), reading it this often. */
   account?: { checkMs: number };
+  /** Slots and cache (src/worker/worker.ts WorkerTuning): a constrained worker for a backlog. */
+  tuning?: Parameters<typeof createOrderWorker>[0]['tuning'];
 }
 
 export type StackApiOptions = Omit<
@@ -146,6 +148,7 @@ export async function startOrderStack<K extends string = never>(
         }),
       }),
       workflowCode,
+      ...(spec.tuning && { tuning: spec.tuning }),
       ...(options.dataConverter && { dataConverter: options.dataConverter }),
       ...(options.tracing && { tracing: options.tracing }),
     });

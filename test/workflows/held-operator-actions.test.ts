@@ -100,7 +100,6 @@ describe('operator actions on a HELD order', { timeout: 300_000 }, () => {
     const res = await call<{ type: string; detail: string }>('POST', `/v1/orders/${ref}/review`, {
       decision: 'REFUNDED',
       note: 'customer asks for a refund',
-      force: true,
     });
     assert.equal(res.status, 409, res.text);
     assert.equal(res.body.type, '/problems/order-not-in-review');

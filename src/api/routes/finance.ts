@@ -11,7 +11,7 @@ import type { OrderService } from '../orders';
 import { StatementQuery, type StatementService } from '../statements';
 import { ReconciliationParams, ReconciliationQuery, type ReconciliationService } from '../reconciliations';
 import { validateRequest } from '../validation';
-import { trackedRouter } from '../request-work';
+import { signalOf, trackedRouter } from '../request-work';
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 
@@ -33,7 +33,16 @@ export function financeRouter(
 
   router.get('/v1/statements', requireScope('orders:read'), async (req, res) => {
     const { query } = validateRequest({ query: StatementQuery }, parts(req));
-    res.json(await statements.statement(callerOf(res), query));
+    // Once the caller hung up, or the request's deadline answered 503 for it (app.ts), its listings
+    // and kept days are work for nobody: they stop, and its slot is free again (request-work.ts).
+    const gone = signalOf(res);
+    try {
+      res.json(await statements.statement(callerOf(res), query, gone));
+    } catch (err) {
+      // What failed then is a call cancelled for it: nothing to answer, nothing went wrong.
+      if (!gone.aborted) throw err;
+      req.log.info('statement stopped: the caller hung up or the request’s deadline passed');
+    }
   });
 
   // The ledger is the whole account's: only auditors read it (reconciliations.ts).

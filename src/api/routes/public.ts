@@ -3,6 +3,7 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { temporarilyUnavailable } from '../error-handler';
 import type { Readiness } from '../health';
 import type { AccountReport } from '../account';
+import type { DeploymentStatus } from '../deployment-status';
 import type { FairnessStatus } from '../fairness-status';
 import { validateRequest } from '../validation';
 
@@ -17,6 +18,8 @@ export function publicRouter(deps: {
   account: () => Promise<AccountReport>;
   /** Whether Temporal honours task-queue fairness: said, never a reason to be unready (orders run either way). */
   fairness: () => Promise<FairnessStatus>;
+  /** The workers' Worker Deployment: which build is current, ramping, draining. Said, never a reason to be unready. */
+  deployment: () => Promise<DeploymentStatus>;
   shuttingDown: () => boolean;
   openApiDocument: () => object;
 }): Router {
@@ -30,13 +33,15 @@ export function publicRouter(deps: {
 
   router.get('/readyz', noParameters, async (req, res) => {
     if (deps.shuttingDown()) throw temporarilyUnavailable('Not ready: shutting down.');
-    const [{ ready, checks, missing, problems }, account, { fairness, notice }] = await Promise.all([
-      deps.readiness(),
-      // Held orders, operators down and the provider's API in error do not make the API unready:
-      // it still takes orders (they wait, or the provider's answers decide).
-      deps.account().catch((): AccountReport => ({})),
-      deps.fairness(),
-    ]);
+    const [{ ready, checks, missing, problems }, account, { fairness, notice }, deployment] =
+      await Promise.all([
+        deps.readiness(),
+        // Held orders, operators down and the provider's API in error do not make the API unready:
+        // it still takes orders (they wait, or the provider's answers decide).
+        deps.account().catch((): AccountReport => ({})),
+        deps.fairness(),
+        deps.deployment(),
+      ]);
     if (!ready) {
       // Error messages go to the log only (/readyz is public); the answer names what is missing.
       req.log.warn({ checks, problems }, 'not ready');
@@ -47,6 +52,7 @@ export function publicRouter(deps: {
       status: 'ready',
       checks,
       fairness,
+      deployment,
       ...(notice ? { notices: [notice] } : {}),
       account: { ...(held && { held }), ...(operators && { operators }), ...(api && { api }) },
     });
