@@ -204,6 +204,12 @@ const schema = z.object({
    * summed and answered all the same, and kept by later statements (src/api/statements.ts).
    */
   API_STATEMENT_DAYS_PER_REQUEST: positiveInt.max(366).default(31),
+  /**
+   * Reads that scale (src/api/read-cache.ts): identical list pages, statements and export rows of
+   * one caller share one answer for this long (from its read's start), so readers asking the same
+   * at once cost Temporal's visibility one read. 0: every read asks Temporal. At most 60 s.
+   */
+  API_READ_CACHE_MS: z.coerce.number().int().nonnegative().max(60_000).default(1_000),
   CATALOG_CACHE_TTL_MS: millis.default(60_000),
   /** Deadline of each Temporal call the API makes (start, query, describe, list, signal). */
   API_TEMPORAL_TIMEOUT_MS: millis.default(5_000),
