@@ -12,6 +12,7 @@ import { loadConfig } from '../config';
 import { ensureTemporalCli } from './cli';
 import { assertPortFree, freePort, startServerProcess, waitUntilServing } from './process';
 import { ensureTemporalSetup } from './setup';
+import { visibilityDynamicConfig } from './visibility-limits';
 
 export { freePort } from './process';
 
@@ -50,6 +51,8 @@ export interface DevServer {
   address: string;
   namespace: string;
   uiUrl?: string;
+  /** The server's Prometheus metrics (per-operation request and error counts: the bench's visibility figures). */
+  metricsUrl: string;
   process: ChildProcess;
   stop(): Promise<void>;
 }
@@ -71,7 +74,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const port = options.port || (await freePort());
   const namespace = options.namespace ?? 'default';
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--log-level', 'error'];
-  args.push('--http-port', String(await freePort()), '--metrics-port', String(await freePort()));
+  const metricsPort = await freePort();
+  args.push('--http-port', String(await freePort()), '--metrics-port', String(metricsPort));
   for (const [name, type] of Object.entries(searchAttributeDefinitions))
     args.push('--search-attribute', `${name}=${type}`);
   if (namespace !== 'default') args.push('--namespace', namespace);
@@ -87,6 +91,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
           'matching.numTaskqueueWritePartitions': 1,
         }
       : fairnessDynamicConfig),
+    ...visibilityDynamicConfig,
     ...options.dynamicConfig,
   };
   for (const [key, value] of Object.entries(dynamicConfig))
@@ -127,5 +132,12 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     await server.stop();
     throw err;
   }
-  return { address, namespace, uiUrl, process: server.process, stop: () => server.stop() };
+  return {
+    address,
+    namespace,
+    uiUrl,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    process: server.process,
+    stop: () => server.stop(),
+  };
 }
