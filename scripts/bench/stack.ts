@@ -46,6 +46,8 @@ export interface Stack {
     slow: { apiKey: string; clientId: string; receiver: RunningReceiver };
   };
   temporalAddress: string;
+  /** Our own dev server's Prometheus metrics (per-operation requests, rate-limit rejections). */
+  temporalMetricsUrl?: string;
   namespace: string;
   /** For the bench's own client: TLS / API key from TEMPORAL_* when the server was given. */
   connectionOptions: ConnectionOptions;
@@ -59,7 +61,12 @@ export interface Stack {
    * The API's clients when we started it: the bench's key is the default client's (`default`, its
    * orders keep `order-<ref>`), `another` is a second client (its workflow IDs name it).
    */
-  clients?: { file: ClientsFile; another: { id: string; apiKey: string } };
+  clients?: {
+    file: ClientsFile;
+    another: { id: string; apiKey: string };
+    /** Two operators (role operator: the review queue of every client), for the readers part. */
+    operators: { id: string; apiKey: string }[];
+  };
   pids: { worker?: number; api?: number; temporal?: number; sandbox?: number; baselineWorker?: number };
   /**
    * A second API on the same stack with `baselineApiEnv` on top of the first's environment (the
@@ -145,6 +152,7 @@ export async function startStack(
 
   // -- Temporal --
   let temporalAddress = options.temporalAddress;
+  let temporalMetricsUrl: string | undefined;
   if (!temporalAddress) {
     log('starting Temporal dev server (headless, in memory)…');
     const server = await launcher.startTemporal({
@@ -152,6 +160,7 @@ export async function startStack(
       dynamicConfig: { ...serverDynamicConfig(options.timeScale), ...options.serverConfig },
     });
     temporalAddress = server.address;
+    temporalMetricsUrl = server.metricsUrl;
     pids.temporal = server.process.pid;
     started.push('temporal');
   }
@@ -250,6 +259,10 @@ export async function startStack(
     launcher.onStop('slow webhook receiver', () => slowReceiver.close());
     webhooks = { ...hooks, receiver, slow: { ...slowHooks, receiver: slowReceiver } };
     const another = { id: ANOTHER_CLIENT_ID, apiKey: `bench-${randomBytes(12).toString('hex')}` };
+    const operators = ['ops1', 'ops2'].map((id) => ({
+      id,
+      apiKey: `bench-${randomBytes(12).toString('hex')}`,
+    }));
     clientsFile = {
       defaultClient: LEGACY_CLIENT_ID,
       clients: [
@@ -279,9 +292,16 @@ export async function startStack(
           scopes: ['orders:write', 'orders:read'],
           keys: [{ id: 'k1', hash: hashApiKey(another.apiKey) }],
         },
+        ...operators.map((operator) => ({
+          id: operator.id,
+          name: `Bench: operator ${operator.id} (the review queue)`,
+          role: 'operator' as const,
+          scopes: ['orders:read' as const, 'reviews:write' as const],
+          keys: [{ id: 'k1', hash: hashApiKey(operator.apiKey) }],
+        })),
       ],
     };
-    clients = { file: clientsFile, another };
+    clients = { file: clientsFile, another, operators };
     const clientsDir = mkdtempSync(join(tmpdir(), `topup-bench-clients-${runId}-`));
     launcher.onStop('clients file', async () => rmSync(clientsDir, { recursive: true, force: true }));
     const clientsPath = join(clientsDir, 'clients.yaml');
@@ -356,6 +376,7 @@ export async function startStack(
     dataConverter: dataConverterFromConfig({ PAYLOAD_ENCRYPTION_KEYS: encryptionKeys || undefined }),
     freezeWorkers,
     temporalAddress,
+    ...(temporalMetricsUrl && { temporalMetricsUrl }),
     namespace,
     taskQueue,
     baselineTaskQueue,
