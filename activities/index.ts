@@ -340,13 +340,22 @@ async function findOut<C>(call: () => Promise<C>): Promise<CheckOutcome<C>> {
 const MAX_OBSERVATIONS = 40;
 /** Back-off of failed checks: the first retry after this, doubling up to the plan's cap. */
 const FAILED_CHECK_FIRST_RETRY_MS = 1_000;
+/**
+ * At the pace, the room a held check keeps before the attempt's deadline for its call: the
+ * provider client's whole default call (10 s headers + 10 s body).
+ */
+const CALL_ROOM_MS = 20_000;
 /** A first attempt this close to its due time checks at once rather than wait for a retry. */
 const DUE_SLACK_MS = 50;
 const openStatuses: readonly string[] = ['PENDING', 'HANDLING'];
 
 /**
- * The lifecycle's polling: one activity that checks on the provider's schedule until the order
- * settles. Within an attempt it waits for the next check itself (`holds`) while that check and its
+ * The lifecycle's polling: one activity that checks until the order settles. At the provider's
+ * pace (`plan.pace`, the default): a check every `intervalMs` in one attempt until the pace ends —
+ * no billable action per check — with a heartbeat only when the next check's answer could come
+ * later than the heartbeat timeout allows (none in an order that settles within about two thirds
+ * of it, 40 s by default); after the pace, the schedule below, each check handed to the server.
+ * Without a pace it checks on the provider's schedule until the order settles. Within an attempt it waits for the next check itself (`holds`) while that check and its
  * answer fit in the attempt's start-to-close: at the spec's timings a normal order's checks at 5 s
  * and 15 s are one attempt, one billable action (docs/contributors.md "Cost per order"). A check
  * due later, or a failed check, ends the attempt with a retryable failure whose `nextRetryDelay`
@@ -369,8 +378,20 @@ async function pollUntilSettled<C extends { status: string }>(
   const context = Context.current();
   const now = serverClock(context.info);
   markAttemptStart();
-  // A check due after this is left to the server's retry: its answer would not fit in the attempt.
-  const lastHeldCheck = holds ? attemptDeadline(context.info, now()) - checkRoomMs(context.info) : -Infinity;
+  // A rate-limited worker (no holds) makes one check per attempt: the pace would cost one attempt
+  // and one heartbeat per check, so it keeps the provider's schedule.
+  const pace = holds ? plan.pace : undefined;
+  // A check due after this is left to the server's retry: its answer would not fit in the attempt
+  // (at the pace: the pace is over).
+  const lastHeldCheck = !holds
+    ? -Infinity
+    : pace
+      ? Math.min(
+          pace.until,
+          attemptDeadline(context.info, now()) - Math.min(CALL_ROOM_MS, checkRoomMs(context.info)),
+        )
+      : attemptDeadline(context.info, now()) - checkRoomMs(context.info);
+  let lastBeat = now();
   const carried = context.info.heartbeatDetails as PollProgress<C> | undefined;
   const progress: PollProgress<C> = carried ?? {
     nextCheckMs: plan.firstCheckMs,
@@ -386,6 +407,15 @@ async function pollUntilSettled<C extends { status: string }>(
     // Without holds an attempt makes one check at most.
     if (wait <= DUE_SLACK_MS && (holds || !checkedHere)) return;
     if (due <= lastHeldCheck) {
+      if (pace && due - lastBeat >= (pace.heartbeatTimeoutMs * 2) / 3) {
+        // The server times the attempt out a heartbeat timeout after the last heartbeat: beat
+        // now unless the check and its answer (a call within a third of the timeout, 20 s at
+        // 60 s: the provider client's whole default call) come before that. Each one that reaches
+        // the server is a billable action, so only then.
+        progress.heartbeats = (progress.heartbeats ?? 0) + 1;
+        context.heartbeat(progress);
+        lastBeat = now();
+      }
       try {
         return await context.sleep(wait);
       } catch (err) {
@@ -445,7 +475,15 @@ async function pollUntilSettled<C extends { status: string }>(
       progress.nextCheckMs = nextCheckDelayMs(plan, progress.nextCheckMs, status, previous);
       why = `provider status ${status}`;
     }
-    const at = scheduleNext(plan, now, progress.nextCheckMs);
+    // At the pace the checks keep to a grid from the first (a slow answer does not push the
+    // next ones later); past it, the schedule's wait from now.
+    let paced: number | undefined;
+    if (pace && due + pace.intervalMs <= pace.until) {
+      paced = Math.max(due + pace.intervalMs, now());
+      progress.nextCheckMs = pace.intervalMs;
+    }
+    const at =
+      paced !== undefined && paced < plan.until ? paced : scheduleNext(plan, now, progress.nextCheckMs);
     if (at === undefined) return { ...progress, settled: false };
     due = at;
     await waitFor(why);

@@ -87,6 +87,12 @@ export interface PollPlan {
   until: number;
   /** The provider status the workflow saw last (HANDLING seen before is not news). */
   lastStatus?: string;
+  /**
+   * Check at the provider's pace, in the attempt: every `intervalMs` until `until` (epoch ms),
+   * heartbeating only as the attempt's heartbeat timeout needs; then the schedule above, each
+   * check handed to the server. Absent: the schedule above from the start.
+   */
+  pace?: { intervalMs: number; until: number; heartbeatTimeoutMs: number };
 }
 
 /**

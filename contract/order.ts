@@ -108,6 +108,20 @@ export interface OrderTimings {
   handlingCheckMs: number;
   /** Cap of the back-off between checks. */
   maxIntervalMs: number;
+  /**
+   * The provider's pace (its docs: "poll every 5 s"): while the order is open, a check this often,
+   * for `pollPaceMs` from when polling began; then the schedule above until the deadline. 0 = no
+   * pace, the schedule above from the start.
+   */
+  pollIntervalMs: number;
+  /** How long the pace lasts: the provider's documented give-up (5 min; gift cards 10 min). */
+  pollPaceMs: number;
+  /**
+   * Heartbeat timeout of a polling attempt that checks at the pace: how soon a worker that died
+   * mid-attempt is found out (the attempt then runs again on another worker, from its last
+   * heartbeat). The attempt heartbeats only as often as this needs (activities pollUntilSettled).
+   */
+  pollHeartbeatTimeoutMs: number;
   /** After this long without a final status the order goes to NEEDS_REVIEW as stuck. */
   deadlineMs: number;
   /**
@@ -148,16 +162,19 @@ export interface OrderTimings {
 
 /** The spec's sandbox timings and the deadlines of the design; the worker's config may override them. */
 export const defaultOrderTimings: Readonly<Record<OrderType, OrderTimings>> = {
-  mobile_topup: defaults(30 * 60_000),
-  internet_topup: defaults(30 * 60_000),
-  gift_card: defaults(60 * 60_000),
+  mobile_topup: defaults(30 * 60_000, 5 * 60_000),
+  internet_topup: defaults(30 * 60_000, 5 * 60_000),
+  gift_card: defaults(60 * 60_000, 10 * 60_000),
 };
 
-function defaults(deadlineMs: number): OrderTimings {
+function defaults(deadlineMs: number, pollPaceMs: number): OrderTimings {
   return {
     firstCheckMs: 5_000,
     handlingCheckMs: 15_000,
     maxIntervalMs: 60_000,
+    pollIntervalMs: 5_000,
+    pollPaceMs,
+    pollHeartbeatTimeoutMs: 60_000,
     deadlineMs,
     reviewRecheckMs: 30 * 60_000,
     reviewWatchMs: 24 * 60 * 60_000,

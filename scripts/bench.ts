@@ -34,7 +34,9 @@ import {
 } from './bench/run-noisy-reconcile';
 import { fairnessDynamicConfig } from '../src/temporal/dev-server';
 import { runWebhookFairnessPart } from './bench/run-webhook-fairness';
+import { formatProviderPace, runProviderPace } from './bench/run-provider-pace';
 import { startStack } from './bench/stack';
+import { formatReaders, READERS_VARIANTS, runReaders, type ReadersReport } from './bench/run-readers';
 import { Launcher } from './lib/stack';
 
 function log(line: string): void {
@@ -128,8 +130,63 @@ async function noisyMain(options: BenchOptions): Promise<void> {
   log(`results written to ${file}`);
 }
 
+/**
+ * `--part readers`: reads that scale (issue 32 part 4), each variant (before / after, …) on a fresh
+ * stack of its own, since the dev server's visibility limits are set at its start.
+ */
+async function readersMain(options: BenchOptions): Promise<void> {
+  const startedAt = new Date();
+  const reports: ReadersReport[] = [];
+  for (const name of options.readersVariants) {
+    const variant = READERS_VARIANTS[name]!;
+    const runLauncher = new Launcher({ output: 'none', log });
+    const runId = `${Date.now().toString(36)}r`;
+    // The variant's server limits, or ours with --server-config on top; its API environment last.
+    const serverConfig = Object.keys(variant.serverConfig).length
+      ? variant.serverConfig
+      : options.serverConfig;
+    const runOptions = { ...options, serverConfig, partEnv: { ...options.partEnv, ...variant.apiEnv } };
+    try {
+      const stack = await startStack(runLauncher, runOptions, runId, { withBaselineWorker: false, log });
+      const connection = await Connection.connect(stack.connectionOptions);
+      runLauncher.onStop('bench client connection', () => connection.close());
+      const client = new Client({
+        connection,
+        namespace: stack.namespace,
+        dataConverter: stack.dataConverter,
+      });
+      const monitor = new ProcMonitor({
+        worker: stack.pids.worker,
+        api: stack.pids.api,
+        temporal: stack.pids.temporal,
+      });
+      runLauncher.onStop('monitor', async () => monitor.close());
+      reports.push(await runReaders({ options: runOptions, stack, client, monitor, runId, log }, variant));
+    } finally {
+      await runLauncher.stop();
+    }
+  }
+  const header = [
+    '',
+    `bench --part readers ${timestamp(startedAt)}${options.label ? ` “${options.label}”` : ''} — git ${gitRevision() ?? 'n/a'}, ` +
+      `${cpus().length} cores, load average at the end ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}; time scale ${options.timeScale}`,
+  ];
+  process.stdout.write(`${formatReaders(reports, header)}\n`);
+  const outDir = resolve(projectRoot, options.outDir);
+  mkdirSync(outDir, { recursive: true });
+  const file = join(outDir, `bench-${timestamp(startedAt)}-readers.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({ startedAt: startedAt.toISOString(), git: gitRevision(), reports }, null, 2),
+  );
+  log(`results written to ${file}`);
+}
+
 async function main(options: BenchOptions): Promise<void> {
   if (options.noisy !== undefined) return noisyMain(options);
+  if (options.part === 'readers') return readersMain(options);
   const startedAt = new Date();
   const runId = Date.now().toString(36);
   launcher.stopOnSignals();
@@ -137,6 +194,8 @@ async function main(options: BenchOptions): Promise<void> {
   const stack = await startStack(launcher, options, runId, {
     withBaselineWorker: options.scale === undefined && options.part === undefined,
     log,
+    // The provider-pace part's baseline: the same worker, orders started with the polling of before.
+    ...(options.part === 'provider-pace' && { baselineApiEnv: { POLL_INTERVAL_MS: '0' } }),
   });
   const connection = await Connection.connect(stack.connectionOptions);
   launcher.onStop('bench client connection', () => connection.close());
@@ -153,6 +212,22 @@ async function main(options: BenchOptions): Promise<void> {
 
   if (options.providerLatencyMs > 0) await addProviderLatency(stack.sandbox, options.providerLatencyMs);
   const ctx = { options, stack, client, monitor, runId, log };
+  if (options.part === 'provider-pace') {
+    const pace = await runProviderPace(ctx);
+    const line = `bench --part provider-pace ${timestamp(startedAt)}${options.label ? ` “${options.label}”` : ''} — git ${gitRevision() ?? 'n/a'}, ${cpus().length} cores, load average at the end ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`;
+    process.stdout.write(`${formatProviderPace(pace, ['', line])}\n`);
+    const outDir = resolve(projectRoot, options.outDir);
+    mkdirSync(outDir, { recursive: true });
+    const file = join(outDir, `bench-${timestamp(startedAt)}-provider-pace.json`);
+    writeFileSync(
+      file,
+      JSON.stringify({ startedAt: startedAt.toISOString(), git: gitRevision(), pace }, null, 2),
+    );
+    log(`results written to ${file}`);
+    return;
+  }
   if (options.part === 'webhook-fairness') {
     const fair = await runWebhookFairnessPart(ctx);
     const line = `bench --part webhook-fairness ${timestamp(startedAt)}${options.label ? ` “${options.label}”` : ''} — git ${gitRevision() ?? 'n/a'}, load average at the end ${loadavg()

@@ -204,6 +204,12 @@ const schema = z.object({
    * summed and answered all the same, and kept by later statements (src/api/statements.ts).
    */
   API_STATEMENT_DAYS_PER_REQUEST: positiveInt.max(366).default(31),
+  /**
+   * Reads that scale (src/api/read-cache.ts): identical list pages, statements and export rows of
+   * one caller share one answer for this long (from its read's start), so readers asking the same
+   * at once cost Temporal's visibility one read. 0: every read asks Temporal. At most 60 s.
+   */
+  API_READ_CACHE_MS: z.coerce.number().int().nonnegative().max(60_000).default(1_000),
   CATALOG_CACHE_TTL_MS: millis.default(60_000),
   /** Deadline of each Temporal call the API makes (start, query, describe, list, signal). */
   API_TEMPORAL_TIMEOUT_MS: millis.default(5_000),
@@ -298,6 +304,16 @@ const schema = z.object({
   POLL_FIRST_CHECK_MS: millis.default(5_000),
   POLL_HANDLING_CHECK_MS: millis.default(15_000),
   POLL_MAX_INTERVAL_MS: millis.default(60_000),
+  /**
+   * The provider's pace: while an order is open, a check this often for its type's POLL_PACE_*_MS
+   * (the provider's documented give-up), then the schedule above until the deadline. 0 = no pace.
+   */
+  POLL_INTERVAL_MS: z.coerce.number().int().min(0).default(5_000),
+  POLL_PACE_MOBILE_MS: millis.default(5 * 60_000),
+  POLL_PACE_INTERNET_MS: millis.default(5 * 60_000),
+  POLL_PACE_GIFT_CARD_MS: millis.default(10 * 60_000),
+  /** How soon a worker that died while it polled at the pace is found out (a heartbeat timeout). */
+  POLL_HEARTBEAT_TIMEOUT_MS: millis.default(60_000),
   ORDER_DEADLINE_MOBILE_MS: millis.default(30 * 60_000),
   ORDER_DEADLINE_INTERNET_MS: millis.default(30 * 60_000),
   ORDER_DEADLINE_GIFT_CARD_MS: millis.default(60 * 60_000),
@@ -395,6 +411,18 @@ const schema = z.object({
   SANDBOX_PRODUCTION_KEY: z.string().min(1).default('production-key'),
   SANDBOX_DISABLED_KEY: z.string().min(1).default('disabled-key'),
   SANDBOX_TIME_SCALE: z.coerce.number().positive().default(1),
+  /**
+   * `spec` (default): every order on the spec's fixed timeline (PENDING 5 s, HANDLING until 20 s).
+   * `documented`: each order draws its own from the provider's documented ranges, seeded by
+   * SANDBOX_TIMINGS_SEED (docs/contributors.md "Provider sandbox"). Also PATCH /admin/settings.
+   */
+  SANDBOX_TIMINGS: z.enum(['spec', 'documented']).default('spec'),
+  SANDBOX_TIMINGS_SEED: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 31)
+    .default(1),
   SANDBOX_ADMIN_TOKEN: z.string().min(1).optional(),
   /** Journal the sandbox's orders, counters and settings to this file and resume from it at start. */
   SANDBOX_STATE_FILE: z.string().min(1).optional(),

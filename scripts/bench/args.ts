@@ -20,7 +20,14 @@ export interface BenchOptions {
   /** Noisy-neighbour mode: the runs with fairness off, on, or both (default). */
   noisyFairness: 'off' | 'on' | 'both';
   /** Only one part of the normal run, on a stack of its own (quicker to measure a change to it). */
-  part?: 'webhook-fairness';
+  part?: 'webhook-fairness' | 'provider-pace' | 'readers';
+  /** The provider-pace part: orders of each type per polling, and the sandbox's draws' seed. */
+  paceOrders: number;
+  paceSeed: number;
+  /** The readers part: orders on its stacks, seconds of readers per route, and the variants, each on a stack of its own. */
+  readersOrders: number;
+  readersSeconds: number;
+  readersVariants: string[];
   /** Scale mode: submit through the API (default) or through OrderService in-process (no HTTP). */
   scaleSubmit: 'api' | 'direct';
   /** Multiplies the sandbox's delays and our polling timings (normal run 0.05, scale run 1). */
@@ -83,6 +90,20 @@ export const usage = `npm run bench -- [flags]
                            meanwhile (fairness on; docs/contributors.md "Reconciliation under a flood")
   --part webhook-fairness  only the normal run's webhook fairness part (a prompt endpoint's client
                            idle, beside a 10 s endpoint, beside a client without one), on its own stack
+  --part provider-pace     the sandbox at the provider's documented timings, time scale 1: provider
+                           settled → known / → webhook, checks and actions per order, with the polling
+                           of before (a second API, POLL_INTERVAL_MS=0) and the provider's pace
+  --pace-orders N          provider-pace: orders of each type per polling (default 30)
+  --pace-seed S            provider-pace: the sandbox's draws (default 32)
+  --part readers           reads that scale: 20 readers of two clients on the list, statements, the
+                           export and (two operators) the review queue, route after route, while an
+                           operator's Temporal UI query and the account round's listing are timed;
+                           each variant on a stack of its own (default: before, after)
+  --readers-orders N       readers: orders of two clients on each stack (default 200)
+  --readers-seconds S      readers: seconds of readers per route (default 15)
+  --readers-variants a,b   readers: before (main: no read cache, the CLI's visibility limit), limits,
+                           cache, after (default before,after); --server-config applies to the
+                           variants on the project's limits (limits, after)
   --scale-submit api|direct  scale run: through the API (default) or OrderService in-process
   --time-scale F           sandbox delays and polling timings x F (default 0.05; scale run 1)
   --mix a,b,c              order types, round-robin (default mobile_topup,internet_topup,gift_card)
@@ -152,6 +173,11 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       'scale-submit': { type: 'string' },
       noisy: { type: 'string' },
       part: { type: 'string' },
+      'pace-orders': { type: 'string' },
+      'pace-seed': { type: 'string' },
+      'readers-orders': { type: 'string' },
+      'readers-seconds': { type: 'string' },
+      'readers-variants': { type: 'string' },
       'noisy-fairness': { type: 'string' },
       'noisy-reconcile': { type: 'string' },
       'time-scale': { type: 'string' },
@@ -205,7 +231,13 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   if (noisyFairness !== 'on' && noisyFairness !== 'off' && noisyFairness !== 'both')
     throw new Error('--noisy-fairness: on, off or both');
   const part = values.part;
-  if (part !== undefined && part !== 'webhook-fairness') throw new Error('--part: webhook-fairness');
+  if (part !== undefined && part !== 'webhook-fairness' && part !== 'provider-pace' && part !== 'readers')
+    throw new Error('--part: webhook-fairness, provider-pace or readers');
+  const readersVariants = (values['readers-variants'] ?? 'before,after').split(',').map((v) => v.trim());
+  for (const variant of readersVariants) {
+    if (!['before', 'limits', 'cache', 'after'].includes(variant))
+      throw new Error(`--readers-variants: unknown variant "${variant}" (before, limits, cache, after)`);
+  }
   const scaleSubmit = values['scale-submit'] ?? 'api';
   if (scaleSubmit !== 'api' && scaleSubmit !== 'direct') throw new Error('--scale-submit: api or direct');
   const partEnv = keyValuePairs('env', values.env);
@@ -233,9 +265,18 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     noisyReconcile,
     noisyFairness,
     part,
+    paceOrders: positive('pace-orders', values['pace-orders'], 30),
+    paceSeed: values['pace-seed'] === undefined ? 32 : positive('pace-seed', values['pace-seed'], 32),
+    readersOrders: positive('readers-orders', values['readers-orders'], 200),
+    readersSeconds: positive('readers-seconds', values['readers-seconds'], 15),
+    readersVariants,
     scaleSubmit,
     // The noisy-neighbour run, like the scale run, at the spec's timings (an idle final is ~20 s).
-    timeScale: positive('time-scale', values['time-scale'], scale || noisy ? 1 : 0.05, false),
+    // The provider-pace part measures the provider's own timings: never scaled.
+    timeScale:
+      part === 'provider-pace'
+        ? 1
+        : positive('time-scale', values['time-scale'], scale || noisy ? 1 : 0.05, false),
     mix: (noisy && !values.mix ? ['mobile_topup'] : mix) as OrderType[],
     warmup: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 30),
     waitTimeoutS: positive('wait-timeout', values['wait-timeout'], scale ? 1_800 : 300),

@@ -10,6 +10,9 @@ import type { WebhookFairnessReport } from './run-webhook-fairness';
 import { fmt, ratio, type Summary } from './stats';
 import { actionLines, MAX_ACTIONS } from './billable-actions';
 
+/** A normal order at the spec's timings, polled at the provider's pace: the send and a check every 5 s until 20 s. */
+export const SPEC_PACE_CALLS = 1 + (5_000 + 15_000) / 5_000;
+
 export interface Target {
   name: string;
   value: number;
@@ -60,9 +63,11 @@ export function normalTargets(report: NormalReport): Target[] {
     ),
   ];
   // A normal order of each type (the probe, on the idle stack): issue 16's limits, and 14 events
-  // (docs/contributors.md "The order lifecycle").
+  // (docs/contributors.md "The order lifecycle"). Provider calls: the send, then a check at each
+  // step of the provider's pace (5 s) until the spec's 20 s (issue 32: 4 checks, where the spec's
+  // own schedule made 2).
   for (const type of report.perType) {
-    targets.push(target(`${type.type} provider calls (max)`, type.providerCalls.max, '<=', 3));
+    targets.push(target(`${type.type} provider calls (max)`, type.providerCalls.max, '<=', SPEC_PACE_CALLS));
     targets.push(target(`${type.type} history events (max)`, type.events.max, '<=', 14));
     targets.push(target(`${type.type} billable actions (max)`, type.actions.max, '<=', MAX_ACTIONS));
   }

@@ -46,6 +46,8 @@ export interface Stack {
     slow: { apiKey: string; clientId: string; receiver: RunningReceiver };
   };
   temporalAddress: string;
+  /** Our own dev server's Prometheus metrics (per-operation requests, rate-limit rejections). */
+  temporalMetricsUrl?: string;
   namespace: string;
   /** For the bench's own client: TLS / API key from TEMPORAL_* when the server was given. */
   connectionOptions: ConnectionOptions;
@@ -59,8 +61,18 @@ export interface Stack {
    * The API's clients when we started it: the bench's key is the default client's (`default`, its
    * orders keep `order-<ref>`), `another` is a second client (its workflow IDs name it).
    */
-  clients?: { file: ClientsFile; another: { id: string; apiKey: string } };
+  clients?: {
+    file: ClientsFile;
+    another: { id: string; apiKey: string };
+    /** Two operators (role operator: the review queue of every client), for the readers part. */
+    operators: { id: string; apiKey: string }[];
+  };
   pids: { worker?: number; api?: number; temporal?: number; sandbox?: number; baselineWorker?: number };
+  /**
+   * A second API on the same stack with `baselineApiEnv` on top of the first's environment (the
+   * provider-pace part: the same worker, orders started with the polling timings of before).
+   */
+  baselineApiUrl?: string;
   /** The environment given to the worker and API we started (no secrets), for the report. */
   partEnv: Record<string, string>;
   /** Which parts this run started (the others were given). */
@@ -129,13 +141,18 @@ export async function startStack(
   launcher: Launcher,
   options: BenchOptions,
   runId: string,
-  { withBaselineWorker, log }: { withBaselineWorker: boolean; log: (line: string) => void },
+  {
+    withBaselineWorker,
+    log,
+    baselineApiEnv,
+  }: { withBaselineWorker: boolean; log: (line: string) => void; baselineApiEnv?: Record<string, string> },
 ): Promise<Stack> {
   const started: string[] = [];
   const pids: Stack['pids'] = { ...options.pids };
 
   // -- Temporal --
   let temporalAddress = options.temporalAddress;
+  let temporalMetricsUrl: string | undefined;
   if (!temporalAddress) {
     log('starting Temporal dev server (headless, in memory)…');
     const server = await launcher.startTemporal({
@@ -143,6 +160,7 @@ export async function startStack(
       dynamicConfig: { ...serverDynamicConfig(options.timeScale), ...options.serverConfig },
     });
     temporalAddress = server.address;
+    temporalMetricsUrl = server.metricsUrl;
     pids.temporal = server.process.pid;
     started.push('temporal');
   }
@@ -203,6 +221,7 @@ export async function startStack(
   let partEnv: Record<string, string> = {};
   let clientsFile: ClientsFile | undefined;
   let webhooks: Stack['webhooks'];
+  let baselineApiUrl: string | undefined;
   // A given stack's keys come from our environment, like its parts'.
   let encryptionKeys = options.apiUrl ? process.env.PAYLOAD_ENCRYPTION_KEYS : undefined;
   if (!apiUrl) {
@@ -240,6 +259,10 @@ export async function startStack(
     launcher.onStop('slow webhook receiver', () => slowReceiver.close());
     webhooks = { ...hooks, receiver, slow: { ...slowHooks, receiver: slowReceiver } };
     const another = { id: ANOTHER_CLIENT_ID, apiKey: `bench-${randomBytes(12).toString('hex')}` };
+    const operators = ['ops1', 'ops2'].map((id) => ({
+      id,
+      apiKey: `bench-${randomBytes(12).toString('hex')}`,
+    }));
     clientsFile = {
       defaultClient: LEGACY_CLIENT_ID,
       clients: [
@@ -269,9 +292,16 @@ export async function startStack(
           scopes: ['orders:write', 'orders:read'],
           keys: [{ id: 'k1', hash: hashApiKey(another.apiKey) }],
         },
+        ...operators.map((operator) => ({
+          id: operator.id,
+          name: `Bench: operator ${operator.id} (the review queue)`,
+          role: 'operator' as const,
+          scopes: ['orders:read' as const, 'reviews:write' as const],
+          keys: [{ id: 'k1', hash: hashApiKey(operator.apiKey) }],
+        })),
       ],
     };
-    clients = { file: clientsFile, another };
+    clients = { file: clientsFile, another, operators };
     const clientsDir = mkdtempSync(join(tmpdir(), `topup-bench-clients-${runId}-`));
     launcher.onStop('clients file', async () => rmSync(clientsDir, { recursive: true, force: true }));
     const clientsPath = join(clientsDir, 'clients.yaml');
@@ -317,6 +347,15 @@ export async function startStack(
     pids.worker = (await worker).process.child.pid;
     pids.api = api.process.child.pid;
     apiUrl = api.url;
+    if (baselineApiEnv) {
+      const baselineApi = await launcher.startServer('api', {
+        name: 'api-baseline',
+        port: await freePort(),
+        env: { ...appEnv, ...baselineApiEnv },
+      });
+      started.push('api-baseline');
+      baselineApiUrl = baselineApi.url;
+    }
   } else if (options.sandboxUrl && options.sandboxAdminToken) {
     sandbox = { url: options.sandboxUrl, adminToken: options.sandboxAdminToken };
   }
@@ -337,12 +376,14 @@ export async function startStack(
     dataConverter: dataConverterFromConfig({ PAYLOAD_ENCRYPTION_KEYS: encryptionKeys || undefined }),
     freezeWorkers,
     temporalAddress,
+    ...(temporalMetricsUrl && { temporalMetricsUrl }),
     namespace,
     taskQueue,
     baselineTaskQueue,
     sandbox,
     clients,
     pids,
+    ...(baselineApiUrl && { baselineApiUrl }),
     partEnv,
     started,
     assertAlive() {

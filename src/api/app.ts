@@ -47,6 +47,7 @@ import { webhooksRouter } from './routes/webhooks';
 import { reviewsRouter } from './routes/reviews';
 import { financeRouter } from './routes/finance';
 import { StatementService } from './statements';
+import { ReadCache } from './read-cache';
 import { ReconciliationService } from './reconciliations';
 import { BulkReviewService, BULK_REVIEW_CONCURRENCY, BULK_REVIEW_MAX_ORDERS } from './bulk-review';
 import { WebhookService } from './webhooks';
@@ -77,6 +78,12 @@ export interface AppDeps {
   /** Seals list page tokens; default: from API_PAGE_TOKEN_KEYS (page-token.ts). */
   pageTokens?: PageTokens;
 }
+
+/** Export pages kept at most (read-cache.ts): a page is up to 100 rows. */
+const CACHED_EXPORT_PAGES = 500;
+/** Completed runs' views the export keeps (about 1.5 KB each), and for how long. */
+const CACHED_COMPLETED_RUNS = 20_000;
+const COMPLETED_RUN_VIEW_MS = 10 * 60_000;
 
 /** Headers on every answer: no MIME sniffing, and order data must not sit in shared caches. */
 const baseHeaders: RequestHandler = (_req, res, next) => {
@@ -120,6 +127,7 @@ export function createApp(deps: AppDeps): Express {
     logger,
     metrics,
     pageTokens,
+    readCacheMs: config.API_READ_CACHE_MS,
     notSetUp: searchAttributesNotReady({ client: deps.client, timeoutMs: config.API_READINESS_TIMEOUT_MS }),
     intake: createIntakeCheck({
       provider: deps.provider,
@@ -218,8 +226,17 @@ export function createApp(deps: AppDeps): Express {
       new StatementService(deps.client, clients, {
         taskQueue: deps.taskQueue,
         maxStoredDays: config.API_STATEMENT_DAYS_PER_REQUEST,
+        readCacheMs: config.API_READ_CACHE_MS,
       }),
       new ReconciliationService(deps.client),
+      {
+        pages: new ReadCache({ ttlMs: config.API_READ_CACHE_MS, maxEntries: CACHED_EXPORT_PAGES }),
+        // A completed run's view never changes: kept long, within a bounded number; off with the rest.
+        completedRuns: new ReadCache({
+          ttlMs: config.API_READ_CACHE_MS > 0 ? COMPLETED_RUN_VIEW_MS : 0,
+          maxEntries: CACHED_COMPLETED_RUNS,
+        }),
+      },
     ),
   );
   app.use(

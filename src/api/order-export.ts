@@ -10,6 +10,7 @@
  * status line any more: the connection is cut, so the client sees an incomplete download (no final
  * newline / no end) and resumes from its last row's position.
  */
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import type { Response } from 'express';
 import pLimit from 'p-limit';
@@ -21,7 +22,9 @@ import { REVEAL_SCOPE } from '../audit/reveal';
 import { OrderStatus, OrderType } from '../../contract/schemas';
 import { ApiError } from './errors';
 import type { OrderService, OrderView } from './orders';
+import type { ScannedOrder } from './order-list';
 import { checkRange, MAX_RANGE_DAYS, RangeBound } from './schemas';
+import { ReadCache, readKey } from './read-cache';
 
 export const ExportOrdersQuery = z
   .strictObject({
@@ -143,6 +146,30 @@ export function csvCell(value: string | number | undefined): string {
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
+type ScannedPage = ScannedOrder[];
+
+/**
+ * What the export shares among the same caller's reads (read-cache.ts): each page's rows for a
+ * moment (API_READ_CACHE_MS), and the view of each completed run it has read, which never changes
+ * (for as long as its cache keeps it): so a page read again reads only its open orders again.
+ */
+export interface ExportCaches {
+  pages: ReadCache;
+  completedRuns: ReadCache;
+}
+
+const noExportCaches: ExportCaches = {
+  pages: new ReadCache({ ttlMs: 0 }),
+  completedRuns: new ReadCache({ ttlMs: 0 }),
+};
+
+/** A page's identity: a digest of its rows' positions, in order. */
+function pageDigest(page: ScannedPage): string {
+  const hash = createHash('sha256');
+  for (const { position } of page) hash.update(position).update('\0');
+  return hash.digest('base64url');
+}
+
 /** Streams the export to `res` in the format `Accept` asked for (NDJSON unless CSV is preferred). */
 export async function streamExport(
   orders: OrderService,
@@ -151,7 +178,9 @@ export async function streamExport(
   format: typeof NDJSON | typeof CSV,
   res: Response,
   log: Logger,
+  caches: ExportCaches = noExportCaches,
 ): Promise<void> {
+  const cache = caches.pages;
   const reveal = caller.scopes.has(REVEAL_SCOPE);
   const header: readonly Column[] = reveal ? [...columns, ...revealedColumns] : columns;
   const listQuery = {
@@ -173,30 +202,51 @@ export async function streamExport(
   if (format === CSV) await write(`${header.join(',')}\r\n`);
 
   const views = pLimit(VIEWS_AT_ONCE);
+  /** A page's rows as the caller gets them: each order's view, read at most VIEWS_AT_ONCE at a time. */
+  const render = async (page: ScannedPage): Promise<string> => {
+    const rows = await Promise.all(
+      page.map(({ summary, position, runId }) =>
+        views(async () => {
+          const address = { client: summary.client ?? caller.id, ref: summary.ref };
+          // The run the listing names as the order's latest, once completed, reads the same forever.
+          const completed =
+            !reveal && summary.workflowStatus === 'COMPLETED' && runId
+              ? await caches.completedRuns.get(readKey('run', caller.id, summary.workflowId, runId), () =>
+                  orders.completedRunView(caller, address, runId),
+                )
+              : undefined;
+          const read = completed
+            ? Promise.resolve(completed)
+            : // With audit:reveal every row shows its numbers and codes: the view records each reveal.
+              orders.view(caller, address, 'read', log, reveal ? 'export' : undefined);
+          const view = await read.catch((err: unknown) => {
+            // Gone since it was listed (deleted, out of retention): not a row any more.
+            if (err instanceof ApiError && err.key === 'order-not-found') return undefined;
+            throw err;
+          });
+          return view && exportRow(view, position, reveal);
+        }),
+      ),
+    );
+    let chunk = '';
+    for (const row of rows) {
+      if (!row) continue;
+      chunk +=
+        format === CSV ? `${header.map((c) => csvCell(row[c])).join(',')}\r\n` : `${JSON.stringify(row)}\n`;
+    }
+    return chunk;
+  };
   try {
     while (!first.done) {
-      const rows = await Promise.all(
-        first.value.map(({ summary, position }) =>
-          views(async () => {
-            const address = { client: summary.client ?? caller.id, ref: summary.ref };
-            // With audit:reveal every row shows its numbers and codes: the view records each reveal.
-            const view = await orders
-              .view(caller, address, 'read', log, reveal ? 'export' : undefined)
-              .catch((err: unknown) => {
-                // Gone since it was listed (deleted, out of retention): not a row any more.
-                if (err instanceof ApiError && err.key === 'order-not-found') return undefined;
-                throw err;
-              });
-            return view && exportRow(view, position, reveal);
-          }),
-        ),
-      );
-      let chunk = '';
-      for (const row of rows) {
-        if (!row) continue;
-        chunk +=
-          format === CSV ? `${header.map((c) => csvCell(row[c])).join(',')}\r\n` : `${JSON.stringify(row)}\n`;
-      }
+      const page = first.value;
+      // The same caller's identical exports share a page's rows a moment (read-cache.ts): the
+      // page's positions are sealed to the filters and the caller's reach, so they name the page.
+      // A revealing export is each its own: every reveal is recorded.
+      const chunk = reveal
+        ? await render(page)
+        : await cache.get(readKey('export', caller.id, format, page.length, pageDigest(page)), () =>
+            render(page),
+          );
       if (chunk) await write(chunk);
       if (res.destroyed) return;
       first = await pages.next();

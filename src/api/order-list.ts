@@ -18,6 +18,10 @@
  * A page usually costs two counts and one read. Summaries come from search attributes only — no
  * query to each workflow. Orders accepted before AcceptedAt existed carry none and are not listed.
  * Page tokens are sealed with a server key to the filter, caller's reach included (page-token.ts).
+ *
+ * Identical pages of one caller share one answer for a moment (read-cache.ts, API_READ_CACHE_MS):
+ * the key is the caller, the filter (which holds its reach), the page size and the page token, so
+ * readers asking the same page at once cost visibility one read, and no caller gets another's.
  */
 import type { Client } from '@temporalio/client';
 import type { Caller, ClientRegistry } from '../clients/registry';
@@ -38,6 +42,7 @@ import { ApiError } from './errors';
 import type { PageTokens } from './page-token';
 import type { ListOrdersQuery, workflowStatuses } from './schemas';
 import type { Timed } from '../temporal/timed';
+import { ReadCache, readKey } from './read-cache';
 
 export interface OrderSummaryView {
   ref: string;
@@ -73,6 +78,15 @@ function attributeValue(payload: Payload | undefined): string | undefined {
   const value = defaultPayloadConverter.fromPayload<unknown>(payload);
   const first = Array.isArray(value) ? (value[0] as unknown) : value;
   return typeof first === 'string' ? first : undefined;
+}
+
+/** An order of a scan (the export): its summary, its listed run (its latest) and its position. */
+export interface ScannedOrder {
+  summary: OrderSummaryView;
+  /** The run listed: the order's latest when it was listed. */
+  runId: string;
+  /** Resumes the scan after this order. */
+  position: string;
 }
 
 export interface OrderList {
@@ -122,6 +136,7 @@ export class OrderListing {
   readonly #timed: Timed;
   readonly #now: () => number;
   readonly #pageTokens: PageTokens;
+  readonly #cache: ReadCache;
 
   constructor(
     client: Client,
@@ -129,12 +144,15 @@ export class OrderListing {
     timed: Timed,
     pageTokens: PageTokens,
     now: () => number = Date.now,
+    /** Shares identical pages of one caller for a moment (read-cache.ts); default: none. */
+    cache: ReadCache = new ReadCache({ ttlMs: 0 }),
   ) {
     this.#client = client;
     this.#clients = clients;
     this.#timed = timed;
     this.#pageTokens = pageTokens;
     this.#now = now;
+    this.#cache = cache;
   }
 
   async list(caller: Caller, query: ListOrdersQuery): Promise<OrderList> {
@@ -142,16 +160,20 @@ export class OrderListing {
     // The filter seals the token: a token of one client's list cannot page through another's.
     const cursor = query.pageToken ? this.#openPageToken(query.pageToken, filter) : undefined;
 
-    // A first page with acceptedTo starts its search there, not at now (the filter bounds it anyway).
-    const start = Math.min(this.#now(), query.acceptedTo?.getTime() ?? Number.POSITIVE_INFINITY);
-    const page = await this.#page(filter, query.pageSize, cursor, start);
-    const defaultClient = this.#clients.defaultClientId;
-    return {
-      orders: page.rows.map((row) => toSummary(row, defaultClient)),
-      ...(page.next
-        ? { nextPageToken: this.#pageTokens.seal(Buffer.from(JSON.stringify(page.next)), filter) }
-        : {}),
-    };
+    // The answer depends on the filter, the page size and the cursor alone (a first page's start
+    // only guides the search: the filter bounds it), so those and the caller are the key.
+    return this.#cache.get(readKey('list', caller.id, filter, query.pageSize, query.pageToken), async () => {
+      // A first page with acceptedTo starts its search there, not at now (the filter bounds it anyway).
+      const start = Math.min(this.#now(), query.acceptedTo?.getTime() ?? Number.POSITIVE_INFINITY);
+      const page = await this.#page(filter, query.pageSize, cursor, start);
+      const defaultClient = this.#clients.defaultClientId;
+      return {
+        orders: page.rows.map((row) => toSummary(row, defaultClient)),
+        ...(page.next
+          ? { nextPageToken: this.#pageTokens.seal(Buffer.from(JSON.stringify(page.next)), filter) }
+          : {}),
+      };
+    });
   }
 
   /**
@@ -163,7 +185,7 @@ export class OrderListing {
     caller: Caller,
     query: Omit<ListOrdersQuery, 'pageSize' | 'pageToken'>,
     after?: string,
-  ): AsyncGenerator<{ summary: OrderSummaryView; position: string }[]> {
+  ): AsyncGenerator<ScannedOrder[]> {
     const filter = this.#filterOf(caller, query);
     const sealedTo = `scan\0${filter}`;
     let cursor: Cursor | undefined;
@@ -179,14 +201,26 @@ export class OrderListing {
     const start = Math.min(this.#now(), query.acceptedTo?.getTime() ?? Number.POSITIVE_INFINITY);
     const defaultClient = this.#clients.defaultClientId;
     for (;;) {
-      const page = await this.#page(filter, SCAN_PAGE_SIZE, cursor, start);
-      yield page.rows.map((row) => ({
-        summary: toSummary(row, defaultClient),
-        position: this.#pageTokens.seal(
-          Buffer.from(JSON.stringify({ at: row.acceptedAtMs, id: row.workflowId, w: page.w })),
-          sealedTo,
-        ),
-      }));
+      const from = cursor;
+      // Shared with its summaries and positions made: readers of the same page only take them.
+      const page = await this.#cache.get(
+        readKey('scan', caller.id, filter, JSON.stringify(from ?? null)),
+        async () => {
+          const read = await this.#page(filter, SCAN_PAGE_SIZE, from, start);
+          return {
+            next: read.next,
+            orders: read.rows.map((row): ScannedOrder => ({
+              summary: toSummary(row, defaultClient),
+              runId: row.raw.execution?.runId ?? '',
+              position: this.#pageTokens.seal(
+                Buffer.from(JSON.stringify({ at: row.acceptedAtMs, id: row.workflowId, w: read.w })),
+                sealedTo,
+              ),
+            })),
+          };
+        },
+      );
+      yield page.orders;
       if (!page.next) return;
       cursor = page.next;
     }

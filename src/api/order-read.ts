@@ -185,8 +185,10 @@ export class OrderReader {
   async closedView(
     workflowId: string,
     ref: string,
+    /** That run's, instead of the workflow ID's latest. */
+    runId?: string,
   ): Promise<{ kind: 'completed'; view: OrderView } | { kind: 'open' | 'other' }> {
-    const event = await this.#lastEvent(workflowId);
+    const event = await this.#lastEvent(workflowId, runId);
     const completed = event?.workflowExecutionCompletedEventAttributes;
     if (!completed) return { kind: event && closesRun(event) ? 'other' : 'open' };
     const result = await this.#decode(completed.result?.payloads);
@@ -261,12 +263,15 @@ export class OrderReader {
   }
 
   /** The current run's latest event: never waits. */
-  async #lastEvent(workflowId: string): Promise<temporal.api.history.v1.IHistoryEvent | undefined> {
+  async #lastEvent(
+    workflowId: string,
+    runId?: string,
+  ): Promise<temporal.api.history.v1.IHistoryEvent | undefined> {
     const { workflowService, options } = this.#client;
     const response = await this.#found(workflowId, () =>
       workflowService.getWorkflowExecutionHistoryReverse({
         namespace: options.namespace,
-        execution: { workflowId },
+        execution: { workflowId, ...(runId && { runId }) },
         maximumPageSize: 1,
       }),
     );

@@ -48,7 +48,8 @@ import { accessTo, assertMayForce, inOperatorReach, type Purpose } from './acces
 import { ApiError, type FieldError } from './errors';
 import { temporarilyUnavailable } from './error-handler';
 import { FIGURES_MEMO, orderFigures } from '../orders/figures';
-import { OrderListing, type OrderList, type OrderSummaryView } from './order-list';
+import { OrderListing, type OrderList, type ScannedOrder } from './order-list';
+import { ReadCache } from './read-cache';
 import { pageTokensFromConfig, type PageTokens } from './page-token';
 import { acceptedView, OrderReader, type ReadView } from './order-read';
 import { workflowStatuses, type ListOrdersQuery, type OrderView as DocumentedView } from './schemas';
@@ -93,7 +94,15 @@ export interface OrderServiceOptions {
   notSetUp?: () => Promise<string | undefined>;
   /** Seals and opens list page tokens (page-token.ts); default: a random key of this process. */
   pageTokens?: PageTokens;
+  /**
+   * How long identical list and export pages of one caller share one answer (read-cache.ts,
+   * API_READ_CACHE_MS); default 0: every read asks Temporal.
+   */
+  readCacheMs?: number;
 }
+
+/** List and export pages kept at most (read-cache.ts): a page holds up to 100 summaries. */
+const CACHED_PAGES = 1_000;
 
 /** The order's URL for its owner (another client, even one that reaches it, adds `?client=`). */
 export function orderLocation(ref: string): string {
@@ -182,6 +191,8 @@ export class OrderService {
       options.clients,
       (fn) => this.#timed(fn),
       options.pageTokens ?? pageTokensFromConfig({}).pageTokens,
+      Date.now,
+      new ReadCache({ ttlMs: options.readCacheMs ?? 0, maxEntries: CACHED_PAGES }),
     );
     this.#reader = new OrderReader(options.client, (fn) => this.#timed(fn), options.queryRetryMs);
   }
@@ -373,6 +384,38 @@ export class OrderService {
   }
 
   /**
+   * The view of one completed run of the order, for this caller (access and masking as `view`'s,
+   * for reading), or undefined when that run did not complete with a view (read the order with
+   * `view`). A completed run's view never changes: the export keeps it (order-export.ts) for the
+   * run its listing names as the order's latest.
+   */
+  async completedRunView(
+    caller: Caller,
+    address: OrderAddress,
+    runId: string,
+  ): Promise<OrderView | undefined> {
+    const access = accessTo(caller, address.client, 'read');
+    if (!access) throw orderNotFound(address.ref);
+    let closed;
+    try {
+      closed = await this.#reader.closedView(this.workflowIdOf(address), address.ref, runId);
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw err;
+    }
+    if (closed.kind !== 'completed') return undefined;
+    const { view: workflowView } = closed;
+    // The owner as the workflow names it, as `view` reads it (its ID, or the view's own client).
+    if (!this.#idNamesOwner(address) && workflowView.client !== address.client) return undefined;
+    const providerRef = sendsRef(workflowView.type)
+      ? providerRefFor(address.client, workflowView.ref)
+      : undefined;
+    const view = this.#identified({ view: workflowView, live: true }, address, 'COMPLETED', providerRef);
+    if (access === 'operator' && !inOperatorReach(view)) throw orderNotFound(address.ref);
+    return access === 'owner' ? view : maskSecrets(view);
+  }
+
+  /**
    * The order's current view, whoever asks; 404 unless the workflow itself says `address.client`
    * owns it. `described`: the current run, if the caller has just described it.
    */
@@ -499,7 +542,7 @@ export class OrderService {
     caller: Caller,
     query: Omit<ListOrdersQuery, 'pageSize' | 'pageToken'>,
     after?: string,
-  ): AsyncGenerator<{ summary: OrderSummaryView; position: string }[]> {
+  ): AsyncGenerator<ScannedOrder[]> {
     return this.#listing.scan(caller, query, after);
   }
 

@@ -42,6 +42,7 @@ import { LatestRuns, orderRunsClause } from '../orders/latest-runs';
 import { ApiError } from './errors';
 import { ownedByClause, rangeClauses } from './order-list';
 import { checkRange, MAX_RANGE_DAYS, RangeBound } from './schemas';
+import { ReadCache, readKey } from './read-cache';
 
 export const StatementQuery = z
   .strictObject({
@@ -169,7 +170,15 @@ export interface StatementOptions {
   laterRunsMarginMs?: number;
   /** Kept days one statement writes at most (MAX_STORED_DAYS). */
   maxStoredDays?: number;
+  /**
+   * How long the same caller's identical statements share one answer (read-cache.ts,
+   * API_READ_CACHE_MS); default 0: each statement reads Temporal.
+   */
+  readCacheMs?: number;
 }
+
+/** Statements kept at most (read-cache.ts). */
+const CACHED_STATEMENTS = 1_000;
 
 type DayLine = Line & { date: string; type: string; status: string };
 type OpenLine = Line & { type: string; status: string };
@@ -181,6 +190,7 @@ export class StatementService {
   readonly #days: StatementDays | undefined;
   readonly #now: () => number;
   readonly #maxStoredDays: number;
+  readonly #cache: ReadCache;
 
   constructor(client: Client, clients: ClientRegistry, options: StatementOptions = {}) {
     this.#client = client;
@@ -192,18 +202,37 @@ export class StatementService {
         : new StatementDays(client, options.taskQueue, options.laterRunsMarginMs);
     this.#now = options.now ?? Date.now;
     this.#maxStoredDays = options.maxStoredDays ?? MAX_STORED_DAYS;
+    this.#cache = new ReadCache({ ttlMs: options.readCacheMs ?? 0, maxEntries: CACHED_STATEMENTS });
   }
 
   /**
    * The statement. `signal`: the caller is gone (hung up, or its request's deadline answered for
    * it): every Temporal call in flight for it is cancelled and none is started, so an abandoned
    * statement stops its listings and writes within one call.
+   *
+   * The same caller's identical statements (same client, from and to) share one answer for a
+   * moment (read-cache.ts): one read of Temporal for readers asking at once, stopped only once all
+   * of them are gone.
    */
   async statement(caller: Caller, query: StatementQuery, signal?: AbortSignal): Promise<Statement> {
-    if (!signal) return this.#statement(caller, query);
-    // The SDK adds one listener per call to the signal (never removed): a statement makes hundreds.
-    setMaxListeners(0, signal);
-    return this.#client.withAbortSignal(signal, () => this.#statement(caller, query, signal));
+    // Who may read which client's statement is checked before anything is shared or read.
+    this.#baseQuery(caller, query.client ?? caller.id);
+    const key = readKey(
+      'statement',
+      caller.id,
+      query.client ?? caller.id,
+      iso(+query.from!),
+      iso(+query.to!),
+    );
+    return this.#cache.get(
+      key,
+      (shared) => {
+        // The SDK adds one listener per call to the signal (never removed): a statement makes hundreds.
+        setMaxListeners(0, shared);
+        return this.#client.withAbortSignal(shared, () => this.#statement(caller, query, shared));
+      },
+      signal,
+    );
   }
 
   async #statement(caller: Caller, query: StatementQuery, signal?: AbortSignal): Promise<Statement> {

@@ -14,6 +14,11 @@ type TimingConfig = Pick<
   | 'POLL_FIRST_CHECK_MS'
   | 'POLL_HANDLING_CHECK_MS'
   | 'POLL_MAX_INTERVAL_MS'
+  | 'POLL_INTERVAL_MS'
+  | 'POLL_PACE_MOBILE_MS'
+  | 'POLL_PACE_INTERNET_MS'
+  | 'POLL_PACE_GIFT_CARD_MS'
+  | 'POLL_HEARTBEAT_TIMEOUT_MS'
   | 'ORDER_DEADLINE_MOBILE_MS'
   | 'ORDER_DEADLINE_INTERNET_MS'
   | 'ORDER_DEADLINE_GIFT_CARD_MS'
@@ -33,10 +38,18 @@ export function timingsFromConfig(config: TimingConfig, orderType: OrderType): O
     internet_topup: config.ORDER_DEADLINE_INTERNET_MS,
     gift_card: config.ORDER_DEADLINE_GIFT_CARD_MS,
   };
+  const paces: Record<OrderType, number> = {
+    mobile_topup: config.POLL_PACE_MOBILE_MS,
+    internet_topup: config.POLL_PACE_INTERNET_MS,
+    gift_card: config.POLL_PACE_GIFT_CARD_MS,
+  };
   return {
     firstCheckMs: config.POLL_FIRST_CHECK_MS,
     handlingCheckMs: config.POLL_HANDLING_CHECK_MS,
     maxIntervalMs: config.POLL_MAX_INTERVAL_MS,
+    pollIntervalMs: config.POLL_INTERVAL_MS,
+    pollPaceMs: paces[orderType],
+    pollHeartbeatTimeoutMs: config.POLL_HEARTBEAT_TIMEOUT_MS,
     deadlineMs: deadlines[orderType],
     reviewRecheckMs: config.REVIEW_RECHECK_INTERVAL_MS,
     reviewWatchMs: config.REVIEW_WATCH_MS,

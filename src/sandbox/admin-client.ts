@@ -4,7 +4,7 @@
  */
 import type { OperatorName } from '../provider/wire';
 import type { FaultRule, FaultSpecInput, RouteName } from './faults';
-import type { RequestRecord, SandboxSettings, SendReport } from './state';
+import type { OrderTimeline, RequestRecord, SandboxSettings, SendReport } from './state';
 
 /** The routes orders use; `validate` and the catalog only matter to readiness. */
 export const orderRoutes: readonly RouteName[] = [
@@ -59,6 +59,9 @@ export class SandboxAdmin {
     changes: Partial<Record<OperatorName, 'up' | 'down'>>,
   ): Promise<Record<OperatorName, 'up' | 'down'>> {
     return this.#call('PATCH', '/admin/operators', changes);
+  }
+  async timelines(): Promise<OrderTimeline[]> {
+    return (await this.#call<{ timelines: OrderTimeline[] }>('GET', '/admin/timelines')).timelines;
   }
   async requests(route?: RouteName): Promise<RequestRecord[]> {
     const query = route ? `?route=${encodeURIComponent(route)}` : '';

@@ -99,6 +99,7 @@ export function adminRouter(
   });
   router.get('/admin/outcome-changes', (_req, res) => success(res, { changes: state.outcomeChanges.list() }));
   router.get('/admin/gift-card-orders', (_req, res) => success(res, { orders: state.giftCardOrders() }));
+  router.get('/admin/timelines', (_req, res) => success(res, { timelines: state.timelines() }));
 
   router.post('/admin/reset', (_req, res) => {
     state.reset();
@@ -121,6 +122,14 @@ const SettingsChange = z.strictObject({
   scope: KeyScope.optional(),
   /** Top-ups sent from now on are dated this long ago (SandboxSettings.backdateSendsMs). */
   backdateSendsMs: z.number().int().min(0).max(MAX_BACKDATE_MS).optional(),
+  /** `documented`: orders sent from now on draw their timelines (SandboxSettings.timings). */
+  timings: z.enum(['spec', 'documented']).optional(),
+  timingsSeed: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 31)
+    .optional(),
   /** The account's balance from now on, DZD. */
   balance: z.number().min(0).optional(),
 });

@@ -22,10 +22,17 @@ async function main(): Promise<void> {
     startingBalance: config.SANDBOX_STARTING_BALANCE,
     logger,
   });
+  if (config.SANDBOX_TIMINGS !== 'spec') {
+    sandbox.state.updateSettings({
+      timings: config.SANDBOX_TIMINGS,
+      timingsSeed: config.SANDBOX_TIMINGS_SEED,
+    });
+  }
   logger.info(
     {
       url: sandbox.url,
       timeScale: config.SANDBOX_TIME_SCALE,
+      timings: config.SANDBOX_TIMINGS,
       adminSurface: config.SANDBOX_ADMIN_TOKEN !== undefined,
       stateFile: config.SANDBOX_STATE_FILE !== undefined,
     },

@@ -13,23 +13,73 @@ export const PENDING_MS = 5_000;
 export const HANDLING_MS = 15_000;
 
 /**
- * Where an order stands on the normal timeline, `elapsedMs` after it was created. Mobile top-ups
- * are PENDING first (spec); the docs show no PENDING for internet top-ups and gift-card orders, so
- * theirs are HANDLING for the same 20 s.
+ * How long one order stays in each open status, unscaled ms. Absent on an order: the spec's fixed
+ * timeline (PENDING 5 s, HANDLING until 20 s; internet top-ups and gift cards HANDLING for the whole
+ * 20 s, as the docs show them no PENDING).
+ */
+export interface Timeline {
+  pendingMs: number;
+  handlingMs: number;
+}
+
+export type TimelineFamily = 'mobile' | 'internet' | 'giftCard';
+
+const specTimeline: Record<TimelineFamily, Timeline> = {
+  mobile: { pendingMs: PENDING_MS, handlingMs: HANDLING_MS },
+  internet: { pendingMs: 0, handlingMs: PENDING_MS + HANDLING_MS },
+  giftCard: { pendingMs: 0, handlingMs: PENDING_MS + HANDLING_MS },
+};
+
+/**
+ * The provider's documented ranges (fact sheet: mobile PENDING "typically 2–15 s" then HANDLING
+ * "typically 3–8 s"; internet HANDLING 3–45 s; gift cards "most settle within 30 s", read here as
+ * HANDLING 3–30 s: the docs give no lower bound, 3 s is the shortest HANDLING they give anywhere).
+ */
+export const documentedRanges: Readonly<
+  Record<TimelineFamily, { pending: [number, number]; handling: [number, number] }>
+> = {
+  mobile: { pending: [2_000, 15_000], handling: [3_000, 8_000] },
+  internet: { pending: [0, 0], handling: [3_000, 45_000] },
+  giftCard: { pending: [0, 0], handling: [3_000, 30_000] },
+};
+
+/**
+ * The `index`-th draw of `family` from the documented ranges under `seed`: uniform in each range,
+ * a pure function of its arguments, so a run with the same seed and the same order of sends
+ * draws the same timelines.
+ */
+export function documentedTimeline(family: TimelineFamily, seed: number, index: number): Timeline {
+  const { pending, handling } = documentedRanges[family];
+  const at = (range: [number, number], salt: string) => {
+    const bytes = createHmac('sha256', String(seed)).update(`${family}:${index}:${salt}`).digest();
+    return Math.round(range[0] + (bytes.readUInt32BE(0) / 0x1_0000_0000) * (range[1] - range[0]));
+  };
+  return { pendingMs: at(pending, 'pending'), handlingMs: at(handling, 'handling') };
+}
+
+/**
+ * Where an order stands on its timeline, `elapsedMs` after it was created (the spec's fixed one
+ * unless `timeline` says otherwise).
  */
 export function timelineStatus(
   elapsedMs: number,
   timeScale: number,
-  family: 'mobile' | 'internet' | 'giftCard' = 'mobile',
+  family: TimelineFamily = 'mobile',
+  timeline: Timeline = specTimeline[family],
 ): 'PENDING' | 'HANDLING' | 'FULFILLED' {
-  if (elapsedMs < PENDING_MS * timeScale) return family === 'mobile' ? 'PENDING' : 'HANDLING';
-  if (elapsedMs < (PENDING_MS + HANDLING_MS) * timeScale) return 'HANDLING';
+  if (elapsedMs < timeline.pendingMs * timeScale) return 'PENDING';
+  if (elapsedMs < (timeline.pendingMs + timeline.handlingMs) * timeScale) return 'HANDLING';
   return 'FULFILLED';
 }
 
-/** When an order on the normal timeline reaches its final status, ms after creation. */
-export function settleAfterMs(timeScale: number): number {
-  return (PENDING_MS + HANDLING_MS) * timeScale;
+/** When an order on its timeline reaches its final status, ms after creation. */
+export function settleAfterMs(timeScale: number, timeline: Timeline = specTimeline.mobile): number {
+  return (timeline.pendingMs + timeline.handlingMs) * timeScale;
+}
+
+/** When an order on its timeline is first HANDLING, ms after creation. */
+export function handlingAfterMs(timeScale: number, timeline: Timeline = specTimeline.mobile): number {
+  return timeline.pendingMs * timeScale;
 }
 
 /** A final outcome fixed at send time, instead of the timeline. */

@@ -55,8 +55,12 @@ import {
   newId,
   sandboxRefundMessages,
   scriptedMobileOutcome,
+  documentedTimeline,
+  handlingAfterMs,
   settleAfterMs,
   timelineStatus,
+  type Timeline,
+  type TimelineFamily,
 } from './simulation';
 import type { ProviderStatus } from '../../contract/provider';
 
@@ -100,6 +104,14 @@ export interface SandboxSettings {
    * reused now finds an old top-up. A test sets it for its one old send and sets 0 again.
    */
   backdateSendsMs: number;
+  /**
+   * `spec` (default): every order follows the spec's fixed timeline (PENDING 5 s, HANDLING until
+   * 20 s). `documented`: each order sent while it is set draws its own from the provider's
+   * documented ranges (simulation.ts `documentedRanges`), the n-th order of a family since the
+   * setting was last changed taking draw n under `timingsSeed`, so a run can be repeated.
+   */
+  timings: 'spec' | 'documented';
+  timingsSeed: number;
 }
 
 export const defaultSandboxSettings: Readonly<SandboxSettings> = {
@@ -108,6 +120,8 @@ export const defaultSandboxSettings: Readonly<SandboxSettings> = {
   api: 'ok',
   scope: 'READ-WRITE',
   backdateSendsMs: 0,
+  timings: 'spec',
+  timingsSeed: 1,
 };
 
 /** Plenty for every test and benchmark; a test of an empty account sets its own. */
@@ -137,6 +151,8 @@ interface Created<B> {
   debit: number;
   /** Sent while /v3/ping reported its operator down: accepted, then REFUNDED (docs/contributors.md). */
   operatorDown?: boolean;
+  /** Drawn from the documented ranges (SandboxSettings.timings); absent: the spec's timeline. */
+  timeline?: Timeline;
 }
 
 interface GiftCardOrder extends Created<PlaceOrderBody> {
@@ -171,6 +187,11 @@ class TopupBook<B extends { ref: string }> {
   byId(owner: string, id: string, asOf: number): Created<B> | undefined {
     const topup = this.#byId.get(id);
     return topup?.owner === owner && topup.createdAt <= asOf ? topup : undefined;
+  }
+
+  /** Every top-up, in the order they were committed. */
+  all(): IterableIterator<Created<B>> {
+    return this.#byId.values();
   }
 
   /** A top-up by id, whoever owns it (the ledger's look-ups). */
@@ -247,6 +268,20 @@ export interface RequestRecord {
 /** The request log keeps the latest requests only: a long run must not grow it without bound. */
 const REQUEST_LOG_SIZE = 1_000;
 
+/** One order's timeline as the admin surface lists it (GET /admin/timelines), epoch ms. */
+export interface OrderTimeline {
+  family: TimelineFamily;
+  /** The topupId or orderId. */
+  id: string;
+  /** A top-up's ref. */
+  ref?: string;
+  createdAt: number;
+  handlingAt: number;
+  settledAt: number;
+  /** The documented draw, if it was one. */
+  timeline?: Timeline;
+}
+
 /** A gift-card order as the admin surface lists it (tests look up an order whose answer was lost). */
 export interface PlacedGiftCardOrder extends PlaceOrderBody {
   orderId: string;
@@ -287,6 +322,8 @@ export class SandboxState {
   readonly #refunded = new Map<string, number>();
   #operators = upOperators();
   #settings: SandboxSettings = { ...defaultSandboxSettings };
+  /** Documented timelines drawn per family since the timings settings last changed. */
+  #drawn: Record<TimelineFamily, number> = { mobile: 0, internet: 0, giftCard: 0 };
   readonly #journal?: Journal;
   #requests: RequestRecord[] = [];
 
@@ -329,7 +366,16 @@ export class SandboxState {
   placeGiftCardOrder(owner: string, body: PlaceOrderBody, pricePerCard: number): PlaceOrderResult {
     this.#assertCovers(pricePerCard * body.quantity);
     const orderId = newId();
-    this.#commit({ t: 'giftCardOrder', id: orderId, owner, createdAt: this.#now(), body, pricePerCard });
+    const timeline = this.#drawTimeline('giftCard');
+    this.#commit({
+      t: 'giftCardOrder',
+      id: orderId,
+      owner,
+      createdAt: this.#now(),
+      body,
+      pricePerCard,
+      ...(timeline && { timeline }),
+    });
     return { orderId };
   }
 
@@ -457,6 +503,32 @@ export class SandboxState {
   }
 
   /**
+   * Admin: when each order became HANDLING and reached its final status on its timeline (the
+   * bench's "provider settled" and the polling tests' reference). Outcome changes and scripted
+   * outcomes are not reflected: these are the timelines alone.
+   */
+  timelines(): OrderTimeline[] {
+    const entry = (
+      family: TimelineFamily,
+      { id, createdAt, timeline }: Created<unknown>,
+      ref?: string,
+    ): OrderTimeline => ({
+      family,
+      id,
+      ...(ref !== undefined && { ref }),
+      createdAt,
+      handlingAt: createdAt + handlingAfterMs(this.#timeScale, timeline),
+      settledAt: createdAt + settleAfterMs(this.#timeScale, timeline),
+      ...(timeline && { timeline }),
+    });
+    return [
+      ...[...this.#mobile.all()].map((t) => entry('mobile', t, t.body.ref)),
+      ...[...this.#internet.all()].map((t) => entry('internet', t, t.body.ref)),
+      ...[...this.#giftCardOrders.values()].map((o) => entry('giftCard', o)),
+    ];
+  }
+
+  /**
    * From `afterMs` on, checks of the top-up(s) under `ref` (any family, any key) or of the gift-card
    * order `orderId` answer `spec.status` (docs/contributors.md "Provider sandbox": outcomes that change later).
    * A ref may be named before it is sent, so a test can arrange an outcome without racing the
@@ -527,6 +599,7 @@ export class SandboxState {
     this.#offer = new SandboxOffer();
     this.#operators = upOperators();
     this.#settings = { ...defaultSandboxSettings };
+    this.#drawn = { mobile: 0, internet: 0, giftCard: 0 };
     this.#requests = [];
     this.faults.clear();
     this.badKeys.clear();
@@ -555,6 +628,7 @@ export class SandboxState {
     }
     this.#assertCovers(debit);
     const id = newId();
+    const timeline = this.#drawTimeline(family);
     this.#commit({
       t: 'topup',
       family,
@@ -564,6 +638,7 @@ export class SandboxState {
       body,
       debit,
       ...(operatorDown && { operatorDown }),
+      ...(timeline && { timeline }),
     });
     return { topupId: id, topupRef: body.ref };
   }
@@ -574,7 +649,7 @@ export class SandboxState {
   }
 
   #mobileAnswer(topup: Created<MobileTopup>, asOf: number): MobileCheck {
-    const { id, createdAt, body, debit } = topup;
+    const { id, createdAt, body, debit, timeline } = topup;
     const changed = this.#changed({ ref: body.ref }, asOf);
     const scripted = topup.operatorDown
       ? { status: 'REFUNDED' as const, refund_message: sandboxRefundMessages.operatorDown }
@@ -586,7 +661,7 @@ export class SandboxState {
             refund_message: changed.refund_message ?? sandboxRefundMessages.reversed,
           }),
         }
-      : (scripted ?? { status: this.#status(createdAt, asOf, 'mobile') });
+      : (scripted ?? { status: this.#status(createdAt, asOf, 'mobile', timeline) });
     return {
       _id: id,
       ref: body.ref,
@@ -622,9 +697,9 @@ export class SandboxState {
   }
 
   #internetAnswer(topup: Created<InternetTopup>, asOf: number): InternetCheck {
-    const { id, createdAt, body } = topup;
+    const { id, createdAt, body, timeline } = topup;
     const changed = this.#changed({ ref: body.ref }, asOf);
-    const status = changed?.status ?? this.#status(createdAt, asOf, 'internet');
+    const status = changed?.status ?? this.#status(createdAt, asOf, 'internet', timeline);
     return {
       _id: id,
       ref: body.ref,
@@ -636,7 +711,7 @@ export class SandboxState {
       ...(status === 'FULFILLED' && {
         card_code: this.#codes.digits(`${id}:card`, 16),
         ...(!changed?.without?.includes('num_trans') && { num_trans: this.#codes.digits(`${id}:trans`, 12) }),
-        date_traitement: new Date(createdAt + settleAfterMs(this.#timeScale)).toISOString(),
+        date_traitement: new Date(createdAt + settleAfterMs(this.#timeScale, timeline)).toISOString(),
       }),
       ...(status === 'REFUNDED' && {
         refund_message: changed?.refund_message ?? sandboxRefundMessages.reversed,
@@ -645,11 +720,11 @@ export class SandboxState {
   }
 
   #giftCardAnswer(order: GiftCardOrder, asOf: number): GiftCardOrderCheck {
-    const { id, createdAt, body, pricePerCard } = order;
+    const { id, createdAt, body, pricePerCard, timeline } = order;
     const changed = this.#changed({ orderId: id }, asOf);
-    const settled = asOf - createdAt >= settleAfterMs(this.#timeScale);
+    const settled = asOf - createdAt >= settleAfterMs(this.#timeScale, timeline);
     const scripted = settled ? scriptedGiftCardOutcome(body) : undefined;
-    const status = changed?.status ?? scripted?.status ?? this.#status(createdAt, asOf, 'giftCard');
+    const status = changed?.status ?? scripted?.status ?? this.#status(createdAt, asOf, 'giftCard', timeline);
     const fulfilled =
       status === 'FULFILLED'
         ? body.quantity
@@ -692,9 +767,8 @@ export class SandboxState {
         });
         return;
       case 'topup': {
-        const { family, id, owner, createdAt, body, debit, operatorDown } = record as unknown as Created<
-          MobileTopup | InternetTopup
-        > & { family: Family };
+        const { family, id, owner, createdAt, body, debit, operatorDown, timeline } =
+          record as unknown as Created<MobileTopup | InternetTopup> & { family: Family };
         const book = family === 'mobile' ? this.#mobile : this.#internet;
         const spent = debit ?? ('amount' in body ? body.amount : body.value);
         (book as TopupBook<MobileTopup | InternetTopup>).add({
@@ -704,6 +778,7 @@ export class SandboxState {
           body,
           debit: spent,
           ...(operatorDown && { operatorDown }),
+          ...(timeline && { timeline }),
         });
         this.#credit(ledgerTypes[family].debit, -spent, { at: createdAt, objid: id });
         if (
@@ -721,25 +796,39 @@ export class SandboxState {
         this.#countsOf(record.ref as string, record.family as Family).attempts++;
         return;
       case 'giftCardOrder': {
-        const { id, owner, createdAt, body } = record as unknown as Created<PlaceOrderBody>;
+        const { id, owner, createdAt, body, timeline } = record as unknown as Created<PlaceOrderBody>;
         const pricePerCard = (record.pricePerCard as number | undefined) ?? 0;
         const debit = pricePerCard * body.quantity;
-        this.#giftCardOrders.set(id, { id, owner, createdAt, body, debit, pricePerCard });
+        this.#giftCardOrders.set(id, {
+          id,
+          owner,
+          createdAt,
+          body,
+          debit,
+          pricePerCard,
+          ...(timeline && { timeline }),
+        });
         this.#offer.take(body.productId, body.typeId, body.quantity);
         this.#credit(ledgerTypes.giftCard.debit, -debit, { at: createdAt, objid: id });
         const scripted = scriptedGiftCardOutcome(body);
         if (scripted) {
           const refund = (body.quantity - scripted.fulfilled) * pricePerCard;
-          this.#refund('giftCard', id, refund, createdAt + settleAfterMs(this.#timeScale));
+          this.#refund('giftCard', id, refund, createdAt + settleAfterMs(this.#timeScale, timeline));
         }
         return;
       }
       case 'outcomeChange':
         this.#addOutcomeChange(record);
         return;
-      case 'settings':
+      case 'settings': {
+        const before = this.#settings;
         this.#settings = { ...defaultSandboxSettings, ...(record.settings as Partial<SandboxSettings>) };
+        // A new mode or seed starts its draws from the first: the same settings, the same timelines.
+        if (before.timings !== this.#settings.timings || before.timingsSeed !== this.#settings.timingsSeed) {
+          this.#drawn = { mobile: 0, internet: 0, giftCard: 0 };
+        }
         return;
+      }
       case 'balance': {
         const at = record.at as number;
         const delta = (record.balance as number) - this.balance(at);
@@ -816,8 +905,14 @@ export class SandboxState {
     return this.#now() - lagMs;
   }
 
-  #status(createdAt: number, asOf: number, family: 'mobile' | 'internet' | 'giftCard'): ProviderStatus {
-    return timelineStatus(asOf - createdAt, this.#timeScale, family);
+  #status(createdAt: number, asOf: number, family: TimelineFamily, timeline?: Timeline): ProviderStatus {
+    return timelineStatus(asOf - createdAt, this.#timeScale, family, timeline);
+  }
+
+  /** The next documented timeline of `family`, when the settings ask for them. */
+  #drawTimeline(family: TimelineFamily): Timeline | undefined {
+    if (this.#settings.timings !== 'documented') return undefined;
+    return documentedTimeline(family, this.#settings.timingsSeed, this.#drawn[family]++);
   }
 
   #addOutcomeChange(record: JournalRecord): OutcomeChange {

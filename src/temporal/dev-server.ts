@@ -12,6 +12,7 @@ import { loadConfig } from '../config';
 import { ensureTemporalCli } from './cli';
 import { assertPortFree, freePort, startServerProcess, waitUntilServing } from './process';
 import { ensureTemporalSetup } from './setup';
+import { visibilityDynamicConfig } from './visibility-limits';
 
 export { freePort } from './process';
 
@@ -59,6 +60,8 @@ export interface DevServer {
   address: string;
   namespace: string;
   uiUrl?: string;
+  /** The server's Prometheus metrics (per-operation request and error counts: the bench's visibility figures). */
+  metricsUrl: string;
   process: ChildProcess;
   stop(): Promise<void>;
 }
@@ -80,7 +83,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const port = options.port || (await freePort());
   const namespace = options.namespace ?? 'default';
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--log-level', 'error'];
-  args.push('--http-port', String(await freePort()), '--metrics-port', String(await freePort()));
+  const metricsPort = await freePort();
+  args.push('--http-port', String(await freePort()), '--metrics-port', String(metricsPort));
   for (const [name, type] of Object.entries(searchAttributeDefinitions))
     args.push('--search-attribute', `${name}=${type}`);
   if (namespace !== 'default') args.push('--namespace', namespace);
@@ -97,6 +101,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
         }
       : fairnessDynamicConfig),
     ...devDeploymentsDynamicConfig,
+    ...visibilityDynamicConfig,
     ...options.dynamicConfig,
   };
   for (const [key, value] of Object.entries(dynamicConfig))
@@ -137,5 +142,12 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     await server.stop();
     throw err;
   }
-  return { address, namespace, uiUrl, process: server.process, stop: () => server.stop() };
+  return {
+    address,
+    namespace,
+    uiUrl,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    process: server.process,
+    stop: () => server.stop(),
+  };
 }

@@ -184,6 +184,8 @@ describe(
         POLL_FIRST_CHECK_MS: String(spec.firstCheckMs * SCALE),
         POLL_HANDLING_CHECK_MS: String(spec.handlingCheckMs * SCALE),
         POLL_MAX_INTERVAL_MS: String(spec.maxIntervalMs * SCALE),
+        POLL_INTERVAL_MS: String(spec.pollIntervalMs * SCALE),
+        POLL_PACE_MOBILE_MS: String(spec.pollPaceMs * SCALE),
         PROVIDER_SETTLE_MS: String(spec.settleMs * SCALE),
         REVIEW_WATCH_MS: '0',
         LOG_LEVEL: 'warn',

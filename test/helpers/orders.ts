@@ -65,6 +65,8 @@ export function scaledTimings(overrides: Partial<OrderTimings> = {}): Partial<Or
     firstCheckMs: spec.firstCheckMs * TIME_SCALE,
     handlingCheckMs: spec.handlingCheckMs * TIME_SCALE,
     maxIntervalMs: spec.maxIntervalMs * TIME_SCALE,
+    pollIntervalMs: spec.pollIntervalMs * TIME_SCALE,
+    pollPaceMs: spec.pollPaceMs * TIME_SCALE,
     deadlineMs: 20_000,
     reviewRecheckMs: 60_000,
     // No watch after a decision unless a test asks for one: the workflow would stay open.

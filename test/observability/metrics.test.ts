@@ -135,6 +135,8 @@ describe('metrics of the API and the worker, after real orders', () => {
       POLL_FIRST_CHECK_MS: String(spec.firstCheckMs * TIME_SCALE),
       POLL_HANDLING_CHECK_MS: String(spec.handlingCheckMs * TIME_SCALE),
       POLL_MAX_INTERVAL_MS: String(spec.maxIntervalMs * TIME_SCALE),
+      POLL_INTERVAL_MS: String(spec.pollIntervalMs * TIME_SCALE),
+      POLL_PACE_MOBILE_MS: String(spec.pollPaceMs * TIME_SCALE),
       PROVIDER_SETTLE_MS: String(spec.settleMs * TIME_SCALE),
       // A decision the provider has not confirmed is watched, quickly, so a dispute can follow.
       REVIEW_WATCH_MS: '60000',

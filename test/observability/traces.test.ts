@@ -283,6 +283,8 @@ describe('traces exported over OTLP by the real services', () => {
       POLL_FIRST_CHECK_MS: String(spec.firstCheckMs * TIME_SCALE),
       POLL_HANDLING_CHECK_MS: String(spec.handlingCheckMs * TIME_SCALE),
       POLL_MAX_INTERVAL_MS: String(spec.maxIntervalMs * TIME_SCALE),
+      POLL_INTERVAL_MS: String(spec.pollIntervalMs * TIME_SCALE),
+      POLL_PACE_MOBILE_MS: String(spec.pollPaceMs * TIME_SCALE),
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`,
       // The batch processor's standard delay, short for the test (the SDK reads it).
       OTEL_BSP_SCHEDULE_DELAY: '100',

@@ -26,11 +26,17 @@ describe('timingsFromConfig', () => {
       ORDER_MAX_HOLD_MS: '9000',
       ORDER_QUEUED_RECHECK_MS: '10000',
       ORDER_QUEUED_DEADLINE_MS: '11000',
+      POLL_INTERVAL_MS: '0',
+      POLL_PACE_GIFT_CARD_MS: '12000',
+      POLL_HEARTBEAT_TIMEOUT_MS: '13000',
     });
     assert.deepEqual(timingsFromConfig(config, 'gift_card'), {
       firstCheckMs: 1_000,
       handlingCheckMs: 2_000,
       maxIntervalMs: 3_000,
+      pollIntervalMs: 0,
+      pollPaceMs: 12_000,
+      pollHeartbeatTimeoutMs: 13_000,
       deadlineMs: 4_000,
       reviewRecheckMs: 5_000,
       reviewWatchMs: 0,

@@ -69,6 +69,7 @@ async function stackEnv(dataDir: string, extra: NodeJS.ProcessEnv = {}): Promise
     POLL_FIRST_CHECK_MS: '1250',
     POLL_HANDLING_CHECK_MS: '3750',
     POLL_MAX_INTERVAL_MS: '5000',
+    POLL_INTERVAL_MS: '1250',
     LOG_LEVEL: 'warn',
     ...extra,
   };

@@ -291,6 +291,8 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
         handlingCheckMs: 1_000,
         maxIntervalMs: 1_000,
         deadlineMs: 5_000,
+        // The back-off after the provider's pace: no pace here, the back-off from the start.
+        pollIntervalMs: 0,
       }),
     });
     const inReview = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW');

@@ -20,19 +20,35 @@ import type { ProviderCheck } from './types';
 export async function pollStep<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
 ): Promise<void> {
+  const { pollIntervalMs, pollPaceMs, pollHeartbeatTimeoutMs, activityTimeoutMs } = o.timings;
+  // The provider's pace counts from when the order was first polled (right after its send).
+  o.pacedUntil ??= Math.min(o.deadlineAt, Date.now() + pollPaceMs);
+  // QUEUED is re-checked at its own pace (hours), never the provider's polling pace.
+  const paced = pollIntervalMs > 0 && Date.now() < o.pacedUntil && o.view.status !== 'QUEUED';
   const plan: PollPlan = {
-    firstCheckMs: Math.max(0, Math.min(o.nextCheckMs, o.deadlineAt - Date.now())),
+    firstCheckMs: Math.max(
+      0,
+      Math.min(o.nextCheckMs, o.deadlineAt - Date.now(), paced ? pollIntervalMs : Infinity),
+    ),
     handlingCheckMs: o.timings.handlingCheckMs,
     maxIntervalMs: o.timings.maxIntervalMs,
     until: o.deadlineAt,
     ...(o.view.providerStatus && { lastStatus: o.view.providerStatus }),
+    ...(paced && {
+      pace: { intervalMs: pollIntervalMs, until: o.pacedUntil, heartbeatTimeoutMs: pollHeartbeatTimeoutMs },
+    }),
   };
   const activities = proxyActivities<OrderActivities>({
-    startToCloseTimeout: o.timings.activityTimeoutMs,
+    // At the pace, one attempt checks until the pace ends (its heartbeat timeout finds a dead
+    // worker); a check after that gets a whole attempt's time for its call.
+    startToCloseTimeout: paced ? o.pacedUntil - Date.now() + activityTimeoutMs : activityTimeoutMs,
+    ...(paced && { heartbeatTimeout: pollHeartbeatTimeoutMs }),
     // A backstop only: the activity itself ends at the deadline with the last answer.
-    scheduleToCloseTimeout: Math.max(0, o.deadlineAt - Date.now()) + 2 * o.timings.activityTimeoutMs,
+    scheduleToCloseTimeout: Math.max(0, o.deadlineAt - Date.now()) + 2 * activityTimeoutMs,
     retry: o.retryPolicy(),
-    summary: 'status checks until the order settles (one per attempt)',
+    summary: paced
+      ? `status checks every ${pollIntervalMs / 1_000} s until the order settles`
+      : 'status checks until the order settles (one per attempt)',
   });
   let progress: PollProgress<C> | undefined;
   let settled = false;

@@ -84,6 +84,11 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   deadlineAt: number;
   /** Polling: how long to wait before the next check. */
   nextCheckMs: number;
+  /**
+   * Epoch ms: checks at the provider's pace end here (polling.ts). Set when this run first polls;
+   * not carried over continue-as-new, so a run that continues an open order paces again.
+   */
+  pacedUntil: number | undefined = undefined;
   /** Valid operator decisions received in review, oldest first. */
   readonly decisions: QueuedDecision[] = [];
   /** This is the workflow's first task, never tried before (FIRST_TASK_HISTORY_LENGTH). */

@@ -6,7 +6,7 @@
 import { type Router, type Request } from 'express';
 import { callerOf, requireScope } from '../auth';
 import { ApiError } from '../errors';
-import { CSV, ExportOrdersQuery, NDJSON, streamExport } from '../order-export';
+import { CSV, ExportOrdersQuery, NDJSON, streamExport, type ExportCaches } from '../order-export';
 import type { OrderService } from '../orders';
 import { StatementQuery, type StatementService } from '../statements';
 import { ReconciliationParams, ReconciliationQuery, type ReconciliationService } from '../reconciliations';
@@ -19,6 +19,8 @@ export function financeRouter(
   orders: OrderService,
   statements: StatementService,
   reconciliations: ReconciliationService,
+  /** What the same caller's exports share (order-export.ts). */
+  exportCaches?: ExportCaches,
 ): Router {
   const router = trackedRouter();
 
@@ -28,7 +30,7 @@ export function financeRouter(
     if (format !== NDJSON && format !== CSV) {
       throw new ApiError('not-acceptable', `The export is served as ${NDJSON} or ${CSV}.`);
     }
-    await streamExport(orders, callerOf(res), query, format, res, req.log);
+    await streamExport(orders, callerOf(res), query, format, res, req.log, exportCaches);
   });
 
   router.get('/v1/statements', requireScope('orders:read'), async (req, res) => {
