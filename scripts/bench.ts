@@ -66,6 +66,21 @@ function timestamp(date: Date): string {
   return date.toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
 }
 
+/** A fresh stack for one run of a part, with a client and a process monitor that the launcher stops. */
+async function startRun(runLauncher: Launcher, options: BenchOptions, runId: string) {
+  const stack = await startStack(runLauncher, options, runId, { withBaselineWorker: false, log });
+  const connection = await Connection.connect(stack.connectionOptions);
+  runLauncher.onStop('bench client connection', () => connection.close());
+  const client = new Client({ connection, namespace: stack.namespace, dataConverter: stack.dataConverter });
+  const monitor = new ProcMonitor({
+    worker: stack.pids.worker,
+    api: stack.pids.api,
+    temporal: stack.pids.temporal,
+  });
+  runLauncher.onStop('monitor', async () => monitor.close());
+  return { options, stack, client, monitor, runId, log };
+}
+
 /**
  * `--noisy N`: the noisy-neighbour run twice, each on a fresh stack of its own — Temporal with
  * fairness off (first come, first served), then on — and one table of both.
@@ -85,21 +100,7 @@ async function noisyMain(options: BenchOptions): Promise<void> {
     const off = Object.fromEntries(Object.keys(fairnessDynamicConfig).map((key) => [key, false]));
     const runOptions = { ...options, serverConfig: { ...options.serverConfig, ...(fairness ? {} : off) } };
     try {
-      const stack = await startStack(runLauncher, runOptions, runId, { withBaselineWorker: false, log });
-      const connection = await Connection.connect(stack.connectionOptions);
-      runLauncher.onStop('bench client connection', () => connection.close());
-      const client = new Client({
-        connection,
-        namespace: stack.namespace,
-        dataConverter: stack.dataConverter,
-      });
-      const monitor = new ProcMonitor({
-        worker: stack.pids.worker,
-        api: stack.pids.api,
-        temporal: stack.pids.temporal,
-      });
-      runLauncher.onStop('monitor', async () => monitor.close());
-      const ctx = { options: runOptions, stack, client, monitor, runId, log };
+      const ctx = await startRun(runLauncher, runOptions, runId);
       if (options.noisyReconcile !== undefined) reconciling.push(await runNoisyReconcile(ctx));
       else reports.push(await runNoisy(ctx, fairness));
     } finally {
@@ -147,21 +148,7 @@ async function readersMain(options: BenchOptions): Promise<void> {
       : options.serverConfig;
     const runOptions = { ...options, serverConfig, partEnv: { ...options.partEnv, ...variant.apiEnv } };
     try {
-      const stack = await startStack(runLauncher, runOptions, runId, { withBaselineWorker: false, log });
-      const connection = await Connection.connect(stack.connectionOptions);
-      runLauncher.onStop('bench client connection', () => connection.close());
-      const client = new Client({
-        connection,
-        namespace: stack.namespace,
-        dataConverter: stack.dataConverter,
-      });
-      const monitor = new ProcMonitor({
-        worker: stack.pids.worker,
-        api: stack.pids.api,
-        temporal: stack.pids.temporal,
-      });
-      runLauncher.onStop('monitor', async () => monitor.close());
-      reports.push(await runReaders({ options: runOptions, stack, client, monitor, runId, log }, variant));
+      reports.push(await runReaders(await startRun(runLauncher, runOptions, runId), variant));
     } finally {
       await runLauncher.stop();
     }
