@@ -35,6 +35,7 @@ import {
 } from '../helpers/orders';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { makeTestVersionCurrent, versionedTestCode } from '../helpers/versioning';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -181,16 +182,24 @@ describe('traces', () => {
   it('an order started without a trace builds no spans inside its workflow', async () => {
     // A worker whose span sink counts what workflows hand it.
     let exported = 0;
+    // Versioned as every test stack's workers are: the workflows declare their behaviour.
+    const { workflowCode, deployment } = await versionedTestCode('traces-untraced', workflowCodeOptions());
     const countingWorker = await Worker.create({
       connection: nativeConnection,
       namespace: temporal.namespace,
       taskQueue: `${taskQueue}-untraced`,
       activities: createActivities({ provider: provider.client }),
-      ...workflowCodeOptions(),
+      ...workflowCode,
+      workerDeploymentOptions: {
+        version: deployment,
+        useWorkerVersioning: true,
+        defaultVersioningBehavior: 'PINNED',
+      },
       sinks: { exporter: { export: { fn: (_info, spans: unknown[]) => void (exported += spans.length) } } },
     });
     const untracedClient = new Client({ connection, namespace: temporal.namespace });
     await countingWorker.runUntil(async () => {
+      await makeTestVersionCurrent(connection, temporal.namespace, deployment, [`${taskQueue}-untraced`]);
       const untraced = await startOrder(
         untracedClient,
         `${taskQueue}-untraced`,
