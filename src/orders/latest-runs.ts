@@ -5,6 +5,8 @@
  * each order once, by its latest run (docs/integrators.md "One order, several runs").
  */
 import type { Client } from '@temporalio/client';
+import { optionalTsToMs } from '@temporalio/common/lib/time';
+import type { temporal } from '@temporalio/proto';
 import { workflowTypeByOrderType } from '../../contract/order';
 import { untimed, type Timed } from '../temporal/timed';
 
@@ -86,21 +88,16 @@ export class LatestRuns<R extends OrderRun> {
       }
     }
     const latest = new Map<string, { runId: string; running: boolean; closedAt: number }>();
-    const executions = await this.#timed(async () => {
-      const all = [];
-      for await (const execution of this.#client.workflow.list({ query, pageSize: PAGE_SIZE }))
-        all.push(execution);
-      return all;
-    });
-    for (const execution of executions) {
+    for (const execution of await this.#timed(() => this.#listRaw(query))) {
+      const workflowId = execution.execution?.workflowId ?? '';
       const run = {
-        runId: execution.runId,
-        running: execution.status.name === 'RUNNING',
-        closedAt: execution.closeTime?.getTime() ?? 0,
+        runId: execution.execution?.runId ?? '',
+        running: execution.status === RUNNING,
+        closedAt: optionalTsToMs(execution.closeTime) ?? 0,
       };
-      const before = latest.get(execution.workflowId);
+      const before = latest.get(workflowId);
       const later = !before || (!before.running && (run.running || run.closedAt > before.closedAt));
-      if (later) latest.set(execution.workflowId, run);
+      if (later) latest.set(workflowId, run);
     }
     for (const row of rows) {
       // Not listed at all (deleted meanwhile): as listed before, it counts.
@@ -108,4 +105,28 @@ export class LatestRuns<R extends OrderRun> {
       if (!found || found.runId === row.runId) this.#take(row);
     }
   }
+
+  /**
+   * The runs as visibility lists them, undecoded: only their IDs, status and close time are read,
+   * and another deployment's codec (an encrypted memo) must not fail the listing.
+   */
+  async #listRaw(query: string): Promise<temporal.api.workflow.v1.IWorkflowExecutionInfo[]> {
+    const { workflowService, options } = this.#client;
+    const all: temporal.api.workflow.v1.IWorkflowExecutionInfo[] = [];
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const page = await workflowService.listWorkflowExecutions({
+        namespace: options.namespace,
+        query,
+        pageSize: PAGE_SIZE,
+        nextPageToken,
+      });
+      all.push(...(page.executions ?? []));
+      nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+    } while (nextPageToken);
+    return all;
+  }
 }
+
+/** temporal.api.enums.v1.WorkflowExecutionStatus RUNNING. */
+const RUNNING = 1;
