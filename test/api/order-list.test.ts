@@ -166,15 +166,22 @@ describe('GET /v1/orders: newest accepted first', () => {
       const accepted = Date.now();
       for (;;) {
         const page = await api.request<Page>('GET', '/v1/orders?type=mobile_topup&pageSize=5');
-        if (page.body.orders.some((o) => o.ref === request.ref)) break;
         if (Date.now() - accepted > 10_000) assert.fail(`${request.ref} not listed after 10 s`);
-        await sleep(5);
+        // Answers are shared for a moment, so a list answers at once: polled gently, and the
+        // client's request limit (429) waited out as told.
+        if (page.status === 429) {
+          await sleep(Number(page.headers['retry-after'] ?? 1) * 1_000);
+          continue;
+        }
+        assert.equal(page.status, 200, page.text);
+        if (page.body.orders.some((o) => o.ref === request.ref)) break;
+        await sleep(200);
       }
       lags.push(Date.now() - accepted);
     }
     lags.sort((a, b) => a - b);
     t.diagnostic(
-      `${process.env.TEST_TEMPORAL_SERVER ?? 'dev server'}: a new order was listed after ${lags[0]}–${lags.at(-1)} ms (median ${lags[5]} ms, each poll ≈ a list call)`,
+      `${process.env.TEST_TEMPORAL_SERVER ?? 'dev server'}: a new order was listed after ${lags[0]}–${lags.at(-1)} ms (median ${lags[5]} ms, polled every 200 ms, answers shared for API_READ_CACHE_MS)`,
     );
   });
 });
