@@ -6,9 +6,10 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { sandboxRefundMessages } from '../../src/sandbox/simulation';
+import { HANDLING_MS, PENDING_MS, sandboxRefundMessages } from '../../src/sandbox/simulation';
 import {
   CompletedAtAttribute,
+  defaultOrderTimings,
   OrderClientAttribute,
   OrderStatusAttribute,
   resolveReviewSignal,
@@ -35,6 +36,13 @@ import {
   mobileResultBesidesDebit,
   LEAN_ORDER_EVENTS,
 } from '../helpers/orders';
+
+/**
+ * The checks a normal order may make: one per pace interval from the send until the sandbox settles
+ * it (its spec timeline, scaled as the pace is), and one more for a check that lands just before.
+ */
+const MAX_CHECKS =
+  Math.ceil((PENDING_MS + HANDLING_MS) / defaultOrderTimings.mobile_topup.pollIntervalMs) + 1;
 
 describe('order workflows against the sandbox', { concurrency: true }, () => {
   let sandbox: TestSandbox;
@@ -80,7 +88,7 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
       t.diagnostic('the first workflow task timed out: the recovery path, not the lean budget');
       return;
     }
-    assert.ok(checks <= 2, `checks: ${checks}`);
+    assert.ok(checks <= MAX_CHECKS, `checks: ${checks}`);
     assert.ok(history.length <= LEAN_ORDER_EVENTS, `history events: ${history.length}`);
     t.diagnostic(`history events: ${history.length}`);
   }
@@ -89,7 +97,7 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     return waitForView(handle, (v) => v.status === 'NEEDS_REVIEW');
   }
 
-  it('a mobile top-up to a normal number is FULFILLED with number and amount, in at most 3 provider calls and the lean event budget', async (t) => {
+  it('a mobile top-up to a normal number is FULFILLED with number and amount, checked at the provider’s pace, in the lean event budget', async (t) => {
     const request = mobileRequest(newRef('mobile-ok'));
     const handle = await start(request);
     const view = await handle.result();
@@ -132,7 +140,7 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
   });
 
-  it('an internet top-up is FULFILLED with the card code and transaction number, in at most 3 provider calls and the lean event budget', async (t) => {
+  it('an internet top-up is FULFILLED with the card code and transaction number, checked at the provider’s pace, in the lean event budget', async (t) => {
     const request = internetRequest(newRef('internet-ok'));
     const handle = await start(request);
     const view = await handle.result();
@@ -145,7 +153,7 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     await assertLeanBudget(handle, t, calls.checkInternetTopup);
   });
 
-  it('a gift-card order is FULFILLED with one code and serial per card ordered, in at most 3 provider calls and the lean event budget', async (t) => {
+  it('a gift-card order is FULFILLED with one code and serial per card ordered, checked at the provider’s pace, in the lean event budget', async (t) => {
     const handle = await start(giftCardRequest(newRef('gift-ok'), 2));
     const view = await handle.result();
     assert.equal(view.status, 'FULFILLED');
@@ -156,7 +164,7 @@ describe('order workflows against the sandbox', { concurrency: true }, () => {
     assert.ok(view.providerReference, 'the orderId is kept');
     assert.equal(await statusAttribute(handle), 'FULFILLED');
     const checks = counted.callsFor(view.providerReference).checkGiftCardOrder ?? 0;
-    assert.ok(checks >= 1 && checks <= 2, `checks: ${checks}`);
+    assert.ok(checks >= 1 && checks <= MAX_CHECKS, `checks: ${checks}`);
     const history = (await handle.fetchHistory()).events ?? [];
     if (!firstTaskTimedOut(history)) {
       assert.ok(history.length <= LEAN_ORDER_EVENTS, `history events: ${history.length}`);
