@@ -86,7 +86,7 @@ export default tseslint.config(
                 'Keep zod out of the workflow bundle: import types only (checks: contract/review-decision.ts).',
             },
             {
-              // Evaluated per cached workflow: only traced orders load it (workflows/interceptors.ts).
+              // Evaluated per cached workflow: only traced orders load it (src/worker/interceptors.workflow.ts).
               group: [
                 '@opentelemetry/*',
                 '@temporalio/interceptors-opentelemetry',
@@ -94,7 +94,7 @@ export default tseslint.config(
               ],
               allowTypeImports: true,
               message:
-                'OpenTelemetry is required lazily, for traced orders only (workflows/interceptors.ts): import types only.',
+                'OpenTelemetry is required lazily, for traced orders only (src/worker/interceptors.workflow.ts): import types only.',
             },
           ],
         },

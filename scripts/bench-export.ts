@@ -15,7 +15,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import pLimit from 'p-limit';
 import { startDevServer } from '../src/temporal/dev-server';
-import { startTestApi, testClients } from '../src/api/testing';
+import { startTestApi, testClients } from '../test/helpers/api';
 import { idleProvider } from '../test/helpers/stack';
 import { seedListedOrder } from '../test/helpers/orders';
 import { OrderClientAttribute } from '../contract/order';

@@ -25,10 +25,10 @@ import { isDeepStrictEqual } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { ClientRegistry } from '../src/clients/registry';
-import { StatementService, type Statement } from '../src/api/statements';
-import { StatementDays } from '../src/orders/statement-days';
+import { StatementService, type Statement } from '../src/statements/statement.service';
+import { StatementDays } from '../src/statements/statement-days';
 import { startDevServer } from '../src/temporal/dev-server';
-import { testClientsFile } from '../src/api/testing';
+import { testClientsFile } from '../test/helpers/api';
 import {
   OrderClientAttribute,
   type OrderRequest,
@@ -299,7 +299,7 @@ async function whereTheTimeGoes(connection: Connection, client: Client, namespac
   console.log(`count: ${count} in ${(performance.now() - t2).toFixed(0)} ms`);
 }
 
-/** What the order would have recorded as it settled (workflows/order/debit.ts), by a price of 1,000 DZD per card. */
+/** What the order would have recorded as it settled (src/orders/lifecycle/debit.workflow.ts), by a price of 1,000 DZD per card. */
 function settlementOf(request: OrderRequest, status: OrderStatus): { settlement?: OrderSettlement } {
   if (!['FULFILLED', 'PARTIALLY_FULFILLED', 'REFUNDED'].includes(status)) return {};
   const refunded = status === 'REFUNDED';

@@ -16,41 +16,41 @@ import type { OrderTimings } from '../../contract/order';
 import type { OrderType } from '../../contract/schemas';
 import { timingsFromConfig } from '../orders/timings';
 import { clientRegistryFromConfig, type ClientRegistry } from '../clients/registry';
-import { identifyCaller, requireApiKey } from './auth';
+import { identifyCaller, requireApiKey } from '../http/auth';
 import { ApiLimits, defaultLimitsFromConfig } from './limits';
-import { jsonBody } from './json-body';
-import { cachedCatalog, loadCatalogView, type CatalogProvider } from './catalog';
-import { createIntakeCheck, type IntakeProvider } from './intake';
+import { jsonBody } from '../http/json-body';
+import { cachedCatalog, loadCatalogView, type CatalogProvider } from '../orders/catalog';
+import { createIntakeCheck, type IntakeProvider } from '../orders/intake';
 import {
   errorHandler,
   methodNotAllowedHandler,
   notFoundHandler,
   sendProblem,
   temporarilyUnavailable,
-} from './error-handler';
+} from '../http/error-handler';
 import { readinessCheck, searchAttributesNotReady, type ProviderPort } from './health';
 import { deploymentStatus } from './deployment-status';
 import { fairnessStatus } from './fairness-status';
 import { requestLogger } from './logging';
-import { trackRequestWork } from './request-work';
+import { trackRequestWork } from '../http/request-work';
 import { requestMetrics } from './metrics';
-import { accountReport, type AccountProviderPort, type AccountReport } from './account';
+import { accountReport, type AccountProviderPort, type AccountReport } from '../provider-account/account.service';
 import { noMetrics, type Metrics } from '../observability/metrics';
 import { requestSpans } from '../observability/request-spans';
 import { openApiDocument } from './openapi';
-import { OrderService } from './orders';
-import { pageTokensFromConfig, type PageTokens } from './page-token';
-import { giftCardsRouter } from './routes/catalog';
-import { ordersRouter } from './routes/orders';
-import { publicRouter } from './routes/public';
-import { webhooksRouter } from './routes/webhooks';
-import { reviewsRouter } from './routes/reviews';
-import { financeRouter } from './routes/finance';
-import { StatementService } from './statements';
-import { ReadCache } from './read-cache';
-import { ReconciliationService } from './reconciliations';
-import { BulkReviewService, BULK_REVIEW_CONCURRENCY, BULK_REVIEW_MAX_ORDERS } from './bulk-review';
-import { WebhookService } from './webhooks';
+import { OrderService } from '../orders/order.service';
+import { pageTokensFromConfig, type PageTokens } from '../orders/page-token';
+import { giftCardsRouter } from '../orders/catalog.routes';
+import { ordersRouter } from '../orders/order.routes';
+import { publicRouter } from './public.routes';
+import { webhooksRouter } from '../webhooks/webhook.routes';
+import { reviewsRouter } from '../reviews/bulk-review.routes';
+import { financeRouter } from '../statements/statement.routes';
+import { StatementService } from '../statements/statement.service';
+import { ReadCache } from '../http/read-cache';
+import { ReconciliationService } from '../reconciliation/reconciliation.service';
+import { BulkReviewService, BULK_REVIEW_CONCURRENCY, BULK_REVIEW_MAX_ORDERS } from '../reviews/bulk-review.service';
+import { WebhookService } from '../webhooks/webhook.service';
 
 export interface AppDeps {
   client: Client;

@@ -21,8 +21,8 @@ import { ipKeyGenerator } from 'express-rate-limit';
 import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
 import type { Caller } from '../clients/registry';
 import type { ClientLimits } from '../clients/model';
-import { ApiError } from './errors';
-import { afterRequestWork } from './request-work';
+import { ApiError } from '../http/errors';
+import { afterRequestWork } from '../http/request-work';
 
 export type Limits = Required<ClientLimits>;
 

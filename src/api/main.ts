@@ -21,7 +21,7 @@ import { clientRegistryFromConfig, reloadClientsOnSighup } from '../clients/regi
 import { ConfigError, loadConfig } from '../config';
 import { createProviderClientFromConfig } from '../provider/pool';
 import { createApp } from './app';
-import { pageTokensFromConfig } from './page-token';
+import { pageTokensFromConfig } from '../orders/page-token';
 import { createLogger } from '../logging';
 import { listen, listenHealth } from './server';
 import { temporalConnectionOptions } from '../temporal/connection';
@@ -30,7 +30,7 @@ import { PrometheusMetrics } from '../observability/prometheus';
 import { providerCallMetrics } from '../observability/provider-metrics';
 import { tracingFromConfig } from '../observability/tracing';
 import { registerAccountGauges, registerReviewGauges } from './metrics';
-import { accountReport } from './account';
+import { accountReport } from '../provider-account/account.service';
 
 async function main(): Promise<void> {
   const config = loadConfig();

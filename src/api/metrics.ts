@@ -10,7 +10,7 @@ import type { GaugeSample, PrometheusMetrics } from '../observability/prometheus
 import { AcceptedAtAttribute, ReviewSinceAttribute } from '../../contract/order';
 import { orderTypes } from '../../contract/schemas';
 import { matchedRoute } from '../observability/matched-route';
-import type { AccountReport } from './account';
+import type { AccountReport } from '../provider-account/account.service';
 import { operatorNames } from '../provider/wire';
 
 /** Counts each answered request under its route pattern; unmatched paths share one label value. */

@@ -15,14 +15,14 @@ import {
 import { z } from 'zod';
 import type { Scope } from '../clients/model';
 import { OrderRequest, ReviewRequest } from '../../contract/schemas';
-import { GiftCardCatalogView } from './catalog';
-import { BULK_REVIEW_MAX_ORDERS, BulkReviewAnswer, BulkReviewRequest } from './bulk-review';
-import { CSV, ExportOrdersQuery, ExportRowSchema, NDJSON } from './order-export';
-import { MAX_RANGE_DAYS } from './schemas';
-import { Statement, StatementQuery } from './statements';
-import { ReconciliationAnswer, ReconciliationParams, ReconciliationQuery } from './reconciliations';
-import { problemKinds, type ProblemKey } from './errors';
-import { PROBLEM_CONTENT_TYPE } from './error-handler';
+import { GiftCardCatalogView } from '../orders/catalog';
+import { BULK_REVIEW_MAX_ORDERS, BulkReviewAnswer, BulkReviewRequest } from '../reviews/bulk-review.service';
+import { CSV, ExportOrdersQuery, ExportRowSchema, NDJSON } from '../statements/order-export.service';
+import { MAX_RANGE_DAYS } from '../http/schemas';
+import { Statement, StatementQuery } from '../statements/statement.service';
+import { ReconciliationAnswer, ReconciliationParams, ReconciliationQuery } from '../reconciliation/reconciliation.service';
+import { problemKinds, type ProblemKey } from '../http/errors';
+import { PROBLEM_CONTENT_TYPE } from '../http/error-handler';
 import { REQUEST_ID_HEADER } from './logging';
 import { loadConfig } from '../config';
 import {
@@ -43,7 +43,7 @@ import {
   RedeliveryAccepted,
   RefParams,
   WebhookEndpointList,
-} from './schemas';
+} from '../http/schemas';
 
 const GiftCardCatalog = GiftCardCatalogView;
 

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { WebhookEndpoint } from '../clients/model';
 import { maskCardCodes } from '../audit/mask';
-import type { OrderView } from '../api/orders';
+import type { OrderView } from '../orders/order.service';
 import type { OrderEvent, WebhookEvent } from '../../contract/webhooks';
 
 export interface WebhookMessage {

@@ -12,9 +12,9 @@
  */
 import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
-import { createActivities } from '../../activities';
-import { StatementDays } from '../orders/statement-days';
-import { createDeliveryActivities, DIRECT_DELIVERY_DEFAULTS } from '../../activities/webhooks';
+import { createActivities } from '../orders/order.activities';
+import { StatementDays } from '../statements/statement-days';
+import { createDeliveryActivities, DIRECT_DELIVERY_DEFAULTS } from '../webhooks/webhook.activities';
 import type { ClientsFile } from '../clients/model';
 import { ClientRegistry, readClientsFile, reloadClientsOnSighup } from '../clients/registry';
 import { AddressPolicy } from '../webhooks/address-guard';
@@ -22,9 +22,9 @@ import { signingKeyFrom } from '../webhooks/secrets';
 import { WebhookSender } from '../webhooks/sender';
 import { nativeConnectionOptions } from '../temporal/connection';
 import { ensureTemporalSetup, TemporalSetupError } from '../temporal/setup';
-import { ensureOrderSweepSchedule } from '../temporal/sweep-schedule';
+import { ensureOrderSweepSchedule } from '../orders/sweep.schedule';
 import { startFairnessReports } from '../temporal/fairness-probe';
-import { startFairnessWeights } from '../temporal/fairness-weights';
+import { startFairnessWeights } from '../clients/fairness-weights';
 import { dataConverterFromConfig } from '../codec/data-converter';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createProviderClientFromConfig, isProviderError, type ProviderClient } from '../provider';

@@ -12,8 +12,8 @@ import {
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
 import { Worker, type InjectedSinks, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import type { OrderActivities } from '../../activities';
-import type { DeliveryActivities } from '../../activities/webhooks';
+import type { OrderActivities } from '../orders/order.activities';
+import type { DeliveryActivities } from '../webhooks/webhook.activities';
 import type { WebhookDeliveryPolicy } from '../../contract/webhooks';
 import type { Config } from '../config';
 import type { Tracing } from '../observability/tracing';
@@ -67,7 +67,7 @@ export type WorkerDeployment = DeploymentVersion;
 
 /**
  * Versioned: every workflow runs pinned to the version it started on unless its type says
- * otherwise (workflows/versioning.ts; each does, explicitly), so a new build never replays a
+ * otherwise (src/temporal/versioning.workflow.ts; each does, explicitly), so a new build never replays a
  * history an older build wrote (docs/contributors.md "Changing a workflow: a new worker version").
  */
 function deploymentOptions(
@@ -91,7 +91,7 @@ function deploymentOptions(
 const SHUTDOWN_GRACE_MS = 10_000;
 
 /**
- * Where workflows hand their spans (workflows/interceptors.ts). Registered with tracing off too:
+ * Where workflows hand their spans (src/worker/interceptors.workflow.ts). Registered with tracing off too:
  * an order started by a tracing API still calls it, and its spans are then dropped here.
  */
 function workflowSpanSinks(tracing: Tracing | undefined): InjectedSinks<OpenTelemetrySinks> {

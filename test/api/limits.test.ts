@@ -13,7 +13,7 @@ import {
   testClients,
   testClientsFile,
   type TestApi,
-} from '../../src/api/testing';
+} from '../helpers/api';
 import type { ClientLimits } from '../../src/clients/model';
 import { ClientRegistry } from '../../src/clients/registry';
 import { orderWorkflowId } from '../../contract/order';

@@ -14,8 +14,8 @@ import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, NativeConnection, Runtime } from '@temporalio/worker';
 import { FIGURES_MEMO, orderFigures } from '../../src/orders/figures';
 import { createWorkerLogger } from '../../src/worker/logger';
-import { createActivities, type OrderProvider } from '../../activities';
-import type { AccountProvider } from '../../activities/account';
+import { createActivities, type OrderProvider } from '../../src/orders/order.activities';
+import type { AccountProvider } from '../../src/provider-account/account.activities';
 import { createOrderWorker, type WorkerTuning, type WorkflowCode } from '../../src/worker/worker';
 import { makeTestVersionCurrent, versionedTestCode } from './versioning';
 import { workflowBundleOptions } from '../../src/worker/bundle';
@@ -324,7 +324,7 @@ export async function startOrderTestWorkers<K extends string>(
   const { workflowCode, deployment } = await versionedTestCode('orders-test', bundled);
   const nativeConnection = await NativeConnection.connect({ address: temporal.address });
   const connection = await Connection.connect({ address: temporal.address });
-  // The sweep's activity resumes orders through it (activities/sweep.ts).
+  // The sweep's activity resumes orders through it (src/orders/sweep.activities.ts).
   const client = new Client({ connection, namespace: temporal.namespace });
   const entries = Object.entries(providers) as [K, OrderProvider][];
   const workers = await Promise.all(
@@ -492,5 +492,5 @@ export function mobileResultBesidesDebit(result: OrderResult | undefined): Order
  */
 export const LEAN_ORDER_EVENTS = 14;
 
-/** A PARTIALLY_FULFILLED gift card records its split in the memo: one event more (workflows/order/debit.ts). */
+/** A PARTIALLY_FULFILLED gift card records its split in the memo: one event more (src/orders/lifecycle/debit.workflow.ts). */
 export const PARTIAL_SPLIT_MEMO_EVENTS = 1;

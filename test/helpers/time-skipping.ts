@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Client } from '@temporalio/client';
-import { createActivities, type OrderProvider } from '../../activities';
+import { createActivities, type OrderProvider } from '../../src/orders/order.activities';
 import { indexedValueTypes } from '../../src/temporal/setup';
 import { ensureTestServer } from '../../src/temporal/test-server-install';
 import { createOrderWorker } from '../../src/worker/worker';
