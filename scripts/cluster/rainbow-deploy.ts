@@ -25,7 +25,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { bundleWorkflowCode, NativeConnection, type Worker } from '@temporalio/worker';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { createActivities } from '../../src/orders/order.activities';
+import { createActivities } from '../../src/worker/activities';
 import type { AccountProvider } from '../../src/provider-account/account.activities';
 import { createProviderPool, ProviderClient } from '../../src/provider';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';

@@ -46,6 +46,7 @@ import { publicRouter } from './public.routes';
 import { webhooksRouter } from '../webhooks/webhook.routes';
 import { reviewsRouter } from '../reviews/bulk-review.routes';
 import { financeRouter } from '../statements/statement.routes';
+import { reconciliationRouter } from '../reconciliation/reconciliation.routes';
 import { StatementService } from '../statements/statement.service';
 import { ReadCache } from '../http/read-cache';
 import { ReconciliationService } from '../reconciliation/reconciliation.service';
@@ -228,7 +229,6 @@ export function createApp(deps: AppDeps): Express {
         maxStoredDays: config.API_STATEMENT_DAYS_PER_REQUEST,
         readCacheMs: config.API_READ_CACHE_MS,
       }),
-      new ReconciliationService(deps.client),
       {
         pages: new ReadCache({ ttlMs: config.API_READ_CACHE_MS, maxEntries: CACHED_EXPORT_PAGES }),
         // A completed run's view never changes: kept long, within a bounded number; off with the rest.
@@ -239,6 +239,7 @@ export function createApp(deps: AppDeps): Express {
       },
     ),
   );
+  app.use(reconciliationRouter(new ReconciliationService(deps.client)));
   app.use(
     ordersRouter(orders, webhooks, {
       chargeOrders: (caller, count, res) => limits.chargeOrders(caller, count, res),

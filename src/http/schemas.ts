@@ -20,6 +20,7 @@ import {
 import { MASKED } from '../audit/mask';
 import { auditEntryKinds } from '../audit/story';
 import { ProviderStatus } from '../../contract/provider';
+import { workflowStatuses } from '../../contract/order-identity';
 
 // ---- parameters ----
 
@@ -278,17 +279,7 @@ export const ReviewResolution = ReviewDecisionPayload.safeExtend({
   }),
 }).meta({ id: 'ReviewResolution', description: 'The operator decision that settled the order.' });
 
-/** Temporal's execution statuses, as the SDK names them. */
-export const workflowStatuses = [
-  'RUNNING',
-  'COMPLETED',
-  'FAILED',
-  'CANCELLED',
-  'TERMINATED',
-  'CONTINUED_AS_NEW',
-  'TIMED_OUT',
-  'UNKNOWN',
-] as const;
+export { workflowStatuses };
 
 export const OrderView = z
   .object({

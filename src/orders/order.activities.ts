@@ -31,13 +31,7 @@ import {
 } from '../../contract/activity-outcomes';
 import { attemptDeadline, markAttemptStart, withinAttempt } from '../provider/attempt-deadline';
 import { toTemporalFailure } from '../provider/provider-failures';
-import type { Client } from '@temporalio/client';
-import { createSweepActivities } from './sweep.activities';
-import { createBulkReviewActivities } from '../reviews/bulk-review.activities';
-import { createReconciliationActivities, type ReconciliationProvider } from '../reconciliation/reconciliation.activities';
-import { createStatementDaysActivities, type StatementDaysSummarizer } from '../statements/statement-days.activities';
-import { createAccountActivities, createAccountGate, type AccountOptions } from '../provider-account/account.activities';
-import { createAnnounceActivity, type AnnounceDeps } from '../webhooks/webhook.activities';
+import type { AccountGate } from '../provider-account/account.activities';
 
 /** What the check activities return: the provider's answers, as the workflows' adapters read them. */
 export type { GiftCardOrderCheck, InternetCheck, MobileCheck };
@@ -55,7 +49,7 @@ export type OrderProvider = Pick<
   | 'checkGiftCardOrder'
 >;
 
-export interface ActivityOptions {
+export interface OrderActivityOptions {
   provider: OrderProvider;
   /**
    * Whether a send may run as a local activity (default true). False when the worker's provider
@@ -69,36 +63,16 @@ export interface ActivityOptions {
    * check is one activity attempt the limit counts.
    */
   holdPolls?: boolean;
-  /**
-   * How the order workflows' events reach the delivery workflows (src/webhooks/webhook.activities.ts);
-   * without it a worker drops them (the orders are not affected).
-   */
-  webhooks?: AnnounceDeps;
-  /** For the order sweep (src/orders/sweep.activities.ts) and bulk decisions: a client with the worker's data converter. */
-  temporal?: Client;
-  /**
-   * The provider account watch (src/provider-account/account.activities.ts): held orders and the send gate. Without it
-   * no order is held by the worker, and an order held by the provider cannot register (it retries
-   * its send every REVIEW_RECHECK_INTERVAL_MS until its maximum hold).
-   */
-  account?: AccountOptions;
-  /** The nightly reconciliation's provider calls (the ledger, one check per mismatch); with `temporal`. */
-  reconciliation?: ReconciliationProvider;
-  /** The nightly precompute of statements' closed days (src/statements/statement-days.ts). */
-  statementDays?: StatementDaysSummarizer;
+  /** The provider account's send gate (src/provider-account): held orders wait at it. */
+  gate?: AccountGate;
 }
 
-export function createActivities({
+export function createOrderActivities({
   provider,
   localSends = true,
   holdPolls = localSends,
-  webhooks,
-  temporal,
-  account,
-  reconciliation,
-  statementDays,
-}: ActivityOptions) {
-  const gate = account && createAccountGate(account, temporal);
+  gate,
+}: OrderActivityOptions) {
   const sendOnce = async <C>(
     request: OrderRequest,
     operation: string,
@@ -110,13 +84,6 @@ export function createActivities({
     return justSend<C>(send);
   };
   return {
-    ...createAnnounceActivity(webhooks),
-    ...createAccountActivities(account, temporal, gate),
-    ...createSweepActivities(temporal),
-    ...createBulkReviewActivities(temporal),
-    ...createReconciliationActivities(reconciliation, temporal),
-    ...createStatementDaysActivities(statementDays),
-
     sendMobileTopup(
       request: MobileTopupRequest,
       options: SendOptions = {},
@@ -220,7 +187,7 @@ export function createActivities({
   };
 }
 
-export type OrderActivities = ReturnType<typeof createActivities>;
+export type OrderActivities = ReturnType<typeof createOrderActivities>;
 
 /** A gift-card placement attempt's last heartbeat: it certainly never reached the provider. */
 interface PlacementNotReached {

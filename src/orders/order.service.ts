@@ -53,6 +53,7 @@ import { ReadCache } from '../http/read-cache';
 import { pageTokensFromConfig, type PageTokens } from './page-token';
 import { acceptedView, OrderReader, type ReadView } from './order-read.service';
 import { workflowStatuses, type ListOrdersQuery, type OrderView as DocumentedView } from '../http/schemas';
+import type { OrderIdentity, WorkflowStatusName } from '../../contract/order-identity';
 import type { z } from 'zod';
 import { metricCatalog } from '../../contract/metrics';
 import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
@@ -115,26 +116,7 @@ export interface OrderAddress {
   ref: string;
 }
 
-/** What the API adds to the workflow's view: whose order it is, its names in Temporal and at the provider, how it was read. */
-export interface OrderIdentity {
-  client: string;
-  /** For Temporal UI and the CLI (`temporal workflow show --workflow-id …`). */
-  workflowId: string;
-  /** Top-ups: the ref the provider knows the order by (its support asks for it). */
-  providerRef?: string;
-  /** The workflow in Temporal UI, when TEMPORAL_UI_URL is configured. */
-  temporalUiUrl?: string;
-  /** The workflow's state in Temporal (FAILED, TERMINATED… for one that ended without its view). */
-  workflowStatus: WorkflowStatusName;
-  /**
-   * `false`: the workflow could not give its view (no worker answered, or it ended without one),
-   * so the view is rebuilt from Temporal's records (order-read.ts). Absent when it is the workflow's own.
-   */
-  live?: false;
-}
 
-/** Temporal's execution status, as the API names it (the SDK's UNSPECIFIED and PAUSED read UNKNOWN). */
-export type WorkflowStatusName = (typeof workflowStatuses)[number];
 
 function workflowStatusOf(description: WorkflowExecutionDescription): WorkflowStatusName {
   const name = description.status.name;
@@ -142,6 +124,7 @@ function workflowStatusOf(description: WorkflowExecutionDescription): WorkflowSt
 }
 
 export type OrderView = WorkflowOrderView & OrderIdentity;
+export type { OrderIdentity, WorkflowStatusName };
 
 // The compiler keeps the documented view (schemas.ts, the OpenAPI document) and the view the API
 // answers with identical. Here rather than in schemas.ts, so the schemas need nothing of this module.

@@ -1,7 +1,8 @@
 /**
- * The back office's books: /v1/orders/export (order-export.ts), /v1/statements (statements.ts) and
- * /v1/reconciliations/{date} (reconciliations.ts). Mounted before the orders router,
- * whose /v1/orders/:ref would otherwise take `export` for a ref.
+ * The back office's books: /v1/orders/export (order-export.service.ts) and /v1/statements
+ * (statement.service.ts); /v1/reconciliations/{date} is the reconciliation's
+ * (src/reconciliation/reconciliation.routes.ts). Mounted before the orders router, whose
+ * /v1/orders/:ref would otherwise take `export` for a ref.
  */
 import { type Router, type Request } from 'express';
 import { callerOf, requireScope } from '../http/auth';
@@ -9,7 +10,6 @@ import { ApiError } from '../http/errors';
 import { CSV, ExportOrdersQuery, NDJSON, streamExport, type ExportCaches } from './order-export.service';
 import type { OrderService } from '../orders/order.service';
 import { StatementQuery, type StatementService } from './statement.service';
-import { ReconciliationParams, ReconciliationQuery, type ReconciliationService } from '../reconciliation/reconciliation.service';
 import { validateRequest } from '../http/validation';
 import { signalOf, trackedRouter } from '../http/request-work';
 
@@ -18,7 +18,6 @@ const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, 
 export function financeRouter(
   orders: OrderService,
   statements: StatementService,
-  reconciliations: ReconciliationService,
   /** What the same caller's exports share (order-export.ts). */
   exportCaches?: ExportCaches,
 ): Router {
@@ -46,15 +45,5 @@ export function financeRouter(
       req.log.info('statement stopped: the caller hung up or the request’s deadline passed');
     }
   });
-
-  // The ledger is the whole account's: only auditors read it (reconciliations.ts).
-  router.get('/v1/reconciliations/:date', requireScope('audit:read'), async (req, res) => {
-    const { path, query } = validateRequest(
-      { path: ReconciliationParams, query: ReconciliationQuery },
-      parts(req),
-    );
-    res.json(await reconciliations.read(path.date, query.run));
-  });
-
   return router;
 }

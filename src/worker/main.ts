@@ -12,7 +12,7 @@
  */
 import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
-import { createActivities } from '../orders/order.activities';
+import { createActivities } from './activities';
 import { StatementDays } from '../statements/statement-days';
 import { createDeliveryActivities, DIRECT_DELIVERY_DEFAULTS } from '../webhooks/webhook.activities';
 import type { ClientsFile } from '../clients/model';

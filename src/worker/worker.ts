@@ -12,7 +12,7 @@ import {
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
 import { Worker, type InjectedSinks, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import type { OrderActivities } from '../orders/order.activities';
+import type { Activities } from './activities';
 import type { DeliveryActivities } from '../webhooks/webhook.activities';
 import type { WebhookDeliveryPolicy } from '../../contract/webhooks';
 import type { Config } from '../config';
@@ -47,7 +47,7 @@ export interface OrderWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
-  activities: OrderActivities;
+  activities: Activities;
   workflowCode: WorkflowCode;
   tuning?: Partial<WorkerTuning>;
   /** Payload encryption (dataConverterFromConfig); Temporal's defaults when absent. */

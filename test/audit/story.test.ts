@@ -12,7 +12,7 @@ import { resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { createActivities } from '../../src/orders/order.activities';
+import { createActivities } from '../../src/worker/activities';
 import {
   apiTestConfig,
   capturingLogger,

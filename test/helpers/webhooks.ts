@@ -8,7 +8,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { createActivities } from '../../src/orders/order.activities';
+import { createActivities } from '../../src/worker/activities';
 import { createDeliveryActivities, type DirectDelivery } from '../../src/webhooks/webhook.activities';
 import { accountReport } from '../../src/provider-account/account.service';
 import { registerAccountGauges } from '../../src/api/metrics';

@@ -15,7 +15,7 @@ import { TRACE_HEADER as LIBRARY_TRACE_HEADER } from '@temporalio/interceptors-o
 import { TRACE_HEADER } from '../../src/worker/interceptors.workflow';
 import { type NativeConnection, Worker } from '@temporalio/worker';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { createActivities } from '../../src/orders/order.activities';
+import { createActivities } from '../../src/worker/activities';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { testClients, testClientsFilePath, type TestApi } from '../helpers/api';
 import { freePort } from '../../src/temporal/dev-server';

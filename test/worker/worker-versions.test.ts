@@ -14,7 +14,7 @@ import { resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { createActivities } from '../../src/orders/order.activities';
+import { createActivities } from '../../src/worker/activities';
 import {
   decideReviewUpdate,
   defaultOrderTimings,

@@ -16,6 +16,7 @@ import {
 } from '@temporalio/workflow';
 import type { TypedSearchAttributes } from '@temporalio/common';
 import type { OrderActivities } from '../order.activities';
+import type { AnnounceActivity } from '../../webhooks/webhook.activities';
 import { nextCheckDelayMs, type Submission } from '../../../contract/activity-outcomes';
 import { decidedByWhom } from '../../../contract/review-decision';
 import type { ReviewDecision } from '../../../contract/schemas';
@@ -70,7 +71,7 @@ const FIRST_TASK_HISTORY_LENGTH = 3;
  * tries each endpoint once itself (at most a few seconds) and hands the rest to the order's delivery
  * workflow with one signal-with-start. Retried until that is done: a lost event is a missed webhook.
  */
-const announcer = proxyLocalActivities<Pick<OrderActivities, 'announceOrderEvent'>>({
+const announcer = proxyLocalActivities<AnnounceActivity>({
   startToCloseTimeout: 30_000,
   retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 60_000 },
 });
