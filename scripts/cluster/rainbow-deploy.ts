@@ -68,7 +68,7 @@ import {
   SANDBOX_KEY,
   startTestSandbox,
   waitForView,
-} from '../../test/helpers/orders';
+} from '../lib/sandbox-orders';
 
 /** The sandbox and the orders' polling run this much faster than the spec: a normal order takes ~5 s. */
 const TIME_SCALE = 0.25;

@@ -14,44 +14,44 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { OrderTimings } from '../../contract/order';
 import type { OrderType } from '../../contract/schemas';
-import { timingsFromConfig } from '../orders/timings';
-import { clientRegistryFromConfig, type ClientRegistry } from '../clients/registry';
-import { identifyCaller, requireApiKey } from '../http/auth';
+import { timingsFromConfig } from '../orders';
+import { clientRegistryFromConfig, type ClientRegistry } from '../clients';
+import { identifyCaller, requireApiKey } from '../http';
 import { ApiLimits, defaultLimitsFromConfig } from './limits';
-import { jsonBody } from '../http/json-body';
-import { cachedCatalog, loadCatalogView, type CatalogProvider } from '../orders/catalog';
-import { createIntakeCheck, type IntakeProvider } from '../orders/intake';
+import { jsonBody } from '../http';
+import { cachedCatalog, loadCatalogView, type CatalogProvider } from '../orders';
+import { createIntakeCheck, type IntakeProvider } from '../orders';
 import {
   errorHandler,
   methodNotAllowedHandler,
   notFoundHandler,
   sendProblem,
   temporarilyUnavailable,
-} from '../http/error-handler';
+} from '../http';
 import { readinessCheck, searchAttributesNotReady, type ProviderPort } from './health';
 import { deploymentStatus } from './deployment-status';
 import { fairnessStatus } from './fairness-status';
 import { requestLogger } from './logging';
-import { trackRequestWork } from '../http/request-work';
+import { trackRequestWork } from '../http';
 import { requestMetrics } from './metrics';
-import { accountReport, type AccountProviderPort, type AccountReport } from '../provider-account/account.service';
-import { noMetrics, type Metrics } from '../observability/metrics';
-import { requestSpans } from '../observability/request-spans';
+import { accountReport, type AccountProviderPort, type AccountReport } from '../provider-account';
+import { noMetrics, type Metrics } from '../observability';
+import { requestSpans } from '../observability';
 import { openApiDocument } from './openapi';
-import { OrderService } from '../orders/order.service';
-import { pageTokensFromConfig, type PageTokens } from '../orders/page-token';
-import { giftCardsRouter } from '../orders/catalog.routes';
-import { ordersRouter } from '../orders/order.routes';
+import { OrderService } from '../orders';
+import { pageTokensFromConfig, type PageTokens } from '../orders';
+import { giftCardsRouter } from '../orders';
+import { ordersRouter } from '../orders';
 import { publicRouter } from './public.routes';
-import { webhooksRouter } from '../webhooks/webhook.routes';
-import { reviewsRouter } from '../reviews/bulk-review.routes';
-import { financeRouter } from '../statements/statement.routes';
-import { reconciliationRouter } from '../reconciliation/reconciliation.routes';
-import { StatementService } from '../statements/statement.service';
-import { ReadCache } from '../http/read-cache';
-import { ReconciliationService } from '../reconciliation/reconciliation.service';
-import { BulkReviewService, BULK_REVIEW_CONCURRENCY, BULK_REVIEW_MAX_ORDERS } from '../reviews/bulk-review.service';
-import { WebhookService } from '../webhooks/webhook.service';
+import { webhooksRouter } from '../webhooks';
+import { reviewsRouter } from '../reviews';
+import { financeRouter } from '../statements';
+import { reconciliationRouter } from '../reconciliation';
+import { StatementService } from '../statements';
+import { ReadCache } from '../http';
+import { ReconciliationService } from '../reconciliation';
+import { BulkReviewService, BULK_REVIEW_CONCURRENCY, BULK_REVIEW_MAX_ORDERS } from '../reviews';
+import { WebhookService } from '../webhooks';
 
 export interface AppDeps {
   client: Client;

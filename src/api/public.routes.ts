@@ -1,11 +1,11 @@
 /** The unauthenticated routes: liveness, readiness and the OpenAPI document. */
 import { Router, type Request, type RequestHandler } from 'express';
-import { temporarilyUnavailable } from '../http/error-handler';
+import { temporarilyUnavailable } from '../http';
 import type { Readiness } from './health';
-import type { AccountReport } from '../provider-account/account.service';
+import type { AccountReport } from '../provider-account';
 import type { DeploymentStatus } from './deployment-status';
 import type { FairnessStatus } from './fairness-status';
-import { validateRequest } from '../http/validation';
+import { validateRequest } from '../http';
 
 /** No public route takes a parameter: an unknown one is a 400 here as on every /v1 route. */
 const noParameters: RequestHandler = (req: Request, _res, next) => {

@@ -4,7 +4,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type { AuditRun } from './story';
-import { untimed, type Timed } from '../temporal/timed';
+import { untimed, type Timed } from '../temporal';
 
 /**
  * A run continues as new after about 2,000 events (src/orders/lifecycle/state.workflow.ts), so this many

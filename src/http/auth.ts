@@ -6,8 +6,8 @@
  * naming it, before a body is parsed or an order is looked up (so a 403 says nothing about orders).
  */
 import type { RequestHandler } from 'express';
-import type { Caller, ClientRegistry } from '../clients/registry';
-import type { Scope } from '../clients/model';
+import type { Caller, ClientRegistry } from '../clients';
+import type { Scope } from '../clients';
 import { ApiError } from './errors';
 
 declare module 'express-serve-static-core' {

@@ -8,8 +8,8 @@
  */
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { NamespaceNotFoundError } from '@temporalio/common';
-import { grpcCode } from '../temporal/grpc';
-import { isProviderError } from '../provider/errors';
+import { grpcCode } from '../temporal';
+import { isProviderError } from '../provider';
 import { ApiError } from './errors';
 
 export { grpcCode };

@@ -7,7 +7,7 @@
  * the compiler fail if the two drift apart.
  */
 import { z } from 'zod';
-import { allWebhookEventTypes, ClientId, WEBHOOK_ENDPOINT_ID_PATTERN } from '../clients/model';
+import { allWebhookEventTypes, ClientId, WEBHOOK_ENDPOINT_ID_PATTERN } from '../clients';
 import {
   GiftCardRequest,
   InternetTopupRequest,
@@ -17,8 +17,8 @@ import {
   OrderType,
   ReviewDecisionPayload,
 } from '../../contract/schemas';
-import { MASKED } from '../audit/mask';
-import { auditEntryKinds } from '../audit/story';
+import { MASKED } from '../audit';
+import { auditEntryKinds } from '../audit';
 import { ProviderStatus } from '../../contract/provider';
 import { workflowStatuses } from '../../contract/order-identity';
 

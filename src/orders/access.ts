@@ -16,9 +16,9 @@
  *
  * One right is the caller's, not the order's: `force: true` on a decision (assertMayForce).
  */
-import type { Caller } from '../clients/registry';
+import type { Caller } from '../clients';
 import type { OrderView } from '../../contract/order';
-import { ApiError } from '../http/errors';
+import { ApiError } from '../http';
 
 export type Purpose = 'read' | 'decide';
 /** How the caller reaches an order of `owner`: as its owner, as an auditor, or as an operator. */

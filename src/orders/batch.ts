@@ -15,12 +15,12 @@
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { Caller } from '../clients/registry';
+import type { Caller } from '../clients';
 import { OrderRequest } from '../../contract/schemas';
-import { temporarilyUnavailable, toApiError } from '../http/error-handler';
-import type { Problem } from '../http/errors';
+import { temporarilyUnavailable, toApiError } from '../http';
+import type { Problem } from '../http';
 import { orderLocation, type OrderService, type OrderView } from './order.service';
-import { validateRequest } from '../http/validation';
+import { validateRequest } from '../http';
 
 export type BatchItemResult =
   | { status: 201; location: string; body: OrderView }

@@ -1,9 +1,9 @@
 /** /v1/gift-cards: the provider's catalog, through the cache; for clients that place orders. */
 import type { Router } from 'express';
-import { requireScope } from '../http/auth';
+import { requireScope } from '../http';
 import type { CatalogCache } from './catalog';
-import { validateRequest } from '../http/validation';
-import { trackedRouter } from '../http/request-work';
+import { validateRequest } from '../http';
+import { trackedRouter } from '../http';
 
 export function giftCardsRouter(catalog: CatalogCache): Router {
   const router = trackedRouter();

@@ -6,8 +6,8 @@
  * once per product.
  */
 import { z } from 'zod';
-import type { ProviderClient } from '../provider/client';
-import { ApiError } from '../http/errors';
+import type { ProviderClient } from '../provider';
+import { ApiError } from '../http';
 
 export const GiftCardCatalogView = z
   .object({

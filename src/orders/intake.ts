@@ -12,11 +12,11 @@
  * routes must not stop every order. The formats (number patterns) are the schemas' (contract/schemas.ts).
  */
 import type { Logger } from 'pino';
-import type { ProviderClient } from '../provider/client';
-import type { InternetProducts, MobilePlans, ProductDetails } from '../provider/wire';
+import type { ProviderClient } from '../provider';
+import type { InternetProducts, MobilePlans, ProductDetails } from '../provider';
 import type { OrderRequest } from '../../contract/schemas';
 import { cached, type Cache } from './catalog';
-import { ApiError, type FieldError } from '../http/errors';
+import { ApiError, type FieldError } from '../http';
 import type { InternetLineType } from '../../contract/provider';
 
 export type IntakeProvider = Partial<

@@ -24,7 +24,7 @@
  * readers asking the same page at once cost visibility one read, and no caller gets another's.
  */
 import type { Client } from '@temporalio/client';
-import type { Caller, ClientRegistry } from '../clients/registry';
+import type { Caller, ClientRegistry } from '../clients';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { z } from 'zod';
 import {
@@ -38,11 +38,11 @@ import {
 } from '../../contract/order';
 import type { OrderType } from '../../contract/schemas';
 import { LatestRuns, orderRunsClause, type OrderRun } from './latest-runs';
-import { ApiError } from '../http/errors';
+import { ApiError } from '../http';
 import type { PageTokens } from './page-token';
-import type { ListOrdersQuery, workflowStatuses } from '../http/schemas';
-import type { Timed } from '../temporal/timed';
-import { ReadCache, readKey } from '../http/read-cache';
+import type { ListOrdersQuery, workflowStatuses } from '../http';
+import type { Timed } from '../temporal';
+import { ReadCache, readKey } from '../http';
 
 export interface OrderSummaryView {
   ref: string;

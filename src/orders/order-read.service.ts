@@ -34,9 +34,9 @@ import {
   type TimelineEntry,
 } from '../../contract/order';
 import { orderStatuses } from '../../contract/schemas';
-import { GrpcStatus, grpcCode } from '../temporal/grpc';
-import { closesRun } from '../temporal/history-events';
-import type { Timed } from '../temporal/timed';
+import { GrpcStatus, grpcCode } from '../temporal';
+import { closesRun } from '../temporal';
+import type { Timed } from '../temporal';
 
 /** How a view was read: from the workflow itself (`live`), or rebuilt from Temporal's records. */
 export interface ReadView {

@@ -10,9 +10,9 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory, CancelledFailure } from '@temporalio/common';
-import type { ProviderClient } from '../provider/client';
-import { isProviderError } from '../provider/errors';
-import type { GiftCardOrderCheck, InternetCheck, MobileCheck } from '../provider/wire';
+import type { ProviderClient } from '../provider';
+import { isProviderError } from '../provider';
+import type { GiftCardOrderCheck, InternetCheck, MobileCheck } from '../provider';
 import type {
   GiftCardRequest,
   InternetTopupRequest,
@@ -29,9 +29,9 @@ import {
   type PollProgress,
   type Submission,
 } from '../../contract/activity-outcomes';
-import { attemptDeadline, markAttemptStart, withinAttempt } from '../provider/attempt-deadline';
-import { toTemporalFailure } from '../provider/provider-failures';
-import type { AccountGate } from '../provider-account/account.activities';
+import { attemptDeadline, markAttemptStart, withinAttempt } from '../provider';
+import { toTemporalFailure } from '../provider';
+import type { AccountGate } from '../provider-account';
 
 /** What the check activities return: the provider's answers, as the workflows' adapters read them. */
 export type { GiftCardOrderCheck, InternetCheck, MobileCheck };

@@ -4,16 +4,16 @@
  * log line. The scope is checked before a body is read: a refused caller learns nothing from it.
  */
 import { type Router, type Request, type RequestHandler, type Response } from 'express';
-import type { Caller } from '../clients/registry';
+import type { Caller } from '../clients';
 import { OrderRequest, ReviewRequest } from '../../contract/schemas';
-import { REVEAL_SCOPE } from '../audit/reveal';
-import { assertScope, callerOf, requireScope } from '../http/auth';
+import { REVEAL_SCOPE } from '../audit';
+import { assertScope, callerOf, requireScope } from '../http';
 import { batchEnvelope, submitBatch } from './batch';
 import { orderLocation, type OrderService } from './order.service';
-import { AuditQuery, ListOrdersQuery, OrderAddressQuery, OrderViewQuery, RefParams } from '../http/schemas';
-import { validateRequest } from '../http/validation';
-import type { WebhookService } from '../webhooks/webhook.service';
-import { signalOf, trackedRouter } from '../http/request-work';
+import { AuditQuery, ListOrdersQuery, OrderAddressQuery, OrderViewQuery, RefParams } from '../http';
+import { validateRequest } from '../http';
+import type { WebhookService } from '../webhooks';
+import { signalOf, trackedRouter } from '../http';
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 

@@ -40,27 +40,27 @@ import {
   type OrderTimings,
   type OrderView as WorkflowOrderView,
 } from '../../contract/order';
-import type { Caller, ClientRegistry } from '../clients/registry';
+import type { Caller, ClientRegistry } from '../clients';
 import type { OrderRequest, OrderType, ReviewDecision, ReviewRequest } from '../../contract/schemas';
 import { providerRefFor } from './provider-ref';
 import { orderPriority, type OrderOrigin } from './priority';
 import { accessTo, assertMayForce, inOperatorReach, type Purpose } from './access';
-import { ApiError, type FieldError } from '../http/errors';
-import { temporarilyUnavailable } from '../http/error-handler';
+import { ApiError, type FieldError } from '../http';
+import { temporarilyUnavailable } from '../http';
 import { FIGURES_MEMO, orderFigures } from './figures';
 import { OrderListing, type OrderList, type ScannedOrder } from './order-list.service';
-import { ReadCache } from '../http/read-cache';
+import { ReadCache } from '../http';
 import { pageTokensFromConfig, type PageTokens } from './page-token';
 import { acceptedView, OrderReader, type ReadView } from './order-read.service';
-import { workflowStatuses, type ListOrdersQuery, type OrderView as DocumentedView } from '../http/schemas';
+import { workflowStatuses, type ListOrdersQuery, type OrderView as DocumentedView } from '../http';
 import type { OrderIdentity, WorkflowStatusName } from '../../contract/order-identity';
 import type { z } from 'zod';
 import { metricCatalog } from '../../contract/metrics';
-import { noMetrics, type Counter, type Metrics } from '../observability/metrics';
-import { workflowUiUrl } from '../temporal/ui-links';
-import { auditOrder, type OrderAudit } from '../audit/order-audit';
-import { maskSecrets } from '../audit/mask';
-import { REVEAL_SCOPE, revealRecorder, type RevealedThrough, type RevealRecorder } from '../audit/reveal';
+import { noMetrics, type Counter, type Metrics } from '../observability';
+import { workflowUiUrl } from '../temporal';
+import { auditOrder, type OrderAudit } from '../audit';
+import { maskSecrets } from '../audit';
+import { REVEAL_SCOPE, revealRecorder, type RevealedThrough, type RevealRecorder } from '../audit';
 import { orderSummary } from '../../contract/ui-metadata';
 
 export interface OrderServiceOptions {
@@ -115,8 +115,6 @@ export interface OrderAddress {
   client: string;
   ref: string;
 }
-
-
 
 function workflowStatusOf(description: WorkflowExecutionDescription): WorkflowStatusName {
   const name = description.status.name;

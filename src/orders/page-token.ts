@@ -11,7 +11,7 @@
  */
 import { createHmac, randomBytes, timingSafeEqual, createSecretKey } from 'node:crypto';
 import type { Config } from '../config';
-import { parseEncryptionKeys, type EncryptionKeys } from '../codec/encryption-codec';
+import { parseEncryptionKeys, type EncryptionKeys } from '../codec';
 
 const MAC_BYTES = 16;
 /** Domain separation: these keys sign page tokens and nothing else. */

@@ -3,7 +3,7 @@
  * `npm run temporal:setup`. One sweep at a time (overlap SKIP): a slow sweep is not stacked.
  */
 import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { upsertSchedule } from '../temporal/schedules';
+import { upsertSchedule } from '../temporal';
 
 export const ORDER_SWEEP_SCHEDULE_ID = 'order-sweep';
 export const orderSweepWorkflowType = 'orderSweepWorkflow';

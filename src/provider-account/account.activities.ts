@@ -16,8 +16,8 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
-import type { ProviderClient } from '../provider/client';
-import { operatorOfPlan, type MobilePlans, type OperatorName } from '../provider/wire';
+import type { ProviderClient } from '../provider';
+import { operatorOfPlan, type MobilePlans, type OperatorName } from '../provider';
 import type { OrderRequest } from '../../contract/schemas';
 import {
   ACCOUNT_WORKFLOW_TYPE,
@@ -39,7 +39,7 @@ import {
   HoldRequiredAttribute,
 } from '../../contract/order';
 import { ProviderFailureType, type ProviderFailureDetails } from '../../contract/activity-outcomes';
-import { withinAttempt } from '../provider/attempt-deadline';
+import { withinAttempt } from '../provider';
 
 export type AccountProvider = Pick<ProviderClient, 'getBalance' | 'ping' | 'getMobilePlans'>;
 

@@ -6,8 +6,8 @@
  * 30–60 s). A part that cannot be read is left out.
  */
 import type { Client } from '@temporalio/client';
-import type { ProviderClient } from '../provider/client';
-import { operatorNames, type OperatorName } from '../provider/wire';
+import type { ProviderClient } from '../provider';
+import { operatorNames, type OperatorName } from '../provider';
 import { accountStateQuery, accountWorkflowId } from '../../contract/account';
 
 export type AccountProviderPort = Partial<Pick<ProviderClient, 'ping' | 'getBalance'>>;

@@ -19,7 +19,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { AccountActivities } from './account.activities';
-import { upgradeOnContinueAsNew, versionChanged } from '../temporal/versioning.workflow';
+import { upgradeOnContinueAsNew, versionChanged } from '../temporal/workflows';
 import {
   accountStateQuery,
   heldCounts,

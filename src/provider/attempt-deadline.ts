@@ -12,7 +12,7 @@
  * start, and the margin covers the delivery.
  */
 import { Context, type Info } from '@temporalio/activity';
-import type { CallOptions } from '.';
+import type { CallOptions } from './client';
 import { deadline } from './deadline';
 
 /**

@@ -18,8 +18,8 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
-import type { ProviderClient } from '../provider/client';
-import { isProviderError } from '../provider/errors';
+import type { ProviderClient } from '../provider';
+import { isProviderError } from '../provider';
 import {
   AcceptedAtAttribute,
   CompletedAtAttribute,

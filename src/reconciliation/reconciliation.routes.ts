@@ -1,9 +1,13 @@
 /** /v1/reconciliations/{date}: a day's reconciliation report (reconciliation.service.ts). */
 import { type Router, type Request } from 'express';
-import { requireScope } from '../http/auth';
-import { validateRequest } from '../http/validation';
-import { trackedRouter } from '../http/request-work';
-import { ReconciliationParams, ReconciliationQuery, type ReconciliationService } from './reconciliation.service';
+import { requireScope } from '../http';
+import { validateRequest } from '../http';
+import { trackedRouter } from '../http';
+import {
+  ReconciliationParams,
+  ReconciliationQuery,
+  type ReconciliationService,
+} from './reconciliation.service';
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 

@@ -5,7 +5,7 @@
  * was down is caught up within a day.
  */
 import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { upsertSchedule } from '../temporal/schedules';
+import { upsertSchedule } from '../temporal';
 import {
   RECONCILIATION_PRIORITY,
   RECONCILIATION_SCHEDULE_ID,

@@ -16,7 +16,7 @@ import {
   type ReconciliationReport as Report,
 } from '../../contract/reconciliation';
 import { OrderStatus } from '../../contract/schemas';
-import { ApiError } from '../http/errors';
+import { ApiError } from '../http';
 
 export const ReconciliationParams = z.strictObject({
   date: z.iso

@@ -3,10 +3,10 @@
  * single review route's, checked before the body is read.
  */
 import { type Router, type Request, type RequestHandler } from 'express';
-import { callerOf, requireScope } from '../http/auth';
+import { callerOf, requireScope } from '../http';
 import { BulkReviewRequest, type BulkReviewService } from './bulk-review.service';
-import { validateRequest } from '../http/validation';
-import { signalOf, trackedRouter } from '../http/request-work';
+import { validateRequest } from '../http';
+import { signalOf, trackedRouter } from '../http';
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 

@@ -16,8 +16,8 @@ import { createHash } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { Caller, ClientRegistry } from '../clients/registry';
-import { ClientId } from '../clients/model';
+import type { Caller, ClientRegistry } from '../clients';
+import { ClientId } from '../clients';
 import { OrderStatus, OrderType } from '../../contract/schemas';
 import { reviewDecisions, reviewTextMaxLength } from '../../contract/review-decision';
 import {
@@ -34,11 +34,11 @@ import {
   type BulkReviewInput,
   type BulkReviewResult,
 } from '../../contract/bulk-review';
-import { maskSecrets } from '../audit/mask';
-import { assertMayForce } from '../orders/access';
-import { ApiError } from '../http/errors';
-import { ownedByClause } from '../orders/order-list.service';
-import { grpcCode, GrpcStatus } from '../temporal/grpc';
+import { maskSecrets } from '../audit';
+import { assertMayForce } from '../orders';
+import { ApiError } from '../http';
+import { ownedByClause } from '../orders';
+import { grpcCode, GrpcStatus } from '../temporal';
 
 /** Orders one bulk decides at most: its workflow's history stays far below Temporal's limits. */
 export const BULK_REVIEW_MAX_ORDERS = 1_000;

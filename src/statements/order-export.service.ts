@@ -16,15 +16,15 @@ import type { Response } from 'express';
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { Caller } from '../clients/registry';
-import { ClientId } from '../clients/model';
-import { REVEAL_SCOPE } from '../audit/reveal';
+import type { Caller } from '../clients';
+import { ClientId } from '../clients';
+import { REVEAL_SCOPE } from '../audit';
 import { OrderStatus, OrderType } from '../../contract/schemas';
-import { ApiError } from '../http/errors';
-import type { OrderService, OrderView } from '../orders/order.service';
-import type { ScannedOrder } from '../orders/order-list.service';
-import { checkRange, MAX_RANGE_DAYS, RangeBound } from '../http/schemas';
-import { ReadCache, readKey } from '../http/read-cache';
+import { ApiError } from '../http';
+import type { OrderService, OrderView } from '../orders';
+import type { ScannedOrder } from '../orders';
+import { checkRange, MAX_RANGE_DAYS, RangeBound } from '../http';
+import { ReadCache, readKey } from '../http';
 
 export const ExportOrdersQuery = z
   .strictObject({

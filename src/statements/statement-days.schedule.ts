@@ -10,7 +10,7 @@
  * (docs/operators.md "Statements and reconciliation").
  */
 import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import { upsertSchedule } from '../temporal/schedules';
+import { upsertSchedule } from '../temporal';
 import {
   SCHEDULED_STATEMENT_DAYS_WORKFLOW,
   STATEMENT_DAYS_PRIORITY,

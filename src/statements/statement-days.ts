@@ -38,7 +38,7 @@ import {
   type StatementDaySummary,
   type StatementDaysReport,
 } from '../../contract/statement';
-import { LatestRuns, orderRunsClause } from '../orders/latest-runs';
+import { LatestRuns, orderRunsClause } from '../orders';
 import { addRow, sortProducts, statementRow, type StatementRow } from './statement-lines';
 
 export const DAY_MS = 86_400_000;

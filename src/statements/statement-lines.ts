@@ -16,7 +16,7 @@ import {
   type OrderSettlement,
 } from '../../contract/order';
 import { NO_CLIENT_KEY, type StatementSums } from '../../contract/statement';
-import { FIGURES_MEMO, type OrderFigures } from '../orders/figures';
+import { FIGURES_MEMO, type OrderFigures } from '../orders';
 
 /** One order as a statement reads it from visibility. */
 export interface StatementRow {

@@ -5,13 +5,13 @@
  * /v1/orders/:ref would otherwise take `export` for a ref.
  */
 import { type Router, type Request } from 'express';
-import { callerOf, requireScope } from '../http/auth';
-import { ApiError } from '../http/errors';
+import { callerOf, requireScope } from '../http';
+import { ApiError } from '../http';
 import { CSV, ExportOrdersQuery, NDJSON, streamExport, type ExportCaches } from './order-export.service';
-import type { OrderService } from '../orders/order.service';
+import type { OrderService } from '../orders';
 import { StatementQuery, type StatementService } from './statement.service';
-import { validateRequest } from '../http/validation';
-import { signalOf, trackedRouter } from '../http/request-work';
+import { validateRequest } from '../http';
+import { signalOf, trackedRouter } from '../http';
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 

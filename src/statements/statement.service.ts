@@ -31,18 +31,18 @@ import { setMaxListeners } from 'node:events';
 import type { Client } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { z } from 'zod';
-import type { Caller, ClientRegistry } from '../clients/registry';
-import { ClientId } from '../clients/model';
+import type { Caller, ClientRegistry } from '../clients';
+import { ClientId } from '../clients';
 import { OrderStatus, OrderType } from '../../contract/schemas';
 import { CompletedAtAttribute, finalStatuses, OrderStatusAttribute } from '../../contract/order';
 import { NO_CLIENT_KEY, statementDayWorkflowId, type StatementDaySummary } from '../../contract/statement';
 import { addRow, mergeLines, sortProducts, statementRow, type StatementRow } from './statement-lines';
 import { dateOf, DAY_MS, finalStatusesClause, PAGE_SIZE, StatementDays } from './statement-days';
-import { LatestRuns, orderRunsClause } from '../orders/latest-runs';
-import { ApiError } from '../http/errors';
-import { ownedByClause, rangeClauses } from '../orders/order-list.service';
-import { checkRange, MAX_RANGE_DAYS, RangeBound } from '../http/schemas';
-import { ReadCache, readKey } from '../http/read-cache';
+import { LatestRuns, orderRunsClause } from '../orders';
+import { ApiError } from '../http';
+import { ownedByClause, rangeClauses } from '../orders';
+import { checkRange, MAX_RANGE_DAYS, RangeBound } from '../http';
+import { ReadCache, readKey } from '../http';
 
 export const StatementQuery = z
   .strictObject({

@@ -30,7 +30,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { DeliveryActivities } from './webhook.activities';
-import { upgradeOnContinueAsNew, versionChanged } from '../temporal/versioning.workflow';
+import { upgradeOnContinueAsNew, versionChanged } from '../temporal/workflows';
 import { finalStatuses } from '../../contract/order';
 import {
   redeliverSignal,

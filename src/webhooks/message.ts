@@ -6,8 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import type { WebhookEndpoint } from '../clients/model';
-import { maskCardCodes } from '../audit/mask';
+import type { WebhookEndpoint } from '../clients';
+import { maskCardCodes } from '../audit';
 import type { OrderView as WorkflowOrderView } from '../../contract/order';
 import type { OrderIdentity } from '../../contract/order-identity';
 

@@ -17,7 +17,7 @@ import {
   type EventDeliveries,
   type WebhookDeliveryState,
 } from '../../contract/webhooks';
-import { untimed, type Timed } from '../temporal/timed';
+import { untimed, type Timed } from '../temporal';
 
 const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 const ANNOUNCE_ACTIVITY = 'announceOrderEvent';

@@ -15,9 +15,9 @@
  */
 import { Context, log } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import type { WebhookEndpoint } from '../clients/model';
+import type { WebhookEndpoint } from '../clients';
 import { metricCatalog } from '../../contract/metrics';
-import { noMetrics, type Metrics } from '../observability/metrics';
+import { noMetrics, type Metrics } from '../observability';
 import { webhookEventId, webhookMessage, signedHeaders } from './message';
 import { endpointSecrets } from './secrets';
 import {

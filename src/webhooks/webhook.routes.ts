@@ -3,11 +3,11 @@
  * redelivery. Scopes webhooks:read and webhooks:write, checked before anything is looked up.
  */
 import { type Router, type Request } from 'express';
-import { callerOf, requireScope } from '../http/auth';
-import { RedeliverParams, RedeliverQuery, RefParams } from '../http/schemas';
-import { validateRequest } from '../http/validation';
+import { callerOf, requireScope } from '../http';
+import { RedeliverParams, RedeliverQuery, RefParams } from '../http';
+import { validateRequest } from '../http';
 import type { WebhookService } from './webhook.service';
-import { trackedRouter } from '../http/request-work';
+import { trackedRouter } from '../http';
 
 const parts = (req: Request) => ({ body: req.body as unknown, path: req.params, query: req.query });
 

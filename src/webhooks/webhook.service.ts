@@ -8,8 +8,8 @@
  */
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
-import type { Caller, ClientRegistry } from '../clients/registry';
-import type { WebhookEndpoint } from '../clients/model';
+import type { Caller, ClientRegistry } from '../clients';
+import type { WebhookEndpoint } from '../clients';
 import {
   redeliverSignal,
   webhookDeliveryWorkflowId,
@@ -19,14 +19,21 @@ import {
   type WebhookDeliveryState,
   type WebhookEventType,
 } from '../../contract/webhooks';
-import { ApiError } from '../http/errors';
+import { ApiError } from '../http';
 import { orderDeliveryRecords } from './webhook-records.service';
-import type { OrderService } from '../orders/order.service';
+
+/**
+ * What the webhook routes need of the orders (src/orders' OrderService has it): the workflow ID of
+ * an order the caller owns, 404 otherwise.
+ */
+export interface OwnedOrders {
+  ownOrder(caller: Caller, ref: string): Promise<string>;
+}
 
 export interface WebhookServiceOptions {
   client: Client;
   clients: ClientRegistry;
-  orders: OrderService;
+  orders: OwnedOrders;
   /** WEBHOOK_TASK_QUEUE: where a redelivery restarts a closed delivery workflow. */
   taskQueue: string;
   timeoutMs: number;

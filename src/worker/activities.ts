@@ -4,13 +4,13 @@
  * areas' dependencies, so tests can inject fakes.
  */
 import type { Client } from '@temporalio/client';
-import { createOrderActivities, type OrderActivityOptions } from '../orders/order.activities';
-import { createSweepActivities } from '../orders/sweep.activities';
-import { createBulkReviewActivities } from '../reviews/bulk-review.activities';
-import { createReconciliationActivities, type ReconciliationProvider } from '../reconciliation/reconciliation.activities';
-import { createStatementDaysActivities, type StatementDaysSummarizer } from '../statements/statement-days.activities';
-import { createAccountActivities, createAccountGate, type AccountOptions } from '../provider-account/account.activities';
-import { createAnnounceActivity, type AnnounceDeps } from '../webhooks/webhook.activities';
+import { createOrderActivities, type OrderActivityOptions } from '../orders';
+import { createSweepActivities } from '../orders';
+import { createBulkReviewActivities } from '../reviews';
+import { createReconciliationActivities, type ReconciliationProvider } from '../reconciliation';
+import { createStatementDaysActivities, type StatementDaysSummarizer } from '../statements';
+import { createAccountActivities, createAccountGate, type AccountOptions } from '../provider-account';
+import { createAnnounceActivity, type AnnounceDeps } from '../webhooks';
 
 export interface ActivityOptions extends Omit<OrderActivityOptions, 'gate'> {
   /**
@@ -31,7 +31,6 @@ export interface ActivityOptions extends Omit<OrderActivityOptions, 'gate'> {
   /** The nightly precompute of statements' closed days (src/statements/statement-days.ts). */
   statementDays?: StatementDaysSummarizer;
 }
-
 
 export function createActivities({
   webhooks,

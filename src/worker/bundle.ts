@@ -4,7 +4,7 @@
  * interceptors (metrics, tracing: src/worker/interceptors.workflow.ts) and the failure converter. A bundle
  * built without the interceptors still runs orders, but exports no order metrics and no spans.
  */
-import { failureConverterPath } from '../codec/data-converter';
+import { failureConverterPath } from '../codec';
 
 /** src/worker/workflows.ts under tsx, src/worker/workflows.js in a compiled build. */
 export const defaultWorkflowsPath: string = require.resolve('./workflows');

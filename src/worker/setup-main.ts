@@ -10,11 +10,11 @@
 import { Client, Connection } from '@temporalio/client';
 import { ConfigError, loadConfig } from '../config';
 import { createLogger } from '../logging';
-import { temporalConnectionOptions } from '../temporal/connection';
-import { ensureTemporalSetup, TemporalSetupError } from '../temporal/setup';
-import { ensureOrderSweepSchedule } from '../orders/sweep.schedule';
-import { ensureReconciliationSchedule } from '../reconciliation/reconciliation.schedule';
-import { ensureStatementDaysSchedule } from '../statements/statement-days.schedule';
+import { temporalConnectionOptions } from '../temporal';
+import { ensureTemporalSetup, TemporalSetupError } from '../temporal';
+import { ensureOrderSweepSchedule } from '../orders';
+import { ensureReconciliationSchedule } from '../reconciliation';
+import { ensureStatementDaysSchedule } from '../statements';
 
 async function main(): Promise<void> {
   const config = loadConfig();

@@ -13,11 +13,11 @@ import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/
 import { Worker, type InjectedSinks, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Activities } from './activities';
-import type { DeliveryActivities } from '../webhooks/webhook.activities';
+import type { DeliveryActivities } from '../webhooks';
 import type { WebhookDeliveryPolicy } from '../../contract/webhooks';
 import type { Config } from '../config';
-import type { Tracing } from '../observability/tracing';
-import type { DeploymentVersion } from '../temporal/deployments';
+import type { Tracing } from '../observability';
+import type { DeploymentVersion } from '../temporal';
 import { readFile } from 'node:fs/promises';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { defaultWorkflowsPath, workflowBundleOptions, workflowInterceptorModules } from './bundle';

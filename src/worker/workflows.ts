@@ -9,23 +9,23 @@
  * delivery at their own loop); the others end within minutes, and Schedules start each new run on
  * the current version.
  */
-import { bulkReviewWorkflow as bulkReview } from '../reviews/bulk-review.workflow';
-import { giftCardAdapter } from '../orders/lifecycle/adapters/gift-card.workflow';
-import { internetTopupAdapter } from '../orders/lifecycle/adapters/internet-topup.workflow';
-import { mobileTopupAdapter } from '../orders/lifecycle/adapters/mobile-topup.workflow';
-import { defineOrderWorkflow } from '../orders/lifecycle/order.workflow';
-import { orderSweepWorkflow as orderSweep } from '../orders/sweep.workflow';
-import { providerAccountWorkflow as providerAccount } from '../provider-account/provider-account.workflow';
+import { bulkReviewWorkflow as bulkReview } from '../reviews/workflows';
+import { giftCardAdapter } from '../orders/workflows';
+import { internetTopupAdapter } from '../orders/workflows';
+import { mobileTopupAdapter } from '../orders/workflows';
+import { defineOrderWorkflow } from '../orders/workflows';
+import { orderSweepWorkflow as orderSweep } from '../orders/workflows';
+import { providerAccountWorkflow as providerAccount } from '../provider-account/workflows';
 import {
   reconcileDayWorkflow as reconcileDay,
   scheduledReconciliationWorkflow as scheduledReconciliation,
-} from '../reconciliation/reconciliation.workflow';
+} from '../reconciliation/workflows';
 import {
   scheduledStatementDaysWorkflow as scheduledStatementDays,
   statementDayWorkflow as statementDay,
-} from '../statements/statement-days.workflow';
-import { pinnedWorkflow } from '../temporal/versioning.workflow';
-import { webhookDeliveryWorkflow as webhookDelivery } from '../webhooks/delivery.workflow';
+} from '../statements/workflows';
+import { pinnedWorkflow } from '../temporal/workflows';
+import { webhookDeliveryWorkflow as webhookDelivery } from '../webhooks/workflows';
 
 /** Orders: pinned to the end; a long wait moves to the current version by continue-as-new. */
 export const mobileTopupWorkflow = pinnedWorkflow(defineOrderWorkflow('mobile_topup', mobileTopupAdapter));

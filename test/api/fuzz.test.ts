@@ -19,13 +19,7 @@ import fc from 'fast-check';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
 import type { ProviderPort } from '../../src/api/health';
-import {
-  apiTestConfig,
-  startTestApi,
-  TEST_API_KEY,
-  type ApiResponse,
-  type TestApi,
-} from '../helpers/api';
+import { apiTestConfig, startTestApi, TEST_API_KEY, type ApiResponse, type TestApi } from '../helpers/api';
 import { canonicalJson } from '../../src/orders/order.service';
 import { OrderRef, OrderRequest } from '../../contract/schemas';
 import { orderWorkflowId } from '../../contract/order';

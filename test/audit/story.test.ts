@@ -13,13 +13,7 @@ import { Client, Connection } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/worker/activities';
-import {
-  apiTestConfig,
-  capturingLogger,
-  startTestApi,
-  testClients,
-  type TestApi,
-} from '../helpers/api';
+import { apiTestConfig, capturingLogger, startTestApi, testClients, type TestApi } from '../helpers/api';
 import type { OrderAudit } from '../../src/audit/order-audit';
 import { renderAudit } from '../../src/audit/render';
 import type { AuditEntry } from '../../src/audit/story';

@@ -10,7 +10,10 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
-import { createReconciliationActivities, type ReconciliationProvider } from '../../src/reconciliation/reconciliation.activities';
+import {
+  createReconciliationActivities,
+  type ReconciliationProvider,
+} from '../../src/reconciliation/reconciliation.activities';
 import { decideReviewUpdate, type OrderInput, type OrderView } from '../../contract/order';
 import type { Mismatch, ReconciliationItem } from '../../contract/reconciliation';
 import { mobileRequest, newRef, scaledTimings, startOrder, waitForView } from '../helpers/orders';

@@ -25,7 +25,7 @@ import type { OrderInput, OrderRequest } from '../../../contract/order';
 import { pastableDecisions, reviewNotice } from '../../../contract/ui-metadata';
 import type { Order } from './state.workflow';
 import type { OrderWorkflow, ProviderCheck } from './types.workflow';
-import { versionChanged } from '../../temporal/versioning.workflow';
+import { versionChanged } from '../../temporal/workflows';
 
 /** Continues as new when the history grows long, or into a run of the review's own. */
 export async function continueAsNewIfDue<R extends OrderRequest, C extends ProviderCheck>(

@@ -4,7 +4,12 @@
  * card's), and the memo a statement sums it from. Deterministic workflow code.
  */
 import { upsertMemo, workflowInfo } from '@temporalio/workflow';
-import { SETTLEMENT_MEMO, type OrderDebit, type OrderSettlement, type OrderView } from '../../../contract/order';
+import {
+  SETTLEMENT_MEMO,
+  type OrderDebit,
+  type OrderSettlement,
+  type OrderView,
+} from '../../../contract/order';
 import type { GiftCardOrderCheck } from '../order.activities';
 
 /** A top-up's check: `balance_amount` is what was debited (0 after a refund). */

@@ -9,7 +9,7 @@
  * As a backstop against a lost account workflow it also tries again every `reviewRecheckMs`.
  */
 import { condition, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
-import type { AccountActivities } from '../../provider-account/account.activities';
+import type { AccountActivities } from '../../provider-account/workflows';
 import { ProviderFailureType } from '../../../contract/activity-outcomes';
 import type { OperatorName } from '../../../contract/account';
 import { heldNeed, type OrderRequest } from '../../../contract/order';

@@ -15,8 +15,7 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { TypedSearchAttributes } from '@temporalio/common';
-import type { OrderActivities } from '../order.activities';
-import type { AnnounceActivity } from '../../webhooks/webhook.activities';
+import type { AnnounceActivity } from '../../webhooks/workflows';
 import { nextCheckDelayMs, type Submission } from '../../../contract/activity-outcomes';
 import { decidedByWhom } from '../../../contract/review-decision';
 import type { ReviewDecision } from '../../../contract/schemas';

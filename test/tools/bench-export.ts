@@ -6,7 +6,7 @@
  * 50 ms during an export of the first tenth of the range and of the whole range: constant memory
  * means the two peaks match, whatever the range.
  *
- *   node --expose-gc --import tsx scripts/bench-export.ts [orders=20000]   (GC between exports)
+ *   node --expose-gc --import tsx test/tools/bench-export.ts [orders=20000]   (GC between exports)
  */
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
@@ -14,12 +14,12 @@ import { resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import pLimit from 'p-limit';
-import { startDevServer } from '../src/temporal/dev-server';
-import { startTestApi, testClients } from '../test/helpers/api';
-import { idleProvider } from '../test/helpers/stack';
-import { seedListedOrder } from '../test/helpers/orders';
-import { OrderClientAttribute } from '../contract/order';
-import { benchOrderRequest } from './bench/order-mix';
+import { startDevServer } from '../../src/temporal/dev-server';
+import { startTestApi, testClients } from '../helpers/api';
+import { idleProvider } from '../helpers/stack';
+import { seedListedOrder } from '../helpers/orders';
+import { OrderClientAttribute } from '../../contract/order';
+import { benchOrderRequest } from '../../scripts/bench/order-mix';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const ORDERS = Number(positional[0] ?? 20_000);

@@ -10,7 +10,7 @@
  * same statement as listing every order; and the nightly precompute of three days, with nothing
  * to write and with every day to write.
  *
- *   npx tsx scripts/bench-statement.ts [orders=20000] [--db=FILE] [--rounds=3] [--slices] [--backfill]
+ *   npx tsx test/tools/bench-statement.ts [orders=20000] [--db=FILE] [--rounds=3] [--slices] [--backfill]
  *
  * `--db=FILE` keeps the seeded server file for the next run; `--slices` also times 2, 4 and 8
  * time slices of the old path, and a describe per order, as measured before days were kept;
@@ -18,24 +18,24 @@
  * the `statement-days` Schedule runs (each night of the range, one after another) and times the
  * first statement after it.
  */
-import { seedListedOrder } from '../test/helpers/orders';
+import { seedListedOrder } from '../helpers/orders';
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import pLimit from 'p-limit';
-import { ClientRegistry } from '../src/clients/registry';
-import { StatementService, type Statement } from '../src/statements/statement.service';
-import { StatementDays } from '../src/statements/statement-days';
-import { startDevServer } from '../src/temporal/dev-server';
-import { testClientsFile } from '../test/helpers/api';
+import { ClientRegistry } from '../../src/clients/registry';
+import { StatementService, type Statement } from '../../src/statements/statement.service';
+import { StatementDays } from '../../src/statements/statement-days';
+import { startDevServer } from '../../src/temporal/dev-server';
+import { testClientsFile } from '../helpers/api';
 import {
   OrderClientAttribute,
   type OrderRequest,
   type OrderSettlement,
   type OrderStatus,
-} from '../contract/order';
-import { benchOrderRequest } from './bench/order-mix';
+} from '../../contract/order';
+import { benchOrderRequest } from '../../scripts/bench/order-mix';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const ORDERS = Number(positional[0] ?? 20_000);
