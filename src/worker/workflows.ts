@@ -1,11 +1,12 @@
 /**
- * The workflows a worker registers. The order workflows are one per order type (names:
- * contract/order.ts `workflowTypeByOrderType`), each the one lifecycle (order/workflow.ts) with its
- * type's adapter (order/adapters/).
+ * The workflow bundle's entry: the workflows a worker registers. The order workflows are one per
+ * order type (names: contract/order.ts `workflowTypeByOrderType`), each the one lifecycle
+ * (src/orders/lifecycle/order.workflow.ts) with its type's adapter (src/orders/lifecycle/adapters/).
  *
- * Each type declares its Worker Versioning behaviour here (src/temporal/versioning.workflow.ts; a unit test
- * checks that every export has one): all are PINNED. Those that wait long move to a new version by
- * continuing as new at a wake-up (orders: order/continue-as-new.ts; the provider account and webhook
+ * Each type declares its Worker Versioning behaviour here (src/temporal/versioning.workflow.ts; a
+ * unit test checks that every export has one): all are PINNED. Those that wait long move to a new
+ * version by continuing as new at a wake-up (orders: src/orders/lifecycle/continue-as-new.workflow.ts;
+ * the provider account and webhook
  * delivery at their own loop); the others end within minutes, and Schedules start each new run on
  * the current version.
  */

@@ -46,7 +46,7 @@ describe('workflow bundle', () => {
     { timeout: 120_000 },
     async () => {
       const code = await bundledCode();
-      assert.match(code, /workflows\/interceptors\.ts/);
+      assert.match(code, /src\/worker\/interceptors\.workflow\.ts/);
       assert.match(code, /node_modules\/@temporalio\/interceptors-opentelemetry\/lib\/workflow\//);
     },
   );
