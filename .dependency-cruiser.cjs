@@ -86,9 +86,9 @@ module.exports = {
         pathNot: [
           workflowCode,
           '^contract/',
-          '^node_modules/@temporalio/(workflow|common)/',
+          '(^|/)node_modules/@temporalio/(workflow|common)/',
           // OpenTelemetry is required lazily, for traced orders only (src/worker/interceptors.workflow.ts).
-          '^node_modules/@temporalio/interceptors-opentelemetry/lib/workflow/',
+          '(^|/)node_modules/@temporalio/interceptors-opentelemetry/lib/workflow/',
         ],
         dependencyTypesNot: ['type-only'],
       },
