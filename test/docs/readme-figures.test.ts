@@ -28,8 +28,9 @@ function normalOrder() {
 
 describe('README: the figures it quotes', () => {
   it('the Node.js version is package.json’s engines', () => {
-    const engines = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: { node: string } })
-      .engines.node;
+    const engines = (
+      JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: { node: string } }
+    ).engines.node;
     const [, major, minor] = /^>=(\d+)\.(\d+)/.exec(engines)!;
     says(`Node.js ≥ ${major}.${minor}`);
   });
@@ -63,7 +64,9 @@ describe('README: the figures it quotes', () => {
   });
 
   it('the example requests are valid orders, and the line numbers’ forms are the schema’s', () => {
-    const bodies = [...readme.matchAll(/-d '(\{"type":[^']+\})'/g)].map(([, body]) => JSON.parse(body!) as unknown);
+    const bodies = [...readme.matchAll(/-d '(\{"type":[^']+\})'/g)].map(
+      ([, body]) => JSON.parse(body!) as unknown,
+    );
     assert.equal(bodies.length, 3, 'a mobile top-up, an internet top-up, a gift card');
     for (const body of bodies) assert.ok(OrderRequest.safeParse(body).success, JSON.stringify(body));
     says("an ADSL line's number has 9 digits with the leading 0; a 4G line's is `213` and 9 digits");
