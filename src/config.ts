@@ -236,9 +236,9 @@ const schema = z.object({
   /** Idle keep-alive sockets close after this; behind a load balancer set it above the balancer's idle timeout. */
   API_KEEP_ALIVE_TIMEOUT_MS: millis.default(5_000),
   /**
-   * Connections the API holds at once, in total (Node's maxConnections: beyond it a connection is
-   * closed unanswered). Lowered at start to stay below the open-file limit with room for the API's
-   * own descriptors (src/api/server.ts).
+   * Connections the API holds at once, in total: at the cap the connection silent longest makes
+   * room for a new one, else the one idle longest, else the new one is answered 503. Lowered at
+   * start to stay below the open-file limit with room for the API's own descriptors (src/api/server.ts).
    */
   API_MAX_CONNECTIONS: positiveInt.default(4_096),
   /**

@@ -14,10 +14,13 @@
  * - **A cap per address** (API_MAX_CONNECTIONS_PER_ADDRESS, the peer's address, an IPv6 /56 as one):
  *   a connection beyond it is answered `429` with `Retry-After` and closed at once, so one source
  *   cannot take the connections another caller needs.
- * - **A cap in total** (API_MAX_CONNECTIONS, Node's `maxConnections`: beyond it a connection is
- *   closed unanswered), held below the process's open-file limit with room for the API's own
- *   sockets and files (connectionCap), so the health listener, Temporal and the provider always
- *   have descriptors.
+ * - **A cap in total** (API_MAX_CONNECTIONS), held below the process's open-file limit with room
+ *   for the API's own sockets and files (connectionCap), so the health listener, Temporal and the
+ *   provider always have descriptors. At the cap a new connection takes the place of the one that
+ *   has waited longest without sending a byte (else the one idle longest between requests): an idle
+ *   flood from many addresses churns its own connections while a caller that sends its request as
+ *   it connects is served. Only when every held connection has a request running is the new one
+ *   answered `503` with `Retry-After` and closed.
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -62,6 +65,12 @@ const HEALTH_MAX_CONNECTIONS_PER_ADDRESS = 8;
  */
 const OWN_DESCRIPTORS = 256;
 
+/**
+ * Connections the API may hold beyond its total cap for a moment: a refused or evicted connection
+ * is accepted (a descriptor) and closed, and its close lands a tick later.
+ */
+const REFUSAL_HEADROOM = 64;
+
 /** How long a caller over the per-address cap is told to wait: a slot frees when one of its requests ends. */
 const RETRY_AFTER_S = 1;
 
@@ -95,7 +104,9 @@ export function connectionCap(
   fileLimit = openFileLimit(),
 ): { total: number; lowered?: { fileLimit: number; reserved: number } } {
   if (fileLimit === undefined) return { total: config.API_MAX_CONNECTIONS };
-  const reserved = OWN_DESCRIPTORS + config.PROVIDER_POOL_CONNECTIONS + HEALTH_MAX_CONNECTIONS;
+  // Both listeners may hold REFUSAL_HEADROOM beyond their caps for a moment.
+  const reserved =
+    OWN_DESCRIPTORS + config.PROVIDER_POOL_CONNECTIONS + HEALTH_MAX_CONNECTIONS + 2 * REFUSAL_HEADROOM;
   const room = Math.max(1, fileLimit - reserved);
   return room < config.API_MAX_CONNECTIONS
     ? { total: room, lowered: { fileLimit, reserved } }
@@ -112,15 +123,15 @@ function addressKey(remoteAddress: string | undefined): string {
   }
 }
 
-function refusal(perAddress: number): string {
+function refusal(status: 429 | 503, detail: string): string {
   const body = JSON.stringify({
-    type: '/problems/rate-limited',
-    title: 'Too many requests',
-    status: 429,
-    detail: `At most ${perAddress} connections from one address at once; reuse them, or retry after the Retry-After delay.`,
+    type: status === 429 ? '/problems/rate-limited' : '/problems/temporarily-unavailable',
+    title: status === 429 ? 'Too many requests' : 'The service is temporarily unavailable',
+    status,
+    detail,
   });
   return [
-    'HTTP/1.1 429 Too Many Requests',
+    `HTTP/1.1 ${status} ${status === 429 ? 'Too Many Requests' : 'Service Unavailable'}`,
     `Retry-After: ${RETRY_AFTER_S}`,
     'Connection: close',
     'Content-Type: application/problem+json',
@@ -131,8 +142,11 @@ function refusal(perAddress: number): string {
 }
 
 /** Refused connections, summed and logged at most every 10 s: a flood must not flood the log too. */
-function refusalLog(logger: Logger | undefined, listener: string): (cause: 'address' | 'total') => void {
-  const counts = { address: 0, total: 0 };
+function refusalLog(
+  logger: Logger | undefined,
+  listener: string,
+): (cause: 'address' | 'total' | 'evicted') => void {
+  const counts = { address: 0, total: 0, evicted: 0 };
   let timer: NodeJS.Timeout | undefined;
   return (cause) => {
     counts[cause]++;
@@ -140,39 +154,112 @@ function refusalLog(logger: Logger | undefined, listener: string): (cause: 'addr
     timer = setTimeout(() => {
       timer = undefined;
       logger.warn(
-        { listener, overAddressCap: counts.address, overTotalCap: counts.total },
+        {
+          listener,
+          overAddressCap: counts.address,
+          overTotalCap: counts.total,
+          silentClosedForRoom: counts.evicted,
+        },
         'connections refused in the last 10 s',
       );
-      counts.address = counts.total = 0;
+      counts.address = counts.total = counts.evicted = 0;
     }, 10_000);
     timer.unref();
   };
 }
 
-/** The caps of the module comment on `server`: `total` (Node drops beyond it), `perAddress` (0: none). */
+/**
+ * The caps of the module comment on `server`: `total` (0: none), `perAddress` (0: none).
+ *
+ * At the total cap a new connection is not dropped unanswered (Node's `maxConnections`, which a
+ * flood of idle connections from many addresses turns into every other caller's ECONNRESET): the
+ * connection that has waited longest without sending a byte is closed to make room, else the one
+ * idle longest between requests. A caller that sends its request as it connects is served, and
+ * an idle flood only churns its own connections. With neither to close, every held connection has
+ * a request running: the new one is answered `503` with `Retry-After` and closed.
+ * `maxConnections` stays, REFUSAL_HEADROOM above, as the descriptors' backstop.
+ */
 function capConnections(
   server: Server,
   caps: { total: number; perAddress: number },
-  refused: (cause: 'address' | 'total') => void,
+  refused: (cause: 'address' | 'total' | 'evicted') => void,
 ): void {
-  server.maxConnections = caps.total;
+  server.maxConnections = caps.total + REFUSAL_HEADROOM;
   server.on('drop', () => refused('total'));
-  if (caps.perAddress <= 0) return;
   const open = new Map<string, number>();
-  const answer = refusal(caps.perAddress);
+  let held = 0;
+  /** Held connections that have not sent a byte yet, oldest first (pruned lazily: bytesRead > 0). */
+  const silent = new Map<Socket, true>();
+  /** Held connections between requests (kept alive), longest idle first. */
+  const idle = new Map<Socket, true>();
+  const inFlight = new WeakMap<Socket, number>();
+  const addressAnswer = refusal(
+    429,
+    `At most ${caps.perAddress} connections from one address at once; reuse them, or retry after the Retry-After delay.`,
+  );
+  const fullAnswer = refusal(
+    503,
+    'The API holds as many connections as it can, each with a request running; retry after the Retry-After delay.',
+  );
+
+  const refuse = (socket: Socket, answer: string) => {
+    // As Node answers a connection it gives up on (400, 408): the answer, then the close.
+    socket.on('error', () => {});
+    socket.end(answer);
+    socket.destroySoon();
+    setTimeout(() => socket.destroy(), 1_000).unref();
+  };
+  /** Closes the connection least likely to be a caller waiting for an answer; false if none is. */
+  const evictOne = (): boolean => {
+    for (const socket of silent.keys()) {
+      silent.delete(socket);
+      if (socket.bytesRead > 0 || socket.destroyed) continue;
+      socket.destroy();
+      return true;
+    }
+    for (const socket of idle.keys()) {
+      idle.delete(socket);
+      if (socket.destroyed) continue;
+      socket.destroy();
+      return true;
+    }
+    return false;
+  };
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    silent.delete(socket);
+    idle.delete(socket);
+    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    res.once('close', () => {
+      const left = (inFlight.get(socket) ?? 1) - 1;
+      inFlight.set(socket, left);
+      if (left === 0 && !socket.destroyed) idle.set(socket, true);
+    });
+  });
   server.on('connection', (socket: Socket) => {
     const key = addressKey(socket.remoteAddress);
     const count = (open.get(key) ?? 0) + 1;
-    if (count > caps.perAddress) {
+    if (caps.perAddress > 0 && count > caps.perAddress) {
       refused('address');
-      // As Node answers a connection it gives up on (400, 408): the answer, then the close.
-      socket.on('error', () => {});
-      socket.write(answer);
-      socket.destroy();
+      refuse(socket, addressAnswer);
       return;
     }
+    if (caps.total > 0 && held >= caps.total) {
+      if (evictOne()) refused('evicted');
+      else {
+        refused('total');
+        refuse(socket, fullAnswer);
+        return;
+      }
+    }
+    held++;
     open.set(key, count);
+    silent.set(socket, true);
     socket.once('close', () => {
+      held--;
+      silent.delete(socket);
+      idle.delete(socket);
       const left = (open.get(key) ?? 1) - 1;
       if (left > 0) open.set(key, left);
       else open.delete(key);

@@ -136,14 +136,28 @@ export function exportRow(view: OrderView, position: string, reveal: boolean): E
 }
 
 /**
+ * A text cell a spreadsheet may run as a formula: `=`, `+`, `-`, `@` (or their full-width forms)
+ * first, after spaces too, or a tab or line break first.
+ */
+const FORMULA_START = /^(?:[\t\r\n]|[\s\u3000]*[=+\-@\uff1d\uff0b\uff0d\uff20])/;
+/**
+ * Quoted: the separators a spreadsheet may take (`,`; `;` where the decimal mark is a comma; a
+ * tab), a quote or a line break. Unquoted, `x;=HYPERLINK(…)` opens as two cells, the second a
+ * formula, in a spreadsheet that splits on `;`.
+ */
+const NEEDS_QUOTES = /[",;\t\r\n]/;
+
+/**
  * One CSV cell (RFC 4180): quoted when it holds a separator, quote or line break; a text cell a
- * spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab, CR first) is prefixed with `'`.
+ * spreadsheet would run as a formula (FORMULA_START) is prefixed with `'`. Provider text (card
+ * codes, its reference) and an operator's name reach the export: neither may run in the reader's
+ * spreadsheet.
  */
 export function csvCell(value: string | number | undefined): string {
   if (value === undefined) return '';
   if (typeof value === 'number') return String(value);
-  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+  const safe = FORMULA_START.test(value) ? `'${value}` : value;
+  return NEEDS_QUOTES.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
 type ScannedPage = ScannedOrder[];

@@ -305,11 +305,11 @@ describe(
 );
 
 describe('the total connection cap', () => {
-  it('stays below the open-file limit, leaving 256 + the provider pool + the health listener', () => {
+  it('stays below the open-file limit, leaving 256 + the provider pool + the health listener + both refusal headrooms', () => {
     const config = { API_MAX_CONNECTIONS: 4_096, PROVIDER_POOL_CONNECTIONS: 100 };
     assert.deepEqual(connectionCap(config, 1_024), {
-      total: 604,
-      lowered: { fileLimit: 1_024, reserved: 420 },
+      total: 476,
+      lowered: { fileLimit: 1_024, reserved: 548 },
     });
     assert.deepEqual(connectionCap(config, 20_000), { total: 4_096 });
     assert.deepEqual(connectionCap(config, undefined), { total: 4_096 });

@@ -37,6 +37,19 @@ describe('export rows', () => {
     assert.equal(csvCell('-2'), "'-2");
   });
 
+  it('CSV cells: a formula behind a semicolon, spaces or a full-width sign does not run either', () => {
+    // A spreadsheet that splits on ';' (where the decimal mark is a comma) opened the unquoted
+    // cell as two, the second a formula: an operator's name, a card code or the provider's reference.
+    assert.equal(csvCell('Ali;=HYPERLINK("http://x")'), '"Ali;=HYPERLINK(""http://x"")"');
+    assert.equal(csvCell('Ali;=1+1'), '"Ali;=1+1"');
+    assert.equal(csvCell('a\t=1+1'), '"a\t=1+1"');
+    assert.equal(csvCell(' =1+1'), "' =1+1");
+    assert.equal(csvCell('\u3000=1+1'), "'\u3000=1+1");
+    assert.equal(csvCell('\uff1d1+1'), "'\uff1d1+1");
+    assert.equal(csvCell('\n=1+1'), `"'\n=1+1"`);
+    assert.equal(csvCell('ORD-1'), 'ORD-1');
+  });
+
   it('a row holds the line number and card code only when revealed', () => {
     const masked = exportRow(view({}), 'p1', false);
     assert.deepEqual(masked, {
