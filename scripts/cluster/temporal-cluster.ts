@@ -45,6 +45,10 @@ export interface TemporalCluster {
   logFile(service: TemporalService): string;
   /** Stops one service and starts it again on the same ports (a deploy, a crash and restart). */
   restart(service: TemporalService): Promise<void>;
+  /** Whether the service's process is up (it may have exited on its own). */
+  running(service: TemporalService): boolean;
+  /** SIGKILLs one service (a crash: no drain, no handing over of shards or partitions). */
+  killService(service: TemporalService): Promise<void>;
   /** Stops one service (an outage of that part of Temporal). */
   stopService(service: TemporalService): Promise<void>;
   /** Starts a stopped service again and waits until it serves. */
@@ -252,6 +256,13 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     address,
     configFile,
     logFile,
+    running: (service) => {
+      const server = processes.get(service);
+      return server !== undefined && !server.hasExited();
+    },
+    killService: async (service) => {
+      await processes.get(service)?.kill();
+    },
     stopService: async (service) => {
       await processes.get(service)?.stop();
     },
