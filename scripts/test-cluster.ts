@@ -24,7 +24,8 @@
  *    short outages here, 60 s ones with --long.
  *
  * `npm run test:cluster -- listing` runs only matching test files; --skip-e2e / --e2e-only /
- * --rainbow-only / --faults-only / --skip-faults pick a part; --long runs the faults' long version.
+ * --rainbow-only / --faults-only / --skip-faults pick a part; --long runs the faults' long version,
+ * --fault NAME (repeatable) only the faults named, --keep keeps the fault run's part logs.
  * The figures go to the terminal and to bench-results/cluster-<time>.json.
  */
 import { spawnSync } from 'node:child_process';
@@ -115,6 +116,8 @@ async function main(): Promise<number> {
       'faults-only': { type: 'boolean' },
       'skip-faults': { type: 'boolean' },
       long: { type: 'boolean' },
+      fault: { type: 'string', multiple: true },
+      keep: { type: 'boolean' },
     },
     allowPositionals: true,
   });
@@ -266,6 +269,8 @@ async function main(): Promise<number> {
           postgres,
           long: values.long ?? false,
           seed: E2E_SEED,
+          ...(values.fault && { only: values.fault }),
+          keep: values.keep ?? false,
           log,
         }),
       );

@@ -125,7 +125,8 @@ export function faultFigures(
       wronglyFailed: mine.filter((o) => o.wronglyFailed).length,
       inReview: mine.filter((o) => o.inReviewByFault).length,
       p99DuringMs: latency(w.startedAt, w.endedAt),
-      p99AfterMs: latency(w.endedAt, w.nextAt),
+      // Not the last seconds before the next fault: those orders are in flight when it begins.
+      p99AfterMs: latency(w.endedAt, w.nextAt - LEAD_MS),
       ...(caught.length > 0 && Number.isFinite(lastSettled)
         ? { recoveredAfterMs: Math.max(0, lastSettled - w.endedAt) }
         : {}),

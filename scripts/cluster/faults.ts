@@ -13,8 +13,8 @@
  *   postgres-stop                         PostgreSQL stopped for the outage, then started
  *   worker-temporal-cut                   the isolated worker's link to Temporal cut for the outage
  *   worker-provider-cut                   its link to the provider cut for the outage
- *   worker-clock                          a worker whose clock is 3 minutes ahead (libfaketime) joins
- *                                         for the outage, then is stopped
+ *   worker-clock-ahead, -behind           a worker whose clock is 3 minutes ahead, then one 3 minutes
+ *                                         behind (libfaketime), joins for a while, then is stopped
  *
  * Then control orders (no fault) and every order to its end. The verdict is the chaos run's
  * (scripts/chaos/verify.ts: none lost, none sent twice by the sandbox's counts, nothing the
@@ -74,6 +74,10 @@ export interface FaultRunOptions {
   /** The long version: 60 s outages and longer recoveries (`npm run test:cluster -- --long`). */
   long: boolean;
   seed: number;
+  /** Only these faults (FAULT_NAMES, e.g. `worker-clock-ahead`); default all. */
+  only?: readonly string[];
+  /** Keep the run directory (part logs) even when the run passes. */
+  keep?: boolean;
   log: (line: string) => void;
 }
 
@@ -81,8 +85,8 @@ export interface FaultRunSummary {
   long: boolean;
   seed: number;
   isolation: { mode: IsolatedNetwork['mode']; fallbackReason?: string };
-  /** How far ahead the skewed worker's clock was, as its own log lines' timestamps show. */
-  clockSkewSeenMs?: number;
+  /** How far off the skewed workers' clocks were, as their own log lines' timestamps show. */
+  clockSkewSeenMs: Partial<Record<'ahead' | 'behind', number>>;
   baselineP99Ms?: number;
   faults: FaultFigures[];
   orders: { submitted: number; accepted: number; byStatus: Record<string, number> };
@@ -100,8 +104,21 @@ const PLANS = {
   short: { baselineMs: 15_000, recoveryMs: 20_000, outageMs: 15_000, clockMs: 25_000, ordersPerSecond: 1 },
   long: { baselineMs: 30_000, recoveryMs: 45_000, outageMs: 60_000, clockMs: 60_000, ordersPerSecond: 1 },
 };
-const SKEW = '+3m';
 const SKEW_MS = 3 * 60_000;
+
+export const FAULT_NAMES = [
+  'frontend',
+  'matching',
+  'history',
+  'worker',
+  'postgres-restart',
+  'postgres-stop',
+  'worker-temporal-cut',
+  'worker-provider-cut',
+  'worker-clock-ahead',
+  'worker-clock-behind',
+] as const;
+export type FaultName = (typeof FAULT_NAMES)[number];
 const SETTLE_TIMEOUT_MS = 300_000;
 const TIME_SCALE = 0.05;
 const WEBHOOK_ENDPOINT = 'faults';
@@ -246,14 +263,24 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
       countAnswer(readerAnswers, outcome);
     });
 
-    const faultCount = 9;
+    /** Each fault's window: how long it lasts (a restart takes seconds), then the recovery. */
+    const slotMs: Record<FaultName, number> = {
+      frontend: 5_000,
+      matching: 5_000,
+      history: 5_000,
+      worker: 5_000,
+      'postgres-restart': 5_000,
+      'postgres-stop': plan.outageMs,
+      'worker-temporal-cut': plan.outageMs,
+      'worker-provider-cut': plan.outageMs,
+      // The skewed worker starts (seconds), then runs for clockMs.
+      'worker-clock-ahead': plan.clockMs + 10_000,
+      'worker-clock-behind': plan.clockMs + 10_000,
+    };
+    const selected = FAULT_NAMES.filter((name) => !options.only || options.only.includes(name));
+    const faultCount = selected.length;
     const plannedMs =
-      plan.baselineMs +
-      4 * (5_000 + plan.recoveryMs) +
-      (5_000 + plan.recoveryMs) +
-      3 * (plan.outageMs + plan.recoveryMs) +
-      plan.clockMs +
-      plan.recoveryMs;
+      plan.baselineMs + selected.reduce((sum, name) => sum + slotMs[name] + plan.recoveryMs, 0);
     const rng = new Random(seed);
     const records = planOrders(rng.fork(), {
       count: Math.round((plannedMs / 1000) * plan.ordersPerSecond),
@@ -286,7 +313,8 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
 
     // ---- the faults ----
     const exitedServices = (): TemporalService[] => TEMPORAL_SERVICES.filter((s) => !cluster.running(s));
-    const fault = async (name: string, what: string, inject: () => Promise<string[] | void>) => {
+    const fault = async (name: FaultName, what: string, inject: () => Promise<string[] | void>) => {
+      if (options.only && !options.only.includes(name)) return;
       answers.set(name, { during: emptyAnswers(), after: emptyAnswers() });
       const w: FaultWindow = {
         name,
@@ -354,25 +382,35 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
         isolated.restore('provider');
       },
     );
-    let clockSkewSeenMs: number | undefined;
-    await fault(
-      'worker-clock',
-      `a worker with its clock ${SKEW} off joins for ${plan.clockMs / 1000} s`,
-      async () => {
-        const lib = libfaketime();
-        if (!lib) throw new Error('libfaketime is not installed (apt-get install faketime)');
-        const skewed = await parts.startExtraWorker('worker-skewed', {
-          env: { LD_PRELOAD: lib, FAKETIME: SKEW, FAKETIME_DONT_FAKE_MONOTONIC: '1' },
-        });
-        await sleep(plan.clockMs, undefined, { signal: done.signal });
-        clockSkewSeenMs = clockSkewOf(join(parts.logDir, 'worker-skewed.log'));
-        await parts.stopWorker(skewed);
-        if (clockSkewSeenMs === undefined || Math.abs(clockSkewSeenMs - SKEW_MS) > 30_000) {
-          throw new Error(`the skewed worker's clock was ${clockSkewSeenMs ?? '?'} ms off, not ${SKEW_MS}`);
-        }
-        return [`its log's clock ran ${(clockSkewSeenMs / 1000).toFixed(0)} s ahead`];
-      },
-    );
+    const clockSkewSeenMs: Partial<Record<'ahead' | 'behind', number>> = {};
+    for (const direction of ['ahead', 'behind'] as const) {
+      const skew = direction === 'ahead' ? SKEW_MS : -SKEW_MS;
+      await fault(
+        `worker-clock-${direction}`,
+        `a worker with its clock 3 minutes ${direction} joins for ${plan.clockMs / 1000} s`,
+        async () => {
+          const lib = libfaketime();
+          if (!lib) throw new Error('libfaketime is not installed (apt-get install faketime)');
+          const name = `worker-clock-${direction}`;
+          const skewed = await parts.startExtraWorker(name, {
+            env: {
+              LD_PRELOAD: lib,
+              FAKETIME: `${skew > 0 ? '+' : '-'}${Math.abs(skew) / 1000}s`,
+              // Timers and timeouts run on the monotonic clock, which no wrong date moves.
+              FAKETIME_DONT_FAKE_MONOTONIC: '1',
+            },
+          });
+          await sleep(plan.clockMs, undefined, { signal: done.signal });
+          const seen = clockSkewOf(join(parts.logDir, `${name}.log`));
+          await parts.stopWorker(skewed);
+          if (seen === undefined || Math.abs(seen - skew) > 30_000) {
+            throw new Error(`the skewed worker's clock was ${seen ?? '?'} ms off, not ${skew} (libfaketime)`);
+          }
+          clockSkewSeenMs[direction] = seen;
+          return [`its log's clock ran ${(Math.abs(seen) / 1000).toFixed(0)} s ${direction}`];
+        },
+      );
+    }
 
     await submitting;
     over = true;
@@ -466,7 +504,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
         mode: isolated.mode,
         ...(isolated.fallbackReason && { fallbackReason: isolated.fallbackReason }),
       },
-      ...(clockSkewSeenMs !== undefined && { clockSkewSeenMs }),
+      clockSkewSeenMs,
       ...(baselineP99Ms !== undefined && { baselineP99Ms }),
       faults: figures,
       orders: { submitted: all.length, accepted: verdict.submissions.accepted, byStatus: verdict.byStatus },
@@ -493,7 +531,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
     await stack?.stop();
     await network?.close();
     await receiverClose?.();
-    if (passed) rmSync(dir, { recursive: true, force: true });
+    if (passed && !options.keep) rmSync(dir, { recursive: true, force: true });
     else log(`run directory kept: ${dir}`);
   }
 }
