@@ -188,6 +188,14 @@ async function historyAnswers(connection: Connection): Promise<void> {
   }
 }
 
+/** Matching answers: describing a task queue (one nobody polls) is the matching service's. */
+async function matchingAnswers(connection: Connection): Promise<void> {
+  await connection.workflowService.describeTaskQueue({
+    namespace: 'temporal-system',
+    taskQueue: { name: 'cluster-start-probe' },
+  });
+}
+
 export async function startTemporalCluster(options: TemporalClusterOptions): Promise<TemporalCluster> {
   const ports = {} as Record<TemporalService, ServicePorts>;
   const port = () => freePortBetween(MIN_PORT, MAX_PORT);
@@ -248,7 +256,9 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
         ? () => withFrontend(address, (c) => c.workflowService.getSystemInfo({}))
         : service === 'history'
           ? () => withFrontend(address, historyAnswers)
-          : () => Promise.resolve();
+          : service === 'matching'
+            ? () => withFrontend(address, matchingAnswers)
+            : () => Promise.resolve();
     await waitUntilServing(server, probe, { timeoutMs });
   };
 
