@@ -313,7 +313,13 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
 
     // ---- the faults ----
     const exitedServices = (): TemporalService[] => TEMPORAL_SERVICES.filter((s) => !cluster.running(s));
-    const fault = async (name: FaultName, what: string, inject: () => Promise<string[] | void>) => {
+    /** Checks that outlive their fault's injection (awaited before the verdict). */
+    const checks: Promise<void>[] = [];
+    const fault = async (
+      name: FaultName,
+      what: string,
+      inject: (w: FaultWindow) => Promise<string[] | void>,
+    ) => {
       if (options.only && !options.only.includes(name)) return;
       answers.set(name, { during: emptyAnswers(), after: emptyAnswers() });
       const w: FaultWindow = {
@@ -327,7 +333,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
       windows.push(w);
       log(`fault ${name}: ${what}`);
       try {
-        w.notes.push(...((await inject()) ?? []));
+        w.notes.push(...((await inject(w)) ?? []));
       } catch (err) {
         const message = `${name}: ${err instanceof Error ? err.message : String(err)}`;
         problems.push(message);
@@ -367,10 +373,28 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
     await fault(
       'worker-temporal-cut',
       `worker-isolated's link to Temporal cut for ${plan.outageMs / 1000} s (${isolated.mode})`,
-      async () => {
+      async (w) => {
         isolated.cut('temporal');
         await sleep(plan.outageMs, undefined, { signal: done.signal });
         isolated.restore('temporal');
+        // The worker's own connection must come back by itself: its polls go through again.
+        // Watched in the background: the outage ends with the link's return.
+        const restoredAt = Date.now();
+        const before = isolated.sent('temporal');
+        checks.push(
+          (async () => {
+            while (isolated.sent('temporal') === before && Date.now() - restoredAt < plan.recoveryMs)
+              await sleep(250);
+            if (isolated.sent('temporal') === before)
+              problems.push(
+                `worker-isolated sent nothing to Temporal within ${plan.recoveryMs / 1000} s of the link's return`,
+              );
+            else
+              w.notes.push(
+                `worker-isolated's polls went through ${((Date.now() - restoredAt) / 1000).toFixed(1)} s after the link was back`,
+              );
+          })(),
+        );
       },
     );
     await fault(
@@ -413,6 +437,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
     }
 
     await submitting;
+    await Promise.all(checks);
     over = true;
     await reading;
     log('faults over; control orders');

@@ -32,6 +32,8 @@ export interface IsolatedNetwork {
   relay(target: LinkTarget, port: number): Promise<string>;
   cut(target: LinkTarget): void;
   restore(target: LinkTarget): void;
+  /** Bytes the worker has sent through `target`'s relay so far (its polls, once the link is back). */
+  sent(target: LinkTarget): number;
   close(): Promise<void>;
 }
 
@@ -53,12 +55,14 @@ interface Relay {
   sockets: Set<Socket>;
   /** Relay mode only: while cut, nothing is forwarded. */
   cut: boolean;
+  /** Bytes forwarded from the worker. */
+  sent: number;
 }
 
 /** A TCP relay on `host` to 127.0.0.1:`port`. While `relay.cut`, bytes are held, not forwarded. */
 async function startRelay(host: string, port: number): Promise<Relay> {
   const sockets = new Set<Socket>();
-  const relay: Relay = { server: createServer(), port: 0, sockets, cut: false };
+  const relay: Relay = { server: createServer(), port: 0, sockets, cut: false, sent: 0 };
   relay.server.on('connection', (inbound) => {
     sockets.add(inbound);
     const outbound = connect({ host: '127.0.0.1', port });
@@ -74,8 +78,10 @@ async function startRelay(host: string, port: number): Promise<Relay> {
       [outbound, inbound],
     ] as const) {
       // A cut relay drops what it reads (a black hole), and the connection stays open.
-      from.on('data', (chunk) => {
-        if (!relay.cut) to.write(chunk);
+      from.on('data', (chunk: Buffer) => {
+        if (relay.cut) return;
+        if (from === inbound) relay.sent += chunk.length;
+        to.write(chunk);
       });
       from.on('error', end);
       from.on('close', end);
@@ -109,6 +115,7 @@ export async function isolateNetwork(log: (line: string) => void): Promise<Isola
     },
     cut: (target) => void (relays.get(target)!.cut = true),
     restore: (target) => void (relays.get(target)!.cut = false),
+    sent: (target) => relays.get(target)?.sent ?? 0,
     close: closeRelays,
   });
   const unavailable = netnsUnavailable();
@@ -167,6 +174,7 @@ export async function isolateNetwork(log: (line: string) => void): Promise<Isola
     restore(target) {
       for (const rule of rules(relays.get(target)!.port)) inNs('iptables', '-D', ...rule);
     },
+    sent: (target) => relays.get(target)?.sent ?? 0,
     async close() {
       await closeRelays();
       teardown();
