@@ -133,15 +133,17 @@ function libfaketime(): string | undefined {
   ].find((path) => existsSync(path));
 }
 
-/** The gap between a worker's log timestamps (its Date.now) and ours when we read them. */
-function clockSkewOf(logFile: string): number | undefined {
+/**
+ * How far the worker's clock is off: the time on its "worker started" line (its Date.now) against
+ * ours when the launcher saw that line (`seenAt`, within milliseconds of it).
+ */
+function clockSkewOf(logFile: string, seenAt: number): number | undefined {
   if (!existsSync(logFile)) return undefined;
-  const readAt = Date.now();
-  const lines = readFileSync(logFile, 'utf8').trim().split('\n');
-  for (const line of lines.reverse()) {
+  for (const line of readFileSync(logFile, 'utf8').split('\n')) {
+    if (!line.includes('"msg":"worker started"')) continue;
     try {
       const time = (JSON.parse(line) as { time?: number }).time;
-      if (typeof time === 'number') return time - readAt;
+      if (typeof time === 'number') return time - seenAt;
     } catch {
       // not a JSON log line
     }
@@ -425,10 +427,12 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
               FAKETIME_DONT_FAKE_MONOTONIC: '1',
             },
           });
+          const startedAt = Date.now();
           await sleep(plan.clockMs, undefined, { signal: done.signal });
-          const seen = clockSkewOf(join(parts.logDir, `${name}.log`));
+          // Read now: the log file is written asynchronously.
+          const seen = clockSkewOf(join(parts.logDir, `${name}.log`), startedAt);
           await parts.stopWorker(skewed);
-          if (seen === undefined || Math.abs(seen - skew) > 30_000) {
+          if (seen === undefined || Math.abs(seen - skew) > 10_000) {
             throw new Error(`the skewed worker's clock was ${seen ?? '?'} ms off, not ${skew} (libfaketime)`);
           }
           clockSkewSeenMs[direction] = seen;
