@@ -48,17 +48,18 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
-  // Import directions (docs/contributors.md "Where code lives"): contract/ imports nothing of
-  // ours; workflows import the contract and the activities' types; activities the contract, the
-  // provider client and the webhook sender; src/ the contract, never workflow or activity code,
-  // except the worker, which assembles them. A folder's rule list is complete in its own entry:
+  // Import directions (docs/contributors.md "Layout"). Which folder may import which, and only
+  // through its index.ts / workflows.ts, and no cycles: .dependency-cruiser.cjs (npm run lint:deps).
+  // Here, what a file of each role may import. A file's rule list is complete in its own entry:
   // flat config replaces a rule's options per file, it does not merge them.
   {
     files: ['contract/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [leavesContract] }] },
   },
   {
-    files: ['workflows/**/*.ts'],
+    // Workflow code: the *.workflow.ts files, each folder's workflows.ts surface and the bundle's
+    // entry (src/worker/workflows.ts). It is replayed and must stay deterministic.
+    files: ['src/**/*.workflow.ts', 'src/*/workflows.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -69,14 +70,10 @@ export default tseslint.config(
           })),
           patterns: [
             {
-              regex: '^\\.\\.?/(\\.\\./)*src(/|$)',
-              message:
-                "Workflows import the contract (contract/) and the activities' types, nothing of src/.",
-            },
-            {
-              regex: '(^|/)activities(/|$)',
+              regex: '\\.(activities|service|routes|schedule)$',
               allowTypeImports: true,
-              message: 'Workflows import only the types of activities (import type).',
+              message:
+                'Workflow code imports only the types of activities (import type), and nothing of services, routes or schedules.',
             },
             {
               // zod in the workflow bundle costs memory per cached workflow (contract/review-decision.ts).
@@ -86,7 +83,7 @@ export default tseslint.config(
                 'Keep zod out of the workflow bundle: import types only (checks: contract/review-decision.ts).',
             },
             {
-              // Evaluated per cached workflow: only traced orders load it (workflows/interceptors.ts).
+              // Evaluated per cached workflow: only traced orders load it (src/worker/interceptors.workflow.ts).
               group: [
                 '@opentelemetry/*',
                 '@temporalio/interceptors-opentelemetry',
@@ -94,7 +91,7 @@ export default tseslint.config(
               ],
               allowTypeImports: true,
               message:
-                'OpenTelemetry is required lazily, for traced orders only (workflows/interceptors.ts): import types only.',
+                'OpenTelemetry is required lazily, for traced orders only (src/worker/interceptors.workflow.ts): import types only.',
             },
           ],
         },
@@ -102,39 +99,35 @@ export default tseslint.config(
     },
   },
   {
-    files: ['activities/**/*.ts'],
+    files: ['src/**/*.activities.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
             {
-              regex: '(^|/)workflows(/|$)',
+              regex: '(\\.workflow|/workflows)$',
               message: 'Activities never import workflow code: what they share is in contract/.',
             },
-            {
-              regex:
-                '^\\.\\./src/(?!provider(/|$)|webhooks/(message|secrets)$|observability/metrics$|clients/model$)',
-              message:
-                "Activities import the contract, the provider client (src/provider) and the webhook sender's parts only.",
-            },
           ],
         },
       ],
     },
   },
   {
+    // Node-side code of the areas and platform folders: workflow code runs in the bundle, which
+    // only the worker assembles (src/worker/workflows.ts, bundle.ts).
     files: ['src/**/*.ts'],
-    ignores: ['src/worker/**'],
+    ignores: ['src/**/*.workflow.ts', 'src/*/workflows.ts', 'src/worker/**'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
             {
-              regex: '(^|/)(workflows|activities)(/|$)',
+              regex: '(\\.workflow|/workflows)$',
               message:
-                'src/ imports the contract (contract/), never workflow or activity code: only the worker assembles them.',
+                'Node-side code never imports workflow code: only the worker assembles the bundle (src/worker/).',
             },
           ],
         },
@@ -142,27 +135,8 @@ export default tseslint.config(
     },
   },
   {
-    // The API uses the audit's masking and reveal record; the audit never needs the API (one way).
-    files: ['src/audit/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              regex: '(^|/)(workflows|activities)(/|$)',
-              message:
-                'src/ imports the contract (contract/), never workflow or activity code: only the worker assembles them.',
-            },
-            {
-              regex: '^\\.\\./api(/|$)',
-              message:
-                'src/audit/ never imports src/api/: the API imports the audit, not the other way round.',
-            },
-          ],
-        },
-      ],
-    },
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
   },
   {
     files: ['**/*.mjs', '**/*.js'],

@@ -33,7 +33,7 @@ export const ProviderFailureType = {
   accessDenied: 'ProviderAccessDenied',
   /**
    * The order's operator is reported down by /v3/ping: the worker did not send (nothing was
-   * sent). The order is held until the operator is up (workflows/order/hold.ts).
+   * sent). The order is held until the operator is up (src/orders/lifecycle/hold.workflow.ts).
    */
   operatorDown: 'ProviderOperatorDown',
   /**

@@ -1,5 +1,5 @@
 /**
- * A bulk decision's names and shapes (POST /v1/reviews/bulk; the workflow is workflows/bulk-review.ts),
+ * A bulk decision's names and shapes (POST /v1/reviews/bulk; the workflow is src/reviews/bulk-review.workflow.ts),
  * shared by the API that starts it, the workflow and its activities.
  */
 import type { DecisionOutcome, OrderStatus, ReviewDecision } from './order';

@@ -2,7 +2,7 @@
  * The order's continue-as-new input as a data contract between worker versions.
  *
  * Orders run pinned to a worker version, and one waiting long moves to the current version by
- * continuing as new (workflows/order/continue-as-new.ts): the run that writes this input is the
+ * continuing as new (src/orders/lifecycle/continue-as-new.workflow.ts): the run that writes this input is the
  * old version's code and the run that reads it is the new one's. So a new version must read every
  * input the versions before it write. This schema is what the current version reads; the inputs
  * recorded by earlier versions (test/fixtures/continued-inputs/) must parse under it

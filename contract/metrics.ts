@@ -1,7 +1,7 @@
 /**
  * Every metric the service exports, in one place: name, help, labels and histogram buckets. The
  * API (prom-client, ./prometheus.ts), the worker (Temporal's Runtime metric meter,
- * ./temporal-meter.ts) and the workflow interceptors (workflows/interceptors.ts, through the
+ * ./temporal-meter.ts) and the workflow interceptors (src/worker/interceptors.workflow.ts, through the
  * workflow's own metric meter) all read their definitions here, and the dashboard test checks that
  * what Grafana queries is what the services export.
  *
@@ -133,7 +133,7 @@ export const metricCatalog = {
     ['deployment', 'build_id', 'state'],
   ),
 
-  // ---- worker: workflows (emitted by workflows/interceptors.ts, never during replay) ----
+  // ---- worker: workflows (emitted by src/worker/interceptors.workflow.ts, never during replay) ----
   ordersFinished: counter(
     'topup_orders_finished',
     'Orders that reached a final status; reviewed="true" when an operator or a review recheck settled them.',
@@ -173,7 +173,7 @@ export const metricCatalog = {
     ['order_type', 'decision'],
   ),
 
-  // ---- worker: webhooks (activities/webhooks.ts) ----
+  // ---- worker: webhooks (src/webhooks/webhook.activities.ts) ----
   webhookDeliveries: counter(
     'topup_webhook_deliveries',
     'Webhook delivery attempts by event type and outcome: delivered, failed (retried), endpoint-removed; deferred: not made, the endpoint was at its cap on this worker.',

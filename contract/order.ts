@@ -138,7 +138,7 @@ export interface OrderTimings {
   reviewWatchFirstCheckMs: number;
   /**
    * Start-to-close timeout of one provider activity attempt. Every provider call made in it ends
-   * before it does (activities/attempt-deadline.ts), whatever the worker's HTTP timeouts say.
+   * before it does (src/provider/attempt-deadline.ts), whatever the worker's HTTP timeouts say.
    */
   activityTimeoutMs: number;
   /**
@@ -215,13 +215,13 @@ export interface OrderInput {
   /** Continue as new once the history has this many events (default 2,000); lowered only by tests. */
   historyEventLimit?: number;
   /**
-   * Set only by the order sweep (workflows/order-sweep.ts) when it starts a new run after one that
+   * Set only by the order sweep (src/orders/sweep.workflow.ts) when it starts a new run after one that
    * closed without a final status (terminated, timed out, failed): the new run asks the provider
    * before it sends anything. `continued` then carries the closed run's last view.
    */
   resumed?: { closedAs: string; at: string };
   /**
-   * Set only by the nightly reconciliation (activities/reconciliation.ts) when it starts a new run
+   * Set only by the nightly reconciliation (src/reconciliation/reconciliation.activities.ts) when it starts a new run
    * after a closed one whose final status the provider now contradicts: the new run, carrying the
    * closed run's last view in `continued`, reopens the order as DISPUTED with this evidence.
    */

@@ -1,6 +1,6 @@
 /**
- * The nightly reconciliation's names and shapes (workflows/reconciliation.ts, its activities in
- * activities/reconciliation.ts, GET /v1/reconciliations/{date}): one day of our final orders
+ * The nightly reconciliation's names and shapes (src/reconciliation/reconciliation.workflow.ts, its activities in
+ * src/reconciliation/reconciliation.activities.ts, GET /v1/reconciliations/{date}): one day of our final orders
  * against the provider's own ledger (GET /v3/account/transactions).
  */
 import { defineQuery } from '@temporalio/workflow';

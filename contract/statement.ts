@@ -2,8 +2,8 @@
  * Closed days of statements, summed once and kept (docs/operators.md "Statements and
  * reconciliation"): one client's closed orders of one UTC day, per type and final status, stored
  * as the memo of a `statementDayWorkflow` run under the day's own ID. The API reads these instead
- * of listing every order (src/api/statements.ts); the nightly Schedule (`statement-days`) and the
- * API itself, for a day it finds missing or out of date, write them (src/orders/statement-days.ts).
+ * of listing every order (src/statements/statement.service.ts); the nightly Schedule (`statement-days`) and the
+ * API itself, for a day it finds missing or out of date, write them (src/statements/statement-days.ts).
  */
 
 export const STATEMENT_DAY_WORKFLOW = 'statementDayWorkflow';
@@ -23,7 +23,7 @@ export function statementDayWorkflowId(key: string, date: string): string {
   return `statement-day:${key}:${date}`;
 }
 
-/** Sums of one line of a statement: orders and what they are worth (src/api/statements.ts documents each). */
+/** Sums of one line of a statement: orders and what they are worth (src/statements/statement.service.ts documents each). */
 export interface StatementSums {
   orders: number;
   amount?: number;
@@ -63,7 +63,7 @@ export interface StatementDaySummary {
   /** ISO instant the listing began: runs started since then make the summary out of date. */
   computedAt: string;
   /**
-   * The summing rule it was written under (src/orders/statement-days.ts STATEMENT_DAY_RULE): a
+   * The summing rule it was written under (src/statements/statement-days.ts STATEMENT_DAY_RULE): a
    * summary of another, or without one, is summed again.
    */
   rule?: string;

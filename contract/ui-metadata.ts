@@ -7,7 +7,7 @@
  * update names.
  *
  * Never a phone or line number or a card code: the summary and details are payloads (encrypted by
- * the codec like the rest, test/workflows/ui-metadata.test.ts), but they are meant to be glanced
+ * the codec like the rest, test/orders/ui-metadata.test.ts), but they are meant to be glanced
  * at on a shared screen. The view's reason, evidence and timeline hold none either.
  *
  * Pure and deterministic: imported by workflow code and by the API.

@@ -48,7 +48,7 @@ export interface WebhookEvent extends OrderEvent {
   /** The endpoints (ids) subscribed to this event type when the event happened. */
   targets: string[];
   /**
-   * Attempts the announcement already made itself (activities/webhooks.ts "direct"), which failed:
+   * Attempts the announcement already made itself (src/webhooks/webhook.activities.ts "direct"), which failed:
    * the delivery workflow counts each as its endpoint's first attempt and retries after the back-off.
    */
   directAttempts?: DirectAttempt[];
@@ -58,7 +58,7 @@ export interface WebhookEvent extends OrderEvent {
 
 /**
  * Why the announcement handed an endpoint's event off without a first try (its breaker, per
- * endpoint and worker: activities/webhooks.ts DirectGate). Information only: no code decides on it.
+ * endpoint and worker: src/webhooks/webhook.activities.ts DirectGate). Information only: no code decides on it.
  */
 export type UntriedReason = 'cooling' | 'busy' | 'suspect';
 

@@ -49,7 +49,7 @@ import { ensureTemporalServer } from '../src/temporal/server-install';
 
 /** Files outside test/cluster/ that also run here: what differs between the dev server and SQL visibility on PostgreSQL. */
 export const CLUSTER_TEST_FILES = [
-  'test/api/order-list.test.ts',
+  'test/orders/order-list.test.ts',
   'test/api/readiness.test.ts',
   // The server as deployed (its dynamic config, four partitions per queue) honours fairness.
   'test/temporal/fairness-probe.test.ts',

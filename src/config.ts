@@ -201,11 +201,11 @@ const schema = z.object({
   API_REQUEST_TIMEOUT_MS: millis.default(15_000),
   /**
    * Kept days (workflow starts) one GET /v1/statements writes at most; the rest of its figures are
-   * summed and answered all the same, and kept by later statements (src/api/statements.ts).
+   * summed and answered all the same, and kept by later statements (src/statements/statement.service.ts).
    */
   API_STATEMENT_DAYS_PER_REQUEST: positiveInt.max(366).default(31),
   /**
-   * Reads that scale (src/api/read-cache.ts): identical list pages, statements and export rows of
+   * Reads that scale (src/http/read-cache.ts): identical list pages, statements and export rows of
    * one caller share one answer for this long (from its read's start), so readers asking the same
    * at once cost Temporal's visibility one read. 0: every read asks Temporal. At most 60 s.
    */

@@ -145,7 +145,7 @@ describe('docker-compose.yml', () => {
       assert.equal(services[name]!.restart, 'no', name);
     // The setup job runs the service's own setup, which derives the search attributes from
     // contract/order.ts: none is listed in the compose file.
-    assert.deepEqual(services['temporal-setup']!.command, ['node', 'dist/src/temporal/setup-main.js']);
+    assert.deepEqual(services['temporal-setup']!.command, ['node', 'dist/src/worker/setup-main.js']);
     assert.doesNotMatch(readFileSync(composeFile, 'utf8'), /search-attribute create|OrderStatus/);
   });
 

@@ -1,5 +1,5 @@
 /**
- * The export bench's stand-in order workflows (scripts/bench-export.ts): each completes at once
+ * The export bench's stand-in order workflows (test/tools/bench-export.ts): each completes at once
  * with the view a FULFILLED order ends with, built from its input, so 20,000 completed orders can
  * be seeded without a provider. The export reads them as it reads real ones (their last event).
  */

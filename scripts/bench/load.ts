@@ -7,7 +7,7 @@ import { Pool } from 'undici';
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import pLimit from 'p-limit';
 import pino from 'pino';
-import { OrderService } from '../../src/api/orders';
+import { OrderService } from '../../src/orders/order.service';
 import { ClientRegistry, legacyClientsFile } from '../../src/clients/registry';
 import { loadConfig } from '../../src/config';
 import type { OrderRequest } from '../../contract/schemas';

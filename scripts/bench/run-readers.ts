@@ -12,7 +12,7 @@
  * For each: requests per second, latency p50 / p99, 5xx and other failures. Meanwhile, and alone
  * before the storms, two probes time what else lives on visibility's budget: the operators' review
  * queue as Temporal UI asks it (a list of 20 and a count of `OrderStatus="NEEDS_REVIEW"`, every
- * 500 ms) and the provider account's round listing (activities/account.ts `listHeld`, the same
+ * 500 ms) and the provider account's round listing (src/provider-account/account.activities.ts `listHeld`, the same
  * code, every second), each through a Temporal client of its own with the SDK's default retries
  * (a rate-limited call is retried, so it shows as latency). From the dev server's own metrics:
  * visibility calls per second and those refused for the namespace's rate limit.
@@ -25,7 +25,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { Pool } from 'undici';
-import { listHeld } from '../../activities/account';
+import { listHeld } from '../../src/provider-account/account.activities';
 import { OrderStatusAttribute } from '../../contract/order';
 import type { OrderRequest } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';

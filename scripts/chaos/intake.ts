@@ -4,7 +4,7 @@
  * Retrying a submission is safe by contract: the same ref with the same body is the same order.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { OrderView } from '../../src/api/orders';
+import type { OrderView } from '../../src/orders/order.service';
 
 export interface IntakeAnswer {
   status: number;

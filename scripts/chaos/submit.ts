@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import pLimit from 'p-limit';
-import type { OrderView } from '../../src/api/orders';
+import type { OrderView } from '../../src/orders/order.service';
 import type { IntakeAnswer, IntakeClient } from './intake';
 import { conflictingBody, type PlannedOrder } from './orders';
 

@@ -25,8 +25,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { bundleWorkflowCode, NativeConnection, type Worker } from '@temporalio/worker';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { createActivities } from '../../activities';
-import type { AccountProvider } from '../../activities/account';
+import { createActivities } from '../../src/worker/activities';
+import type { AccountProvider } from '../../src/provider-account/account.activities';
 import { createProviderPool, ProviderClient } from '../../src/provider';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { SandboxAdmin } from '../../src/sandbox/admin-client';
@@ -68,7 +68,7 @@ import {
   SANDBOX_KEY,
   startTestSandbox,
   waitForView,
-} from '../../test/helpers/orders';
+} from '../lib/sandbox-orders';
 
 /** The sandbox and the orders' polling run this much faster than the spec: a normal order takes ~5 s. */
 const TIME_SCALE = 0.25;
@@ -323,7 +323,7 @@ export async function runRainbowDeploy({
       await stopBuild(v1);
     }
     // Only now: a held order let go goes on sending on the version it runs on, and moves at a
-    // backstop wake-up (workflows/order/hold.ts), so v1 drained with them still held.
+    // backstop wake-up (src/orders/lifecycle/hold.workflow.ts), so v1 drained with them still held.
     await admin.operators({ ooredoo: 'up' });
 
     // Every order of the rollout to its end: reviews decided on v2, QUEUED cards delivered.

@@ -14,43 +14,44 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { OrderTimings } from '../../contract/order';
 import type { OrderType } from '../../contract/schemas';
-import { timingsFromConfig } from '../orders/timings';
-import { clientRegistryFromConfig, type ClientRegistry } from '../clients/registry';
-import { identifyCaller, requireApiKey } from './auth';
+import { timingsFromConfig } from '../orders';
+import { clientRegistryFromConfig, type ClientRegistry } from '../clients';
+import { identifyCaller, requireApiKey } from '../http';
 import { ApiLimits, defaultLimitsFromConfig } from './limits';
-import { jsonBody } from './json-body';
-import { cachedCatalog, loadCatalogView, type CatalogProvider } from './catalog';
-import { createIntakeCheck, type IntakeProvider } from './intake';
+import { jsonBody } from '../http';
+import { cachedCatalog, loadCatalogView, type CatalogProvider } from '../orders';
+import { createIntakeCheck, type IntakeProvider } from '../orders';
 import {
   errorHandler,
   methodNotAllowedHandler,
   notFoundHandler,
   sendProblem,
   temporarilyUnavailable,
-} from './error-handler';
+} from '../http';
 import { readinessCheck, searchAttributesNotReady, type ProviderPort } from './health';
 import { deploymentStatus } from './deployment-status';
 import { fairnessStatus } from './fairness-status';
 import { requestLogger } from './logging';
-import { trackRequestWork } from './request-work';
+import { trackRequestWork } from '../http';
 import { requestMetrics } from './metrics';
-import { accountReport, type AccountProviderPort, type AccountReport } from './account';
-import { noMetrics, type Metrics } from '../observability/metrics';
-import { requestSpans } from '../observability/request-spans';
+import { accountReport, type AccountProviderPort, type AccountReport } from '../provider-account';
+import { noMetrics, type Metrics } from '../observability';
+import { requestSpans } from '../observability';
 import { openApiDocument } from './openapi';
-import { OrderService } from './orders';
-import { pageTokensFromConfig, type PageTokens } from './page-token';
-import { giftCardsRouter } from './routes/catalog';
-import { ordersRouter } from './routes/orders';
-import { publicRouter } from './routes/public';
-import { webhooksRouter } from './routes/webhooks';
-import { reviewsRouter } from './routes/reviews';
-import { financeRouter } from './routes/finance';
-import { StatementService } from './statements';
-import { ReadCache } from './read-cache';
-import { ReconciliationService } from './reconciliations';
-import { BulkReviewService, BULK_REVIEW_CONCURRENCY, BULK_REVIEW_MAX_ORDERS } from './bulk-review';
-import { WebhookService } from './webhooks';
+import { OrderService } from '../orders';
+import { pageTokensFromConfig, type PageTokens } from '../orders';
+import { giftCardsRouter } from '../orders';
+import { ordersRouter } from '../orders';
+import { publicRouter } from './public.routes';
+import { webhooksRouter } from '../webhooks';
+import { reviewsRouter } from '../reviews';
+import { financeRouter } from '../statements';
+import { reconciliationRouter } from '../reconciliation';
+import { StatementService } from '../statements';
+import { ReadCache } from '../http';
+import { ReconciliationService } from '../reconciliation';
+import { BulkReviewService, BULK_REVIEW_CONCURRENCY, BULK_REVIEW_MAX_ORDERS } from '../reviews';
+import { WebhookService } from '../webhooks';
 
 export interface AppDeps {
   client: Client;
@@ -228,7 +229,6 @@ export function createApp(deps: AppDeps): Express {
         maxStoredDays: config.API_STATEMENT_DAYS_PER_REQUEST,
         readCacheMs: config.API_READ_CACHE_MS,
       }),
-      new ReconciliationService(deps.client),
       {
         pages: new ReadCache({ ttlMs: config.API_READ_CACHE_MS, maxEntries: CACHED_EXPORT_PAGES }),
         // A completed run's view never changes: kept long, within a bounded number; off with the rest.
@@ -239,6 +239,7 @@ export function createApp(deps: AppDeps): Express {
       },
     ),
   );
+  app.use(reconciliationRouter(new ReconciliationService(deps.client)));
   app.use(
     ordersRouter(orders, webhooks, {
       chargeOrders: (caller, count, res) => limits.chargeOrders(caller, count, res),

@@ -5,7 +5,7 @@
  * readiness check: the API takes orders whichever build runs them. One describe shared for `TTL_MS`.
  */
 import type { Client } from '@temporalio/client';
-import { describeDeployment, type VersionStatus } from '../temporal/deployments';
+import { describeDeployment, type VersionStatus } from '../temporal';
 
 export interface DeploymentStatus {
   name: string;

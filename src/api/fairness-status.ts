@@ -15,7 +15,7 @@ import {
   FAIRNESS_PROBE_EVERY_MS,
   readFairnessReport,
   type FairnessReport,
-} from '../temporal/fairness-probe';
+} from '../temporal';
 
 export type FairnessState = 'on' | 'off' | 'unknown';
 

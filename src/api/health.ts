@@ -17,15 +17,15 @@
 import type { Client } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { searchAttributeDefinitions } from '../../contract/order';
-import type { ProviderClient } from '../provider/client';
-import { keyScopes } from '../provider/wire';
-import { grpcCode, GrpcStatus } from '../temporal/grpc';
+import type { ProviderClient } from '../provider';
+import { keyScopes } from '../provider';
+import { grpcCode, GrpcStatus } from '../temporal';
 import {
   isUnknownSearchAttribute,
   searchAttributeProbeQuery,
   type SearchAttributeTypeName,
-} from '../temporal/setup';
-import type { Timed } from '../temporal/timed';
+} from '../temporal';
+import type { Timed } from '../temporal';
 
 export type ProviderPort = Pick<ProviderClient, 'getGiftCardCatalog' | 'validateKey'>;
 

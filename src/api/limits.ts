@@ -19,10 +19,10 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator } from 'express-rate-limit';
 import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
-import type { Caller } from '../clients/registry';
-import type { ClientLimits } from '../clients/model';
-import { ApiError } from './errors';
-import { afterRequestWork } from './request-work';
+import type { Caller } from '../clients';
+import type { ClientLimits } from '../clients';
+import { ApiError } from '../http';
+import { afterRequestWork } from '../http';
 
 export type Limits = Required<ClientLimits>;
 

@@ -13,7 +13,7 @@ import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import { errorSerializer } from '../logging';
-import { matchedRoute } from '../observability/matched-route';
+import { matchedRoute } from '../observability';
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
 

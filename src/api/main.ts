@@ -16,21 +16,21 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
-import { dataConverterFromConfig } from '../codec/data-converter';
-import { clientRegistryFromConfig, reloadClientsOnSighup } from '../clients/registry';
+import { dataConverterFromConfig } from '../codec';
+import { clientRegistryFromConfig, reloadClientsOnSighup } from '../clients';
 import { ConfigError, loadConfig } from '../config';
-import { createProviderClientFromConfig } from '../provider/pool';
+import { createProviderClientFromConfig } from '../provider';
 import { createApp } from './app';
-import { pageTokensFromConfig } from './page-token';
+import { pageTokensFromConfig } from '../orders';
 import { createLogger } from '../logging';
 import { listen, listenHealth } from './server';
-import { temporalConnectionOptions } from '../temporal/connection';
-import { serveMetrics } from '../observability/metrics-server';
-import { PrometheusMetrics } from '../observability/prometheus';
-import { providerCallMetrics } from '../observability/provider-metrics';
-import { tracingFromConfig } from '../observability/tracing';
+import { temporalConnectionOptions } from '../temporal';
+import { serveMetrics } from '../observability';
+import { PrometheusMetrics } from '../observability';
+import { providerCallMetrics } from '../observability';
+import { tracingFromConfig } from '../observability';
 import { registerAccountGauges, registerReviewGauges } from './metrics';
-import { accountReport } from './account';
+import { accountReport } from '../provider-account';
 
 async function main(): Promise<void> {
   const config = loadConfig();

@@ -5,13 +5,13 @@
 import type { Client } from '@temporalio/client';
 import type { RequestHandler } from 'express';
 import { metricCatalog } from '../../contract/metrics';
-import type { Metrics } from '../observability/metrics';
-import type { GaugeSample, PrometheusMetrics } from '../observability/prometheus';
+import type { Metrics } from '../observability';
+import type { GaugeSample, PrometheusMetrics } from '../observability';
 import { AcceptedAtAttribute, ReviewSinceAttribute } from '../../contract/order';
 import { orderTypes } from '../../contract/schemas';
-import { matchedRoute } from '../observability/matched-route';
-import type { AccountReport } from './account';
-import { operatorNames } from '../provider/wire';
+import { matchedRoute } from '../observability';
+import type { AccountReport } from '../provider-account';
+import { operatorNames } from '../provider';
 
 /** Counts each answered request under its route pattern; unmatched paths share one label value. */
 export function requestMetrics(metrics: Metrics): RequestHandler {

@@ -13,16 +13,16 @@ import {
   type RouteConfig,
 } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import type { Scope } from '../clients/model';
+import type { Scope } from '../clients';
 import { OrderRequest, ReviewRequest } from '../../contract/schemas';
-import { GiftCardCatalogView } from './catalog';
-import { BULK_REVIEW_MAX_ORDERS, BulkReviewAnswer, BulkReviewRequest } from './bulk-review';
-import { CSV, ExportOrdersQuery, ExportRowSchema, NDJSON } from './order-export';
-import { MAX_RANGE_DAYS } from './schemas';
-import { Statement, StatementQuery } from './statements';
-import { ReconciliationAnswer, ReconciliationParams, ReconciliationQuery } from './reconciliations';
-import { problemKinds, type ProblemKey } from './errors';
-import { PROBLEM_CONTENT_TYPE } from './error-handler';
+import { GiftCardCatalogView } from '../orders';
+import { BULK_REVIEW_MAX_ORDERS, BulkReviewAnswer, BulkReviewRequest } from '../reviews';
+import { CSV, ExportOrdersQuery, ExportRowSchema, NDJSON } from '../statements';
+import { MAX_RANGE_DAYS } from '../http';
+import { Statement, StatementQuery } from '../statements';
+import { ReconciliationAnswer, ReconciliationParams, ReconciliationQuery } from '../reconciliation';
+import { problemKinds, type ProblemKey } from '../http';
+import { PROBLEM_CONTENT_TYPE } from '../http';
 import { REQUEST_ID_HEADER } from './logging';
 import { loadConfig } from '../config';
 import {
@@ -43,7 +43,7 @@ import {
   RedeliveryAccepted,
   RefParams,
   WebhookEndpointList,
-} from './schemas';
+} from '../http';
 
 const GiftCardCatalog = GiftCardCatalogView;
 

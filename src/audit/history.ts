@@ -4,10 +4,10 @@
  */
 import type { Client } from '@temporalio/client';
 import type { AuditRun } from './story';
-import { untimed, type Timed } from '../temporal/timed';
+import { untimed, type Timed } from '../temporal';
 
 /**
- * A run continues as new after about 2,000 events (workflows/order/state.ts), so this many
+ * A run continues as new after about 2,000 events (src/orders/lifecycle/state.workflow.ts), so this many
  * runs is far more history than an order makes; past it the story starts at the oldest run read.
  */
 export const MAX_RUNS = 100;

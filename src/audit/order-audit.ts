@@ -13,7 +13,7 @@ import {
 import { fetchRuns } from './history';
 import { maskSecrets } from './mask';
 import { buildOrderStory, type OrderStory } from './story';
-import type { Timed } from '../temporal/timed';
+import type { Timed } from '../temporal';
 
 export interface OrderAudit extends OrderStory {
   ref: string;

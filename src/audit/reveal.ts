@@ -7,9 +7,9 @@
  * log and in a counter by the revealing client. What was revealed is never recorded.
  */
 import type { Logger } from 'pino';
-import type { Caller } from '../clients/registry';
+import type { Caller } from '../clients';
 import { metricCatalog } from '../../contract/metrics';
-import type { Metrics } from '../observability/metrics';
+import type { Metrics } from '../observability';
 
 export const REVEAL_SCOPE = 'audit:reveal';
 

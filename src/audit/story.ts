@@ -18,7 +18,7 @@ import {
 } from '@temporalio/common/lib/internal-non-workflow';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
-import { closesRun } from '../temporal/history-events';
+import { closesRun } from '../temporal';
 import type { CheckOutcome, PollOutcome, Submission } from '../../contract/activity-outcomes';
 import type { DecisionOutcome, OrderView, ReviewDecision } from '../../contract/order';
 import type { ProviderStatus } from '../../contract/provider';

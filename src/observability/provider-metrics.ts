@@ -1,5 +1,5 @@
 /** Provider calls as metrics: the ProviderClient's `onCall` hook, in the worker and in the API. */
-import type { ProviderCallRecord } from '../provider/client';
+import type { ProviderCallRecord } from '../provider';
 import { metricCatalog } from '../../contract/metrics';
 import type { Metrics } from './metrics';
 

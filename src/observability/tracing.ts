@@ -2,7 +2,7 @@
  * OpenTelemetry tracing for the API and the worker: on when an OTLP endpoint is configured
  * (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), off otherwise — then no
  * tracer provider is registered, no interceptor is installed and the API starts no trace, so
- * orders carry no trace header and their workflows build no spans (workflows/interceptors.ts).
+ * orders carry no trace header and their workflows build no spans (src/worker/interceptors.workflow.ts).
  *
  * One trace per request: the API's request span (./request-spans.ts), Temporal's client,
  * workflow and activity spans (@temporalio/interceptors-opentelemetry), and the provider's HTTP

@@ -1,5 +1,5 @@
 /**
- * An order's figures for statements (src/api/statements.ts): what it is worth, from its request,
+ * An order's figures for statements (src/statements/statement.service.ts): what it is worth, from its request,
  * kept in the workflow's memo at start (memo key `figures`) so a statement reads them from one
  * visibility listing instead of each order's history. No phone or line number: only the money
  * and the product.

@@ -8,7 +8,7 @@ import type { Client } from '@temporalio/client';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import type { temporal } from '@temporalio/proto';
 import { workflowTypeByOrderType } from '../../contract/order';
-import { untimed, type Timed } from '../temporal/timed';
+import { untimed, type Timed } from '../temporal';
 
 /** Rows per visibility page: its largest (the IDs' runs are few). */
 const PAGE_SIZE = 1_000;

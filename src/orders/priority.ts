@@ -12,7 +12,7 @@
  * half done must not fall behind new ones of the same kind.
  */
 import type { Priority } from '@temporalio/common';
-import type { Client } from '../clients/registry';
+import type { Client } from '../clients';
 
 /** How the order reached the API: alone (POST /v1/orders) or as a batch item (POST /v1/orders/batch). */
 export type OrderOrigin = 'single' | 'batch';

@@ -4,7 +4,7 @@
  * and replays deterministically after a configuration change.
  *
  * Nothing here derives from the provider client's HTTP timeouts: those are the worker's, and each
- * provider call ends within its activity attempt whatever they say (activities/attempt-deadline.ts).
+ * provider call ends within its activity attempt whatever they say (src/provider/attempt-deadline.ts).
  */
 import type { Config } from '../config';
 import type { OrderTimings, OrderType } from '../../contract/order';

@@ -10,7 +10,29 @@ export {
 export { createProviderClientFromConfig, createProviderPool } from './pool';
 export { DEFAULT_RETRY_AFTER_MS, parseRetryAfter } from './classify';
 export { isProviderError, ProviderError, type ProviderErrorDetails } from './errors';
+/** A provider call within its activity attempt (the worker's activities). */
+export { attemptDeadline, markAttemptStart, withinAttempt } from './attempt-deadline';
+export { toTemporalFailure } from './provider-failures';
+/** The provider's wire: what the client sends and reads, and the sandbox answers. */
+export {
+  API_PREFIX,
+  errorCodes,
+  InternetSendBody,
+  KeyScope,
+  keyScopes,
+  listLimits,
+  MobileSendBody,
+  OperatorName,
+  operatorNames,
+  operatorOfPlan,
+  OperatorState,
+  PlaceOrderBody,
+  Ref,
+  sandboxSpecialNumbers,
+  sandboxTestTypes,
+} from './wire';
 export type {
+  ApiKeyType,
   Balance,
   Catalog,
   CatalogCategory,
@@ -21,18 +43,17 @@ export type {
   InternetProducts,
   MobilePlans,
   NumberCheck,
+  Pagination,
   Ping,
   ProductDetails,
   ProductType,
+  SuggestedOffer,
   Transaction,
   GiftCard,
   GiftCardOrderCheck,
   InternetCheck,
-  InternetSendBody,
   KeyInfo,
   MobileCheck,
-  MobileSendBody,
-  PlaceOrderBody,
   PlaceOrderResult,
   SendResult,
 } from './wire';

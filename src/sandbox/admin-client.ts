@@ -2,7 +2,7 @@
  * A client of the sandbox's admin surface (docs/contributors.md "Provider sandbox"), for the tools that drive
  * it from outside: the chaos run's fault schedule and the bench's send counts and latency rule.
  */
-import type { OperatorName } from '../provider/wire';
+import type { OperatorName } from '../provider';
 import type { FaultRule, FaultSpecInput, RouteName } from './faults';
 import type { OrderTimeline, RequestRecord, SandboxSettings, SendReport } from './state';
 

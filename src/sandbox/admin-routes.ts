@@ -6,7 +6,7 @@
  */
 import { Router } from 'express';
 import { z } from 'zod';
-import { KeyScope, OperatorName, OperatorState } from '../provider/wire';
+import { KeyScope, OperatorName, OperatorState } from '../provider';
 import { createAdminGuard } from './auth';
 import { notFound, parseOrThrow } from './errors';
 import { FaultSpec, RouteName } from './faults';

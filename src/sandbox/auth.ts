@@ -9,7 +9,7 @@
  * minutes (IP_BLOCKED, whatever key it then sends). A good key resets the count (our choice).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { errorCodes, keyScopes, type ApiKeyType, type KeyScope } from '../provider/wire';
+import { errorCodes, keyScopes, type ApiKeyType, type KeyScope } from '../provider';
 import { forbidden, invalidKey, ipBlocked, missingKey, notFound } from './errors';
 
 export type KeyRole = 'sandbox' | 'production' | 'disabled';

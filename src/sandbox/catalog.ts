@@ -14,7 +14,7 @@ import {
   type FixedPlan,
   type InternetProduct,
   type MobilePlans,
-} from '../provider/wire';
+} from '../provider';
 import type { InternetLineType } from '../../contract/provider';
 
 export const sandboxDynamicPlans: readonly DynamicPlan[] = [

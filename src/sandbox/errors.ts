@@ -5,7 +5,7 @@
  * no route formats an error itself.
  */
 import { type z } from 'zod';
-import { errorCodes } from '../provider/wire';
+import { errorCodes } from '../provider';
 
 /** wire.ts names no code for an oversized body (the docs show none); this is the sandbox's choice. */
 export const payloadTooLargeCode = 'PAYLOAD_TOO_LARGE';

@@ -12,7 +12,7 @@
  * once it has applied that many times.
  */
 import { z } from 'zod';
-import { errorCodes } from '../provider/wire';
+import { errorCodes } from '../provider';
 import { SandboxError } from './errors';
 
 /** The /v3 operations a rule can target. */

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import express, { type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { type Logger } from 'pino';
-import { errorCodes } from '../provider/wire';
+import { errorCodes } from '../provider';
 import { type KeyRole } from './auth';
 import { notFound, payloadTooLargeCode, SandboxError, validationError } from './errors';
 import {

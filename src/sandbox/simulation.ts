@@ -5,7 +5,7 @@
  * holds tens of thousands of orders at the cost of their inputs only.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { sandboxSpecialNumbers, type SuggestedOffer } from '../provider/wire';
+import { sandboxSpecialNumbers, type SuggestedOffer } from '../provider';
 import type { DocumentedStatus } from '../../contract/provider';
 
 /** Spec section 3: "about 5 seconds" PENDING, then "about 15 seconds" HANDLING. */

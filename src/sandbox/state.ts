@@ -38,7 +38,7 @@ import {
   type SendResult,
   type SuggestedOffer,
   type Transaction,
-} from '../provider/wire';
+} from '../provider';
 import { BadKeyTracker } from './auth';
 import { SandboxOffer, type OfferChange } from './catalog';
 import { duplicatedRef, insufficientBalance, notFound } from './errors';

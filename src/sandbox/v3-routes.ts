@@ -21,7 +21,7 @@ import {
   Ref,
   sandboxSpecialNumbers,
   type KeyInfo,
-} from '../provider/wire';
+} from '../provider';
 import { assertAllowedAddress, authorize, keyType, type Access, type KeyRole } from './auth';
 import { notFound, outOfStock, parseOrThrow, phoneError, validationError } from './errors';
 import { type RouteName } from './faults';

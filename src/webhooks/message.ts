@@ -6,9 +6,13 @@
  */
 import { createHash } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import type { WebhookEndpoint } from '../clients/model';
-import { maskCardCodes } from '../audit/mask';
-import type { OrderView } from '../api/orders';
+import type { WebhookEndpoint } from '../clients';
+import { maskCardCodes } from '../audit';
+import type { OrderView as WorkflowOrderView } from '../../contract/order';
+import type { OrderIdentity } from '../../contract/order-identity';
+
+/** The order as its API reads it: the workflow's view and its identity. */
+type OrderView = WorkflowOrderView & OrderIdentity;
 import type { OrderEvent, WebhookEvent } from '../../contract/webhooks';
 
 export interface WebhookMessage {

@@ -9,7 +9,7 @@
  * `standardwebhooks` library (and every receiver's library) takes.
  */
 import { hkdfSync } from 'node:crypto';
-import type { WebhookEndpoint } from '../clients/model';
+import type { WebhookEndpoint } from '../clients';
 
 /** Domain separation: the same master key used for anything else would derive other bytes. */
 const HKDF_SALT = 'topup-fulfillment webhook signing secret v1';

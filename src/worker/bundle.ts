@@ -1,15 +1,15 @@
 /**
  * What goes into the workflow bundle, in one place for every bundle the project builds (`npm run
  * build:bundle`, the test run, chaos, a worker that bundles at start): the order workflows, their
- * interceptors (metrics, tracing: workflows/interceptors.ts) and the failure converter. A bundle
+ * interceptors (metrics, tracing: src/worker/interceptors.workflow.ts) and the failure converter. A bundle
  * built without the interceptors still runs orders, but exports no order metrics and no spans.
  */
-import { failureConverterPath } from '../codec/data-converter';
+import { failureConverterPath } from '../codec';
 
-/** workflows/index.ts under tsx, workflows/index.js in a compiled build. */
-export const defaultWorkflowsPath: string = require.resolve('../../workflows');
+/** src/worker/workflows.ts under tsx, src/worker/workflows.js in a compiled build. */
+export const defaultWorkflowsPath: string = require.resolve('./workflows');
 
-export const workflowInterceptorModules: string[] = [require.resolve('../../workflows/interceptors')];
+export const workflowInterceptorModules: string[] = [require.resolve('./interceptors.workflow')];
 
 /** The options for `bundleWorkflowCode` (add `logger`). */
 export const workflowBundleOptions = {

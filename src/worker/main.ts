@@ -12,23 +12,23 @@
  */
 import { Client } from '@temporalio/client';
 import { NativeConnection, Runtime } from '@temporalio/worker';
-import { createActivities } from '../../activities';
-import { StatementDays } from '../orders/statement-days';
-import { createDeliveryActivities, DIRECT_DELIVERY_DEFAULTS } from '../../activities/webhooks';
-import type { ClientsFile } from '../clients/model';
-import { ClientRegistry, readClientsFile, reloadClientsOnSighup } from '../clients/registry';
-import { AddressPolicy } from '../webhooks/address-guard';
-import { signingKeyFrom } from '../webhooks/secrets';
-import { WebhookSender } from '../webhooks/sender';
-import { nativeConnectionOptions } from '../temporal/connection';
-import { ensureTemporalSetup, TemporalSetupError } from '../temporal/setup';
-import { ensureOrderSweepSchedule } from '../temporal/sweep-schedule';
-import { startFairnessReports } from '../temporal/fairness-probe';
-import { startFairnessWeights } from '../temporal/fairness-weights';
-import { dataConverterFromConfig } from '../codec/data-converter';
+import { createActivities } from './activities';
+import { StatementDays } from '../statements';
+import { createDeliveryActivities, DIRECT_DELIVERY_DEFAULTS } from '../webhooks';
+import type { ClientsFile } from '../clients';
+import { ClientRegistry, readClientsFile, reloadClientsOnSighup } from '../clients';
+import { AddressPolicy } from '../webhooks';
+import { signingKeyFrom } from '../webhooks';
+import { WebhookSender } from '../webhooks';
+import { nativeConnectionOptions } from '../temporal';
+import { ensureTemporalSetup, TemporalSetupError } from '../temporal';
+import { ensureOrderSweepSchedule } from '../orders';
+import { startFairnessReports } from '../temporal';
+import { startFairnessWeights } from '../clients';
+import { dataConverterFromConfig } from '../codec';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createProviderClientFromConfig, isProviderError, type ProviderClient } from '../provider';
-import { keyScopes } from '../provider/wire';
+import { keyScopes } from '../provider';
 import { createWorkerLogger } from './logger';
 import {
   createOrderWorker,
@@ -39,10 +39,10 @@ import {
   workflowCodeFromConfig,
 } from './worker';
 import { startVersionReports } from './version-state';
-import { noMetrics } from '../observability/metrics';
-import { providerCallMetrics } from '../observability/provider-metrics';
-import { histogramBucketOverrides, temporalMetrics } from '../observability/temporal-meter';
-import { tracingFromConfig } from '../observability/tracing';
+import { noMetrics } from '../observability';
+import { providerCallMetrics } from '../observability';
+import { histogramBucketOverrides, temporalMetrics } from '../observability';
+import { tracingFromConfig } from '../observability';
 import type { Logger } from '@temporalio/common';
 import type { TelemetryOptions } from '@temporalio/worker';
 

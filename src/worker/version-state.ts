@@ -15,7 +15,7 @@ import {
   waitForVersion,
   type DeploymentServices,
   type VersionStatus,
-} from '../temporal/deployments';
+} from '../temporal';
 import type { WorkerDeployment } from './worker';
 
 /** How often the state is read: a deploy's moves are minutes apart, and Temporal's drainage check is too. */

@@ -12,12 +12,12 @@ import {
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
 import { Worker, type InjectedSinks, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import type { OrderActivities } from '../../activities';
-import type { DeliveryActivities } from '../../activities/webhooks';
+import type { Activities } from './activities';
+import type { DeliveryActivities } from '../webhooks';
 import type { WebhookDeliveryPolicy } from '../../contract/webhooks';
 import type { Config } from '../config';
-import type { Tracing } from '../observability/tracing';
-import type { DeploymentVersion } from '../temporal/deployments';
+import type { Tracing } from '../observability';
+import type { DeploymentVersion } from '../temporal';
 import { readFile } from 'node:fs/promises';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { defaultWorkflowsPath, workflowBundleOptions, workflowInterceptorModules } from './bundle';
@@ -47,7 +47,7 @@ export interface OrderWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
-  activities: OrderActivities;
+  activities: Activities;
   workflowCode: WorkflowCode;
   tuning?: Partial<WorkerTuning>;
   /** Payload encryption (dataConverterFromConfig); Temporal's defaults when absent. */
@@ -67,7 +67,7 @@ export type WorkerDeployment = DeploymentVersion;
 
 /**
  * Versioned: every workflow runs pinned to the version it started on unless its type says
- * otherwise (workflows/versioning.ts; each does, explicitly), so a new build never replays a
+ * otherwise (src/temporal/versioning.workflow.ts; each does, explicitly), so a new build never replays a
  * history an older build wrote (docs/contributors.md "Changing a workflow: a new worker version").
  */
 function deploymentOptions(
@@ -91,7 +91,7 @@ function deploymentOptions(
 const SHUTDOWN_GRACE_MS = 10_000;
 
 /**
- * Where workflows hand their spans (workflows/interceptors.ts). Registered with tracing off too:
+ * Where workflows hand their spans (src/worker/interceptors.workflow.ts). Registered with tracing off too:
  * an order started by a tracing API still calls it, and its spans are then dropped here.
  */
 function workflowSpanSinks(tracing: Tracing | undefined): InjectedSinks<OpenTelemetrySinks> {

@@ -18,7 +18,7 @@ import { connect, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startPart, waitForHttp, type ManagedProcess } from '../../scripts/lib/processes';
-import { testClientsFilePath, TEST_API_KEY } from '../../src/api/testing';
+import { testClientsFilePath, TEST_API_KEY } from '../helpers/api';
 import { connectionCap, openFileLimit } from '../../src/api/server';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -9,8 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import type { Problem } from '../../src/api/errors';
-import { capturingLogger, startTestApi, type TestApi } from '../../src/api/testing';
+import type { Problem } from '../../src/http/errors';
+import { capturingLogger, startTestApi, type TestApi } from '../helpers/api';
 import { connectTestClient } from '../helpers/temporal';
 import { idleProvider, mobileTopupBody } from '../helpers/stack';
 

@@ -17,16 +17,10 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import type { Problem } from '../../src/api/errors';
+import type { Problem } from '../../src/http/errors';
 import type { ProviderPort } from '../../src/api/health';
-import {
-  apiTestConfig,
-  startTestApi,
-  TEST_API_KEY,
-  type ApiResponse,
-  type TestApi,
-} from '../../src/api/testing';
-import { canonicalJson } from '../../src/api/orders';
+import { apiTestConfig, startTestApi, TEST_API_KEY, type ApiResponse, type TestApi } from '../helpers/api';
+import { canonicalJson } from '../../src/orders/order.service';
 import { OrderRef, OrderRequest } from '../../contract/schemas';
 import { orderWorkflowId } from '../../contract/order';
 import { useTemporal, type TestTemporal } from '../helpers/temporal';

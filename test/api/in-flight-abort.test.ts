@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { apiTestConfig, testClients, type TestApi } from '../../src/api/testing';
+import { apiTestConfig, testClients, type TestApi } from '../helpers/api';
 import { bulkReviewWorkflowId } from '../../contract/bulk-review';
 import {
   defaultOrderTimings,

@@ -7,13 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
-import {
-  apiTestConfig,
-  startTestApi,
-  testClients,
-  testClientsFile,
-  type TestApi,
-} from '../../src/api/testing';
+import { apiTestConfig, startTestApi, testClients, testClientsFile, type TestApi } from '../helpers/api';
 import type { ClientLimits } from '../../src/clients/model';
 import { ClientRegistry } from '../../src/clients/registry';
 import { orderWorkflowId } from '../../contract/order';

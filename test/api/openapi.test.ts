@@ -12,15 +12,15 @@ import { Client, Connection } from '@temporalio/client';
 import pino from 'pino';
 import { type z } from 'zod';
 import { createApp } from '../../src/api/app';
-import type { Problem } from '../../src/api/errors';
+import type { Problem } from '../../src/http/errors';
 import {
   AuditQuery,
   ListOrdersQuery,
   OrderAddressQuery,
   OrderViewQuery,
   RefParams,
-} from '../../src/api/schemas';
-import { apiTestConfig, startTestApi, testClients, type TestApi } from '../../src/api/testing';
+} from '../../src/http/schemas';
+import { apiTestConfig, startTestApi, testClients, type TestApi } from '../helpers/api';
 import {
   GiftCardRequest,
   InternetTopupRequest,

@@ -1,12 +1,12 @@
 /**
- * The read cache's rules (src/api/read-cache.ts), without Temporal: identical reads in flight share
+ * The read cache's rules (src/http/read-cache.ts), without Temporal: identical reads in flight share
  * one, an answer is reused only while younger than the TTL counted from its read's start, failures
  * are never kept, a shared read stops only once every caller waiting for it is gone, and it stays
- * bounded. What it serves on the dev server (tenancy, latest runs): test/api/read-scale.test.ts.
+ * bounded. What it serves on the dev server (tenancy, latest runs): test/orders/read-scale.test.ts.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ReadCache, readKey } from '../../src/api/read-cache';
+import { ReadCache, readKey } from '../../src/http/read-cache';
 
 function deferred<T>() {
   let resolve!: (value: T) => void;

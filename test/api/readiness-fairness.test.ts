@@ -8,7 +8,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { OrderView } from '../../contract/order';
-import { apiTestConfig, type TestApi } from '../../src/api/testing';
+import { apiTestConfig, type TestApi } from '../helpers/api';
 import { mobileRequest, newRef, scaledTimings } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 import { startFairnessReports } from '../../src/temporal/fairness-probe';

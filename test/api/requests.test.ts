@@ -10,7 +10,7 @@ import { ConfigError } from '../../src/config';
 import { createServer } from 'node:http';
 import { createApp } from '../../src/api/app';
 import { applyServerTimeouts } from '../../src/api/server';
-import type { Problem } from '../../src/api/errors';
+import type { Problem } from '../../src/http/errors';
 import {
   apiTestConfig,
   capturingLogger,
@@ -20,7 +20,7 @@ import {
   testClients,
   type ApiResponse,
   type TestApi,
-} from '../../src/api/testing';
+} from '../helpers/api';
 import type { ProviderPort } from '../../src/api/health';
 import { keyDigest } from '../../src/clients/keys';
 import type { Catalog, KeyInfo } from '../../src/provider/wire';

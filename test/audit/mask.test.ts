@@ -1,7 +1,7 @@
 /**
  * The one masking rule (src/audit/mask.ts), unit by unit: which fields are masked whole, which
  * free text has its digit runs masked, and what a digit run is. The routes that apply it are
- * tested end to end in test/api/view-masking.test.ts and test/audit/story.test.ts.
+ * tested end to end in test/audit/view-masking.test.ts and test/audit/story.test.ts.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

@@ -2,7 +2,7 @@
  * The audit export (GET /v1/orders/{ref}/audit and `npm run audit`) against real orders: a real
  * Temporal server, the sandbox, the order worker and the API, all with payload encryption on, so
  * the story is read from encrypted history through the codec. The route × caller matrix is in
- * test/api/clients.test.ts.
+ * test/clients/clients-api.test.ts.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,14 +12,8 @@ import { resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities';
-import {
-  apiTestConfig,
-  capturingLogger,
-  startTestApi,
-  testClients,
-  type TestApi,
-} from '../../src/api/testing';
+import { createActivities } from '../../src/worker/activities';
+import { apiTestConfig, capturingLogger, startTestApi, testClients, type TestApi } from '../helpers/api';
 import type { OrderAudit } from '../../src/audit/order-audit';
 import { renderAudit } from '../../src/audit/render';
 import type { AuditEntry } from '../../src/audit/story';

@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { orderWorkflowId, type OrderView } from '../../contract/order';
-import { apiTestConfig, testClients } from '../../src/api/testing';
+import { apiTestConfig, testClients } from '../helpers/api';
 import { fetchHistories, type HistoryFacts } from '../../scripts/bench/histories';
 import { summarize } from '../../scripts/bench/stats';
 import { mobileRequest, scaledTimings } from '../helpers/orders';

@@ -43,7 +43,7 @@ export function historyFromJson(json: unknown): History {
  * The order lifecycle whose histories the fixtures hold. Orders are pinned to the worker version
  * that started them, so each lifecycle's histories are replayed only by its own code: a workflow
  * change that alters a history ships as a new version, raises this, and records its own fixtures
- * (scripts/record-histories.ts --overwrite) into a folder of its own.
+ * (test/tools/record-histories.ts --overwrite) into a folder of its own.
  */
 export const LIFECYCLE_VERSION = 2;
 

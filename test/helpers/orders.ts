@@ -11,20 +11,16 @@ import {
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { bundleWorkflowCode, NativeConnection, Runtime } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection } from '@temporalio/worker';
 import { FIGURES_MEMO, orderFigures } from '../../src/orders/figures';
-import { createWorkerLogger } from '../../src/worker/logger';
-import { createActivities, type OrderProvider } from '../../activities';
-import type { AccountProvider } from '../../activities/account';
+import { createActivities } from '../../src/worker/activities';
+import { type OrderProvider } from '../../src/orders/order.activities';
+import type { AccountProvider } from '../../src/provider-account/account.activities';
 import { createOrderWorker, type WorkerTuning, type WorkflowCode } from '../../src/worker/worker';
 import { makeTestVersionCurrent, versionedTestCode } from './versioning';
 import { workflowBundleOptions } from '../../src/worker/bundle';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal';
-import { startSandbox, type StartedSandbox } from '../../src/sandbox/server';
 import { createProviderPool, ProviderClient } from '../../src/provider';
-import type { FaultSpecInput, RouteName } from '../../src/sandbox/faults';
-import type { RequestRecord, SandboxSettings } from '../../src/sandbox/state';
-import type { OutcomeChangeSpecInput } from '../../src/sandbox/outcome-changes';
 import {
   AcceptedAtAttribute,
   CompletedAtAttribute,
@@ -43,17 +39,31 @@ import {
   type OrderTimings,
   type OrderView,
 } from '../../contract/order';
-import type { GiftCardRequest, InternetTopupRequest, MobileTopupRequest } from '../../contract/schemas';
+import {
+  giftCardRequest,
+  installTestRuntime,
+  internetRequest,
+  mobileRequest,
+  SANDBOX_KEY,
+  TIME_SCALE,
+} from '../../scripts/lib/sandbox-orders';
 
-export const ADMIN_TOKEN = 'test-admin-token';
-export const SANDBOX_KEY = 'sandbox-key';
+/** Shared with the scripts that run orders against the sandbox (the cluster tier's rainbow deploy). */
+export {
+  ADMIN_TOKEN,
+  giftCardRequest,
+  installTestRuntime,
+  internetRequest,
+  mobileRequest,
+  NORMAL_NUMBER,
+  SANDBOX_KEY,
+  startTestSandbox,
+  TIME_SCALE,
+  type TestSandbox,
+  waitForView,
+} from '../../scripts/lib/sandbox-orders';
+
 export const PRODUCTION_KEY = 'production-key';
-
-/**
- * The sandbox runs 100× faster than the spec (PENDING 50 ms, HANDLING until 200 ms) and the
- * order timings follow: a normal order finishes in a fraction of a second.
- */
-export const TIME_SCALE = 0.01;
 
 /** The provider client's HTTP timeouts in tests: a hang fault costs a second, not ten. */
 export const TEST_HTTP_TIMEOUTS = { connectTimeoutMs: 500, headersTimeoutMs: 1_000, bodyTimeoutMs: 1_000 };
@@ -79,74 +89,6 @@ export function scaledTimings(overrides: Partial<OrderTimings> = {}): Partial<Or
   };
 }
 
-export interface TestSandbox extends StartedSandbox {
-  addFault(fault: FaultSpecInput): Promise<void>;
-  clearFaults(): Promise<void>;
-  sendsOf(ref: string): Promise<{ ref: string; accepted: number; attempts: number }>;
-  report(): Promise<{
-    refs: Record<string, { accepted: number; attempts: number }>;
-    giftCardOrders: { placed: number };
-  }>;
-  /** `balance`: the account's balance from now on (DZD). */
-  settings(
-    changes: Partial<SandboxSettings> & { balance?: number },
-  ): Promise<SandboxSettings & { balance: number }>;
-  requests(route: RouteName): Promise<RequestRecord[]>;
-  /**
-   * Resolves once every request to `route` received so far is at least `commitDelayMs` old (plus
-   * head room): whatever a `late_commit` rule was holding has been committed by then.
-   */
-  pendingCommitsDone(route: RouteName, commitDelayMs: number): Promise<void>;
-  /** From `afterMs` on, the top-up sent under `ref` has the given status (outcomes that change later). */
-  changeTopup(ref: string, change: OutcomeChangeSpecInput): Promise<void>;
-  changeGiftCardOrder(orderId: string, change: OutcomeChangeSpecInput): Promise<void>;
-  /** Every gift-card order the sandbox placed, oldest first. */
-  giftCardOrders(): Promise<{ orderId: string; quantity: number; placedAt: string }[]>;
-}
-
-export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSandbox> {
-  const sandbox = await startSandbox({ port: 0, timeScale, adminToken: ADMIN_TOKEN });
-  const admin = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(`${sandbox.url}${path}`, {
-      method,
-      headers: { 'x-admin-token': ADMIN_TOKEN, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const json = (await res.json()) as { data: T };
-    if (!res.ok) throw new Error(`sandbox admin ${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-    return json.data;
-  };
-  return {
-    ...sandbox,
-    addFault: (fault) => admin('POST', '/admin/faults', fault),
-    clearFaults: () => admin('DELETE', '/admin/faults'),
-    sendsOf: (ref) => admin('GET', `/admin/sends/${encodeURIComponent(ref)}`),
-    report: () => admin('GET', '/admin/sends'),
-    settings: (changes) => admin('PATCH', '/admin/settings', changes),
-    requests: async (route) =>
-      (await admin<{ requests: RequestRecord[] }>('GET', `/admin/requests?route=${route}`)).requests,
-    async pendingCommitsDone(route, commitDelayMs) {
-      const { requests } = await admin<{ requests: RequestRecord[] }>(
-        'GET',
-        `/admin/requests?route=${route}`,
-      );
-      const latest = Math.max(0, ...requests.map((r) => r.receivedAt));
-      const wait = latest + commitDelayMs + 500 - Date.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    },
-    changeTopup: (ref, change) => admin('POST', `/admin/topups/${encodeURIComponent(ref)}/outcome`, change),
-    changeGiftCardOrder: (orderId, change) =>
-      admin('POST', `/admin/gift-card-orders/${encodeURIComponent(orderId)}/outcome`, change),
-    giftCardOrders: async () =>
-      (
-        await admin<{ orders: { orderId: string; quantity: number; placedAt: string }[] }>(
-          'GET',
-          '/admin/gift-card-orders',
-        )
-      ).orders,
-  };
-}
-
 export function testProvider(
   baseUrl: string,
   apiKey = SANDBOX_KEY,
@@ -163,20 +105,6 @@ export function testProvider(
 /** A fresh ref per order: tests share one Temporal server and run in parallel. */
 export function newRef(label: string): string {
   return `${label}-${randomUUID().slice(0, 8)}`;
-}
-
-export const NORMAL_NUMBER = '0551234567';
-
-export function mobileRequest(ref: string, msisdn = NORMAL_NUMBER): MobileTopupRequest {
-  return { type: 'mobile_topup', ref, planCode: 'PREPAID_DJEZZY', msisdn, amount: 500 };
-}
-
-export function internetRequest(ref: string): InternetTopupRequest {
-  return { type: 'internet_topup', ref, lineType: 'ADSL', number: '021123456', value: 1000 };
-}
-
-export function giftCardRequest(ref: string, quantity = 2): GiftCardRequest {
-  return { type: 'gift_card', ref, productId: 'GOOGLE_PLAY', typeId: 'GOOGLE_PLAY_1000', quantity };
 }
 
 /** The owner startOrder records, as the intake API records the client that submitted an order. */
@@ -208,31 +136,6 @@ export function startOrder(
       ],
     },
   );
-}
-
-/** Polls until `predicate` holds for the order's view (the status query), or fails after `timeoutMs`. */
-export async function waitForView(
-  handle: WorkflowHandle,
-  predicate: (view: OrderView) => boolean,
-  timeoutMs = 15_000,
-): Promise<OrderView> {
-  const deadline = Date.now() + timeoutMs;
-  let last: OrderView | undefined;
-  let failedInARow = 0;
-  while (Date.now() < deadline) {
-    try {
-      last = await handle.query<OrderView>('status');
-      failedInARow = 0;
-    } catch (err) {
-      // A query that races a run's continue-as-new (an order entering review does) can fail once:
-      // its legacy-query replay fails (docs/contributors.md "Review in a run of its own"). Twice in a row is a failure.
-      if (++failedInARow > 1) throw err;
-      continue;
-    }
-    if (predicate(last)) return last;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`order view did not reach the expected state; last: ${JSON.stringify(last?.timeline)}`);
 }
 
 /**
@@ -324,7 +227,7 @@ export async function startOrderTestWorkers<K extends string>(
   const { workflowCode, deployment } = await versionedTestCode('orders-test', bundled);
   const nativeConnection = await NativeConnection.connect({ address: temporal.address });
   const connection = await Connection.connect({ address: temporal.address });
-  // The sweep's activity resumes orders through it (activities/sweep.ts).
+  // The sweep's activity resumes orders through it (src/orders/sweep.activities.ts).
   const client = new Client({ connection, namespace: temporal.namespace });
   const entries = Object.entries(providers) as [K, OrderProvider][];
   const workers = await Promise.all(
@@ -378,14 +281,6 @@ export async function bundledWorkflows(): Promise<WorkflowCode> {
   if ('workflowBundle' in options) return options;
   const { code } = await bundleWorkflowCode({ ...workflowBundleOptions, logger: undefined });
   return { workflowBundle: { code } };
-}
-
-let runtimeInstalled = false;
-/** The SDK logs through our pino adapter at LOG_LEVEL (npm test: silent); once per process. */
-export function installTestRuntime(): void {
-  if (runtimeInstalled) return;
-  Runtime.install({ logger: createWorkerLogger(process.env.LOG_LEVEL ?? 'warn') });
-  runtimeInstalled = true;
 }
 
 /**
@@ -492,5 +387,5 @@ export function mobileResultBesidesDebit(result: OrderResult | undefined): Order
  */
 export const LEAN_ORDER_EVENTS = 14;
 
-/** A PARTIALLY_FULFILLED gift card records its split in the memo: one event more (workflows/order/debit.ts). */
+/** A PARTIALLY_FULFILLED gift card records its split in the memo: one event more (src/orders/lifecycle/debit.workflow.ts). */
 export const PARTIAL_SPLIT_MEMO_EVENTS = 1;

@@ -9,13 +9,14 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection, type ClientOptions } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { createActivities, type OrderProvider } from '../../activities';
-import { StatementDays } from '../../src/orders/statement-days';
+import { createActivities } from '../../src/worker/activities';
+import { type OrderProvider } from '../../src/orders/order.activities';
+import { StatementDays } from '../../src/statements/statement-days';
 import type { ProviderPort } from '../../src/api/health';
-import { startTestApi, type TestApi } from '../../src/api/testing';
+import { startTestApi, type TestApi } from './api';
 import type { Tracing } from '../../src/observability/tracing';
-import type { AccountProvider } from '../../activities/account';
-import type { ReconciliationProvider } from '../../activities/reconciliation';
+import type { AccountProvider } from '../../src/provider-account/account.activities';
+import type { ReconciliationProvider } from '../../src/reconciliation/reconciliation.activities';
 import { startDevServer, type DevServerOptions } from '../../src/temporal/dev-server';
 import { createOrderWorker } from '../../src/worker/worker';
 import { makeTestVersionCurrent, versionedTestCode } from './versioning';
@@ -108,7 +109,7 @@ export async function startOrderStack<K extends string = never>(
   ]);
   const versioned = bundled && (await versionedTestCode(options.name, bundled));
   const workflowCode = versioned?.workflowCode;
-  // The sweep's activity resumes orders through it (activities/sweep.ts).
+  // The sweep's activity resumes orders through it (src/orders/sweep.activities.ts).
   const client = new Client({
     connection,
     namespace: temporal.namespace,

@@ -36,7 +36,7 @@ export async function connectTestClient(): Promise<{ client: Client; close(): Pr
   };
 }
 
-export const workflowsPath = resolve(__dirname, '..', '..', 'workflows', 'index.ts');
+export const workflowsPath = resolve(__dirname, '..', '..', 'src', 'worker', 'workflows.ts');
 
 /**
  * Worker options that load the workflows: the run's pre-built bundle when there is one, else the

@@ -8,7 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Client } from '@temporalio/client';
-import { createActivities, type OrderProvider } from '../../activities';
+import { createActivities } from '../../src/worker/activities';
+import { type OrderProvider } from '../../src/orders/order.activities';
 import { indexedValueTypes } from '../../src/temporal/setup';
 import { ensureTestServer } from '../../src/temporal/test-server-install';
 import { createOrderWorker } from '../../src/worker/worker';

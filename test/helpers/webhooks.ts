@@ -8,19 +8,19 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities';
-import { createDeliveryActivities, type DirectDelivery } from '../../activities/webhooks';
-import { accountReport } from '../../src/api/account';
+import { createActivities } from '../../src/worker/activities';
+import { createDeliveryActivities, type DirectDelivery } from '../../src/webhooks/webhook.activities';
+import { accountReport } from '../../src/provider-account/account.service';
 import { registerAccountGauges } from '../../src/api/metrics';
 import { PrometheusMetrics } from '../../src/observability/prometheus';
-import { orderDeliveryRecords } from '../../src/api/webhook-records';
-import { apiTestConfig, startTestApi, testClientsFile, type TestApi } from '../../src/api/testing';
+import { orderDeliveryRecords } from '../../src/webhooks/webhook-records.service';
+import { apiTestConfig, startTestApi, testClientsFile, type TestApi } from './api';
 import type { ClientsFile, WebhookEndpoint } from '../../src/clients/model';
 import { ClientRegistry } from '../../src/clients/registry';
 import { hashApiKey } from '../../src/clients/keys';
 import type { OrderType } from '../../contract/schemas';
 import { AddressPolicy, type LookupAll } from '../../src/webhooks/address-guard';
-import type { OrderView } from '../../src/api/orders';
+import type { OrderView } from '../../src/orders/order.service';
 import type { RunningReceiver } from '../../src/webhooks/receiver';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { WebhookSender } from '../../src/webhooks/sender';
@@ -73,7 +73,7 @@ export interface WebhookStack {
   stop(): Promise<void>;
 }
 
-/** The test clients (src/api/testing.ts) plus `extra` clients, some with webhook endpoints. */
+/** The test clients (test/helpers/api.ts) plus `extra` clients, some with webhook endpoints. */
 export function clientsWith(extra: Record<string, HookedClient>): ClientsFile {
   return {
     ...testClientsFile,
@@ -104,7 +104,7 @@ export async function startWebhookStack(options: {
   /** WEBHOOK_SIGNING_KEY (default: a random one), so receivers can be given their secrets first. */
   signingKey?: Buffer;
   policy?: Partial<WebhookDeliveryPolicy>;
-  /** The announcements' direct tries (activities/webhooks.ts DirectDelivery): limits for a test. */
+  /** The announcements' direct tries (src/webhooks/webhook.activities.ts DirectDelivery): limits for a test. */
   direct?: Omit<DirectDelivery, 'deliver'>;
   /** The delivery worker's sender timeout, WEBHOOK_TIMEOUT_MS (default TEST_WEBHOOK_TIMEOUT_MS). */
   senderTimeoutMs?: number;

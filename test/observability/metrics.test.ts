@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { parse } from 'yaml';
-import { testClients } from '../../src/api/testing';
+import { testClients } from '../helpers/api';
 import {
   RECONCILE_DAY_WORKFLOW,
   reconciliationWorkflowId,
@@ -20,7 +20,7 @@ import {
 } from '../../contract/reconciliation';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
-import type { OrderView } from '../../src/api/orders';
+import type { OrderView } from '../../src/orders/order.service';
 import { metricCatalog, exportedName } from '../../contract/metrics';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { providerRefFor } from '../../src/orders/provider-ref';

@@ -2,7 +2,7 @@
  * One order traced from the API request to the provider's HTTP calls, in memory: the API, a worker
  * and the sandbox in this process, with the tracing the API and the worker start when an OTLP
  * endpoint is configured (src/observability/tracing.ts) but an in-memory exporter in its place.
- * And the gate in workflows/interceptors.ts: an order started without a trace builds no spans.
+ * And the gate in src/worker/interceptors.workflow.ts: an order started without a trace builds no spans.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,12 +12,12 @@ import type { AddressInfo } from 'node:net';
 import { Client, type Connection } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
 import { TRACE_HEADER as LIBRARY_TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
-import { TRACE_HEADER } from '../../workflows/interceptors';
+import { TRACE_HEADER } from '../../src/worker/interceptors.workflow';
 import { type NativeConnection, Worker } from '@temporalio/worker';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { createActivities } from '../../activities';
+import { createActivities } from '../../src/worker/activities';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { testClients, testClientsFilePath, type TestApi } from '../../src/api/testing';
+import { testClients, testClientsFilePath, type TestApi } from '../helpers/api';
 import { freePort } from '../../src/temporal/dev-server';
 import { startPart, waitForHttp, type ManagedProcess } from '../../scripts/lib/processes';
 import { startTracing, type Tracing } from '../../src/observability/tracing';

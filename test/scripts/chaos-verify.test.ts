@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { OrderView } from '../../src/api/orders';
+import type { OrderView } from '../../src/orders/order.service';
 import type { OrderRequest } from '../../contract/schemas';
 import { LEGACY_CLIENT_ID } from '../../src/clients/model';
 import { providerRefFor } from '../../src/orders/provider-ref';

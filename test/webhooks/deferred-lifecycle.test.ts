@@ -15,7 +15,7 @@ import { temporal as proto } from '@temporalio/proto';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { webhookEventId } from '../../src/webhooks/message';
-import type { EventDeliveryView } from '../../src/api/webhooks';
+import type { EventDeliveryView } from '../../src/webhooks/webhook.service';
 import { orderWorkflowId } from '../../contract/order';
 import {
   webhookDeliveriesQuery,
@@ -29,7 +29,7 @@ import {
   type WebhookEvent,
 } from '../../contract/webhooks';
 import { mobileRequest, newRef } from '../helpers/orders';
-import type { OrderView } from '../../src/api/orders';
+import type { OrderView } from '../../src/orders/order.service';
 import {
   clientsWith,
   eventually,

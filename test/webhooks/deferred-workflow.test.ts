@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import type { DeliveryActivities } from '../../activities/webhooks';
+import type { DeliveryActivities } from '../../src/webhooks/webhook.activities';
 import { createWebhookWorker } from '../../src/worker/worker';
 import {
   redeliverSignal,

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Webhook } from 'standardwebhooks';
-import { createDeliveryActivities } from '../../activities/webhooks';
+import { createDeliveryActivities } from '../../src/webhooks/webhook.activities';
 import { ClientRegistry } from '../../src/clients/registry';
 import { AddressPolicy, type LookupAll } from '../../src/webhooks/address-guard';
 import { signedHeaders, webhookEventId, webhookMessage } from '../../src/webhooks/message';

@@ -1,11 +1,11 @@
 /**
- * The first tries' circuit breaker (activities/webhooks.ts `DirectGate`) and the deferred attempts' turns
+ * The first tries' circuit breaker (src/webhooks/webhook.activities.ts `DirectGate`) and the deferred attempts' turns
  * (`EndpointSlots`), each on a clock of its own: a
  * slow or dead endpoint holds at most one of the order worker's local-activity slots per cooldown.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { DirectGate, EndpointSlots } from '../../activities/webhooks';
+import { DirectGate, EndpointSlots } from '../../src/webhooks/webhook.activities';
 
 function gate() {
   let now = 1_000_000;
@@ -103,7 +103,7 @@ describe('first tries: the circuit breaker per endpoint', () => {
 });
 
 /**
- * The delivery activity's estimate of when a deferred attempt should come back (activities/webhooks.ts
+ * The delivery activity's estimate of when a deferred attempt should come back (src/webhooks/webhook.activities.ts
  * `EndpointSlots`): a line per endpoint, `cap` attempts per typical attempt's time.
  */
 describe('deferred attempts: each given the next turn at its endpoint', () => {

@@ -9,8 +9,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { OrderView } from '../../src/api/orders';
-import type { EndpointDeliverySummary } from '../../src/api/webhooks';
+import type { OrderView } from '../../src/orders/order.service';
+import type { EndpointDeliverySummary } from '../../src/webhooks/webhook.service';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import { orderWorkflowId } from '../../contract/order';

@@ -2,7 +2,7 @@
  * A late event of an order (one an operator's decision or the watch announces after the order's
  * delivery workflow has closed) starts a new run of that workflow, with no state carried over. The
  * order's view still shows what the earlier run delivered: it reads the earlier runs too
- * (src/api/webhook-records.ts), on the dev server with the real delivery activities and a real receiver.
+ * (src/webhooks/webhook-records.service.ts), on the dev server with the real delivery activities and a real receiver.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { webhookEventId } from '../../src/webhooks/message';
-import type { EventDeliveryView } from '../../src/api/webhooks';
+import type { EventDeliveryView } from '../../src/webhooks/webhook.service';
 import { orderWorkflowId } from '../../contract/order';
 import { REVIEW_DECISION_EVENT } from '../../contract/event-types';
 import {

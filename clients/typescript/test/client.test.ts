@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { startTestApi, apiTestConfig, testClients } from '../../../src/api/testing';
+import { startTestApi, apiTestConfig, testClients } from '../../../test/helpers/api';
 import type { ClientsFile } from '../../../src/clients/model';
 import { ClientRegistry } from '../../../src/clients/registry';
 import { hashApiKey } from '../../../src/clients/keys';

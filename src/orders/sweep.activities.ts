@@ -1,0 +1,118 @@
+/**
+ * The sweep's activity (src/orders/sweep.workflow.ts): finds every order whose latest workflow run
+ * closed without a final status (terminated, timed out, failed, or cancelled by older code) and
+ * starts a new run under the same workflow ID with the closed run's input and last view, marked
+ * `resumed`: the new run looks the order up at the provider and never sends again unless the
+ * provider certainly never had it (the settle rules of "Never send twice").
+ */
+import { log } from '@temporalio/activity';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { SearchAttributePair, TypedSearchAttributes } from '@temporalio/common';
+import {
+  defaultOrderTimings,
+  finalStatuses,
+  orderInputQuery,
+  OrderStatusAttribute,
+  searchAttributeDefinitions,
+  statusQuery,
+  workflowTypeByOrderType,
+  type OrderInput,
+  type OrderView,
+} from '../../contract/order';
+
+/** The closed-run statuses a sweep resumes, as visibility queries name them. */
+const strandedStatuses = ['Terminated', 'TimedOut', 'Failed', 'Canceled'];
+const strandedNames: readonly string[] = ['TERMINATED', 'TIMED_OUT', 'FAILED', 'CANCELLED'];
+
+export function strandedOrdersQuery(taskQueue: string): string {
+  const types = Object.values(workflowTypeByOrderType).map((t) => `'${t}'`);
+  const statuses = strandedStatuses.map((s) => `'${s}'`);
+  const final = finalStatuses.map((s) => `'${s}'`);
+  return (
+    `TaskQueue = '${taskQueue}' AND WorkflowType IN (${types.join(', ')}) ` +
+    `AND ExecutionStatus IN (${statuses.join(', ')}) AND ${OrderStatusAttribute.name} NOT IN (${final.join(', ')})`
+  );
+}
+
+export function createSweepActivities(temporal: Client | undefined) {
+  return {
+    async resumeStrandedOrders(taskQueue: string): Promise<{ resumed: string[] }> {
+      if (!temporal) throw new Error('this worker has no Temporal client for the sweep');
+      const resumed: string[] = [];
+      for await (const closed of temporal.workflow.list({ query: strandedOrdersQuery(taskQueue) })) {
+        const stillStranded = async () => {
+          const latest = await temporal.workflow.getHandle(closed.workflowId).describe();
+          // A later run exists (resumed by another sweep, or a new order under a reused ID): not ours.
+          return latest.runId === closed.runId && strandedNames.includes(latest.status.name)
+            ? latest
+            : undefined;
+        };
+        if (!(await stillStranded())) continue;
+        const run = temporal.workflow.getHandle(closed.workflowId, closed.runId);
+        // A closed run answers queries by replaying its history on a worker.
+        const input = await run.query(orderInputQuery);
+        const view = await run.query(statusQuery).catch(() => undefined);
+        if (view && finalStatuses.includes(view.status)) continue;
+        // Again right before the start: the queries take a worker's replay, time enough for another
+        // sweep (a second worker's, a manual trigger) to resume the order and that run to close.
+        const latest = await stillStranded();
+        if (!latest) continue;
+        try {
+          await temporal.workflow.start(latest.type, {
+            workflowId: closed.workflowId,
+            taskQueue: latest.taskQueue,
+            args: [resumedInput(input, view, latest.status.name)],
+            workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+            // Never beside a run another sweep has just started.
+            workflowIdConflictPolicy: 'FAIL',
+            memo: latest.memo,
+            typedSearchAttributes: ownSearchAttributes(latest.typedSearchAttributes),
+          });
+        } catch (err) {
+          if (err instanceof WorkflowExecutionAlreadyStartedError) continue;
+          throw err;
+        }
+        log.warn('order resumed after its workflow closed without a final status', {
+          workflowId: closed.workflowId,
+          closedAs: latest.status.name,
+        });
+        resumed.push(closed.workflowId);
+      }
+      return { resumed };
+    },
+  };
+}
+
+export type SweepActivities = ReturnType<typeof createSweepActivities>;
+
+/**
+ * The closed run's search attributes the service owns (the order's type, client, status …), none
+ * of Temporal's: the closed run's patch versions (`TemporalChangeVersion`) are not the new run's.
+ */
+export function ownSearchAttributes(attributes: TypedSearchAttributes): SearchAttributePair[] {
+  return attributes.getAll().filter((pair) => Object.hasOwn(searchAttributeDefinitions, pair.key.name));
+}
+
+/**
+ * The closed run's input with its last view: the new run starts where the closed one was, with a
+ * deadline of a whole order from now (the closed run's deadline is not in its view).
+ */
+function resumedInput(input: OrderInput, view: OrderView | undefined, closedAs: string): OrderInput {
+  // A reconciliation's dispute is reopened once: the resumed run carries its view, not the order to reopen again.
+  const { continued, reconciled: _reopenedOnce, ...rest } = input;
+  const { deadlineMs } = { ...defaultOrderTimings[input.request.type], ...input.timings };
+  const at = new Date().toISOString();
+  return {
+    ...rest,
+    resumed: { closedAs, at },
+    ...(view && {
+      continued: {
+        ...continued,
+        view,
+        deadlineAt: Date.now() + deadlineMs,
+        // Look the order up at once: that is what the new run is for.
+        nextCheckMs: 0,
+      },
+    }),
+  };
+}

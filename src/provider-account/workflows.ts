@@ -1,0 +1,6 @@
+/**
+ * src/provider-account/: its workflow-safe surface, for the workflow code of other folders (the workflow
+ * bundle's entry, src/worker/workflows.ts, among them): workflow code, and activities' types only.
+ */
+export type { AccountActivities } from './account.activities';
+export { providerAccountWorkflow } from './provider-account.workflow';

@@ -1,0 +1,5 @@
+/**
+ * src/reconciliation/: its workflow-safe surface, for the workflow code of other folders (the workflow
+ * bundle's entry, src/worker/workflows.ts, among them): workflow code, and activities' types only.
+ */
+export { reconcileDayWorkflow, scheduledReconciliationWorkflow } from './reconciliation.workflow';

@@ -1,0 +1,5 @@
+/**
+ * src/temporal/: its workflow-safe surface, for the workflow code of other folders (the workflow
+ * bundle's entry, src/worker/workflows.ts, among them): workflow code, and activities' types only.
+ */
+export { pinnedWorkflow, upgradeOnContinueAsNew, versionChanged } from './versioning.workflow';
