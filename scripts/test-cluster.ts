@@ -17,10 +17,16 @@
  * 8. the end-to-end run: a few hundred orders of every type through two API instances and two
  *    workers (one compiled as the image runs it), one worker SIGKILLed and the history service
  *    restarted mid-run, the provider misbehaving; every order must end final or in review and none
- *    may be sent twice (scripts/chaos/, the same checks as `npm run chaos`).
+ *    may be sent twice (scripts/chaos/, the same checks as `npm run chaos`);
+ * 9. the faults of a real deployment under load: each Temporal service SIGKILLed and restarted,
+ *    PostgreSQL restarted and stopped, a worker's link to Temporal and to the provider cut (in a
+ *    network namespace of its own), a worker with its clock 3 minutes off (scripts/cluster/faults.ts);
+ *    short outages here, 60 s ones with --long.
  *
  * `npm run test:cluster -- listing` runs only matching test files; --skip-e2e / --e2e-only /
- * --rainbow-only pick a part. The figures go to the terminal and to bench-results/cluster-<time>.json.
+ * --rainbow-only / --faults-only / --skip-faults pick a part; --long runs the faults' long version,
+ * --fault NAME (repeatable) only the faults named, --keep keeps the fault run's part logs.
+ * The figures go to the terminal and to bench-results/cluster-<time>.json.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -35,6 +41,8 @@ import { startPrivatePostgres, type PrivatePostgres } from './cluster/postgres';
 import { runRainbowDeploy } from './cluster/rainbow-deploy';
 import { formatRainbowDeploy, rainbowProblems, type RainbowDeploySummary } from './cluster/rainbow-verdict';
 import { startTemporalCluster, type TemporalCluster } from './cluster/temporal-cluster';
+import { runFaults, type FaultRunSummary } from './cluster/faults';
+import { formatFaultTable } from './cluster/fault-verdict';
 import { readComposeServices, runComposeSchemaJob, runComposeSetupJob } from './lib/compose';
 import { projectRoot, runTestFiles, testFiles } from './lib/test-files';
 import { ensureTemporalServer } from '../src/temporal/server-install';
@@ -48,6 +56,7 @@ export const CLUSTER_TEST_FILES = [
 ];
 const E2E_NAMESPACE = 'e2e';
 const E2E_SEED = Number(process.env.CLUSTER_E2E_SEED ?? 20_251_123);
+const FAULTS_NAMESPACE = 'faults';
 
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s`;
@@ -104,6 +113,11 @@ async function main(): Promise<number> {
       'skip-e2e': { type: 'boolean' },
       'e2e-only': { type: 'boolean' },
       'rainbow-only': { type: 'boolean' },
+      'faults-only': { type: 'boolean' },
+      'skip-faults': { type: 'boolean' },
+      long: { type: 'boolean' },
+      fault: { type: 'string', multiple: true },
+      keep: { type: 'boolean' },
     },
     allowPositionals: true,
   });
@@ -131,7 +145,8 @@ async function main(): Promise<number> {
   let storage: string | undefined;
   let rainbow: { summary: RainbowDeploySummary; problems: string[]; text: string } | undefined;
   let e2eFigures: object | undefined;
-  const only = values['e2e-only'] || values['rainbow-only'];
+  let faults: { summary: FaultRunSummary; text: string } | undefined;
+  const only = values['e2e-only'] || values['rainbow-only'] || values['faults-only'];
   try {
     pg = await timed('a private PostgreSQL', () => startPrivatePostgres({ password: 'temporal' }));
     log(`PostgreSQL on ${pg.host}:${pg.port} (${pg.dir})`);
@@ -175,7 +190,7 @@ async function main(): Promise<number> {
       if (code !== 0) failed = true;
     }
 
-    if (!values['e2e-only'] && positionals.length === 0) {
+    if (!values['e2e-only'] && !values['faults-only'] && positionals.length === 0) {
       const summary = await timed(
         'rainbow deploy: v2 ramps and becomes current, v1 drains; the rollback',
         () =>
@@ -193,7 +208,12 @@ async function main(): Promise<number> {
       if (problems.length > 0) failed = true;
     }
 
-    if (!values['skip-e2e'] && !values['rainbow-only'] && positionals.length === 0) {
+    if (
+      !values['skip-e2e'] &&
+      !values['rainbow-only'] &&
+      !values['faults-only'] &&
+      positionals.length === 0
+    ) {
       const temporalCluster = cluster;
       const sizeBefore = databaseBytes(postgres);
       const summary = await timed('end to end: orders through two APIs and two workers', () =>
@@ -233,6 +253,32 @@ async function main(): Promise<number> {
       storage = `PostgreSQL grew ${(grown / 1e6).toFixed(1)} MB for the end-to-end run's ${summary.submissions.accepted} orders (≈ ${Math.round(grown / Math.max(1, summary.submissions.accepted) / 1024)} KiB per order, history and visibility)`;
       if (summary.problems.length > 0 || summary.lost > 0 || summary.sentTwice > 0) failed = true;
     }
+
+    const runFaultsPart =
+      !values['skip-faults'] &&
+      !values['e2e-only'] &&
+      !values['rainbow-only'] &&
+      (positionals.length === 0 || values['faults-only']);
+    if (runFaultsPart) {
+      const temporalCluster = cluster;
+      const summary = await timed(`faults under load (${values.long ? 'long: 60 s outages' : 'short'})`, () =>
+        runFaults({
+          address,
+          namespace: FAULTS_NAMESPACE,
+          cluster: temporalCluster,
+          postgres,
+          long: values.long ?? false,
+          seed: E2E_SEED,
+          ...(values.fault && { only: values.fault }),
+          keep: values.keep ?? false,
+          log,
+        }),
+      );
+      faults = { summary, text: formatFaultTable(summary.faults, summary.baselineP99Ms) };
+      console.error(faults.text);
+      for (const problem of summary.problems) console.error(`faults: ${problem}`);
+      if (summary.problems.length > 0) failed = true;
+    }
   } catch (err) {
     failed = true;
     console.error(err instanceof Error ? err.message : err);
@@ -247,6 +293,7 @@ async function main(): Promise<number> {
   if (connections) console.error(`  PostgreSQL client connections, peak: ${connections.peak()}`);
   if (storage) console.error(`  ${storage}`);
   if (rainbow) console.error(rainbow.text.replace(/^/gm, '  '));
+  if (faults) console.error(faults.text.replace(/^/gm, '  '));
   console.error(`  total ${elapsed().trim()}; ${failed ? 'FAILED' : 'PASSED'}`);
   const reportFile = writeReport({
     temporal: install.version,
@@ -257,6 +304,7 @@ async function main(): Promise<number> {
     ...(storage && { storage }),
     ...(rainbow && { rainbowDeploy: { ...rainbow.summary, problems: rainbow.problems } }),
     ...(e2eFigures && { endToEnd: e2eFigures }),
+    ...(faults && { faults: faults.summary }),
   });
   console.error(`  figures written to ${reportFile}`);
   if (failed) console.error(`  Temporal service logs kept in ${runDir}`);

@@ -11,6 +11,7 @@ export interface IntakeAnswer {
   body: unknown;
   location: string | null;
   contentType: string;
+  retryAfter: string | null;
 }
 
 /** What the client had to retry, and any 500 (a bug: the API maps every known failure to 4xx/502/503). */
@@ -34,6 +35,8 @@ export class IntakeClient {
     private readonly signal: AbortSignal,
     /** How long one request is retried before its last answer (or error) is returned. */
     private readonly retryForMs = 180_000,
+    /** Hears every attempt's answer (or its error), e.g. to count statuses per fault. */
+    private readonly onAttempt?: (method: string, path: string, outcome: IntakeAnswer | Error) => void,
   ) {
     this.#baseUrls = typeof baseUrl === 'string' ? [baseUrl] : baseUrl;
     if (this.#baseUrls.length === 0) throw new Error('IntakeClient needs at least one API address');
@@ -90,6 +93,7 @@ export class IntakeClient {
         if (this.signal.aborted) throw err;
         outcome = err instanceof Error ? err : new Error(String(err));
       }
+      this.onAttempt?.(method, path, outcome);
       const reason = outcome instanceof Error ? errorName(outcome) : retryReason(outcome.status);
       if (!(outcome instanceof Error) && outcome.status === 500) this.stats.internalErrors++;
       if (reason === undefined) return outcome as IntakeAnswer;
@@ -119,7 +123,13 @@ export class IntakeClient {
     const contentType = response.headers.get('content-type') ?? '';
     let parsed: unknown = text;
     if (/json/.test(contentType) && text) parsed = JSON.parse(text) as unknown;
-    return { status: response.status, body: parsed, location: response.headers.get('location'), contentType };
+    return {
+      status: response.status,
+      body: parsed,
+      location: response.headers.get('location'),
+      contentType,
+      retryAfter: response.headers.get('retry-after'),
+    };
   }
 }
 

@@ -120,6 +120,8 @@ export interface ChaosStackOptions {
   workflowBundlePath: string;
   /** Set PAYLOAD_ENCRYPTION_KEYS for the API and workers. */
   encrypt: boolean;
+  /** Variables over the stack's own for every part (the cluster's fault run: a clients file with a webhook endpoint). */
+  env?: Record<string, string>;
   log: (line: string) => void;
 }
 
@@ -243,6 +245,7 @@ export class ChaosStack {
       API_SHUTDOWN_TIMEOUT_MS: '2000',
       WORKER_WORKFLOW_BUNDLE_PATH: this.#options.workflowBundlePath,
       ...chaosTimingEnv(timeScale),
+      ...this.#options.env,
     };
 
     log(`starting the sandbox on ${this.sandboxUrl} (time scale ${timeScale})`);
@@ -306,6 +309,40 @@ export class ChaosStack {
       await Promise.all(
         Array.from({ length: missing }, () => this.#startWorker(builtMissing-- > 0 ? 'built' : 'source')),
       );
+    });
+  }
+
+  /**
+   * A worker apart from the kept count (ensureWorkers neither counts nor replaces it): with
+   * variables over the stack's, run through `wrap` (e.g. inside a network namespace). Stopped with
+   * the stack, or by `stopWorker`.
+   */
+  startExtraWorker(
+    name: string,
+    extra: { env?: Record<string, string>; wrap?: readonly string[] },
+  ): Promise<Part> {
+    return this.serial(async () => {
+      this.workerStarts++;
+      try {
+        return await this.#launcher.startWorker({
+          name,
+          ready: 'log',
+          timeoutMs: WORKER_START_TIMEOUT_MS,
+          env: { ...this.#env, ...extra.env },
+          ...(extra.wrap ? { wrap: extra.wrap } : {}),
+        });
+      } catch (err) {
+        throw new Error(`${err instanceof Error ? err.message : String(err)}; see ${this.#logDir}`);
+      }
+    });
+  }
+
+  /** Stops a worker as a deploy does (SIGTERM: it finishes its tasks), then SIGKILL after `graceMs`. */
+  stopWorker(worker: Part, graceMs = 10_000): Promise<void> {
+    return this.serial(async () => {
+      this.workers.delete(worker);
+      worker.stopping = true;
+      await worker.process.stop(graceMs);
     });
   }
 

@@ -28,6 +28,9 @@ export interface OrderRecord {
   view?: OrderView;
   /** The last status of that read when it was not 200. */
   readStatus?: number;
+  /** When its first submission attempt was made, and when it was accepted (epoch ms). */
+  submittedAt?: number;
+  acceptedAt?: number;
   /** Resolves once the submission has its answer (repeats wait for it). */
   submitted: Promise<void>;
   markSubmitted: () => void;
@@ -64,6 +67,7 @@ function problemType(answer: IntakeAnswer): string | undefined {
 
 async function submitOriginal(intake: IntakeClient, record: OrderRecord): Promise<void> {
   const { request, race } = record.planned;
+  record.submittedAt = Date.now();
   try {
     const answers = await Promise.all(
       race ? [intake.submit(request), intake.submit(request)] : [intake.submit(request)],
@@ -73,6 +77,7 @@ async function submitOriginal(intake: IntakeClient, record: OrderRecord): Promis
     const answer = answers.find((a) => a.status === 201) ?? answers[0]!;
     record.status = answer.status;
     record.accepted = answers.every((a) => a.status === 200 || a.status === 201);
+    if (record.accepted) record.acceptedAt = Date.now();
     for (const a of answers) {
       const view = viewOf(a);
       if (a.status === 201 && a.location !== `/v1/orders/${request.ref}`) {

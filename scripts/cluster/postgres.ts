@@ -29,6 +29,14 @@ export interface PrivatePostgres {
   logFile: string;
   /** Runs SQL through psql over TCP, as the superuser; returns its unaligned output. */
   query(sql: string, database?: string): string;
+  /**
+   * Stops the server (its fast shutdown: sessions are ended) and keeps the data directory: an
+   * outage until `startServer`.
+   */
+  stopServer(): Promise<void>;
+  /** Starts it again on the same data directory and port; resolves once it answers. */
+  startServer(): Promise<void>;
+  /** Stops the server and removes its temp dir. */
   stop(): Promise<void>;
 }
 
@@ -114,36 +122,44 @@ export async function startPrivatePostgres(
   );
 
   const port = await freePort();
-  const server: ServerProcess = startServerProcess({
-    name: 'postgres',
-    command: join(bin, 'postgres'),
-    args: [
-      '-D',
-      dataDir,
-      '-p',
-      String(port),
-      '-k',
-      dir,
-      '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      `max_connections=${options.maxConnections ?? 200}`,
-      '-c',
-      'fsync=off',
-      '-c',
-      'synchronous_commit=off',
-      '-c',
-      'full_page_writes=off',
-    ],
-    output: { file: logFile },
-    ...(owner ? { user: { uid: owner.uid, gid: owner.gid } } : {}),
-    // SIGINT is PostgreSQL's "fast" shutdown: it ends sessions instead of waiting for them.
-    stopSignal: 'SIGINT',
-  });
+  const launch = (): ServerProcess =>
+    startServerProcess({
+      name: 'postgres',
+      command: join(bin, 'postgres'),
+      args: [
+        '-D',
+        dataDir,
+        '-p',
+        String(port),
+        '-k',
+        dir,
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        `max_connections=${options.maxConnections ?? 200}`,
+        '-c',
+        'fsync=off',
+        '-c',
+        'synchronous_commit=off',
+        '-c',
+        'full_page_writes=off',
+      ],
+      // Appended to (startServerProcess): a restart's lines follow the first start's.
+      output: { file: logFile },
+      ...(owner ? { user: { uid: owner.uid, gid: owner.gid } } : {}),
+      // SIGINT is PostgreSQL's "fast" shutdown: it ends sessions instead of waiting for them.
+      stopSignal: 'SIGINT',
+    });
 
   const query = (sql: string, database = 'postgres') =>
     queryPostgres({ host: '127.0.0.1', port, user, password }, sql, database);
 
+  let server = launch();
+  const startServer = async () => {
+    if (!server.hasExited()) return;
+    server = launch();
+    await waitUntilServing(server, async () => query('SELECT 1'), { timeoutMs: 30_000 });
+  };
   try {
     await waitUntilServing(server, async () => query('SELECT 1'), { timeoutMs: 30_000 });
   } catch (err) {
@@ -154,5 +170,6 @@ export async function startPrivatePostgres(
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   };
-  return { host: '127.0.0.1', port, user, password, dir, logFile, query, stop };
+  const stopServer = () => server.stop();
+  return { host: '127.0.0.1', port, user, password, dir, logFile, query, stopServer, startServer, stop };
 }

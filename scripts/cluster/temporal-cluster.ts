@@ -45,6 +45,10 @@ export interface TemporalCluster {
   logFile(service: TemporalService): string;
   /** Stops one service and starts it again on the same ports (a deploy, a crash and restart). */
   restart(service: TemporalService): Promise<void>;
+  /** Whether the service's process is up (it may have exited on its own). */
+  running(service: TemporalService): boolean;
+  /** SIGKILLs one service (a crash: no drain, no handing over of shards or partitions). */
+  killService(service: TemporalService): Promise<void>;
   /** Stops one service (an outage of that part of Temporal). */
   stopService(service: TemporalService): Promise<void>;
   /** Starts a stopped service again and waits until it serves. */
@@ -184,6 +188,14 @@ async function historyAnswers(connection: Connection): Promise<void> {
   }
 }
 
+/** Matching answers: describing a task queue (one nobody polls) is the matching service's. */
+async function matchingAnswers(connection: Connection): Promise<void> {
+  await connection.workflowService.describeTaskQueue({
+    namespace: 'temporal-system',
+    taskQueue: { name: 'cluster-start-probe' },
+  });
+}
+
 export async function startTemporalCluster(options: TemporalClusterOptions): Promise<TemporalCluster> {
   const ports = {} as Record<TemporalService, ServicePorts>;
   const port = () => freePortBetween(MIN_PORT, MAX_PORT);
@@ -244,7 +256,9 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
         ? () => withFrontend(address, (c) => c.workflowService.getSystemInfo({}))
         : service === 'history'
           ? () => withFrontend(address, historyAnswers)
-          : () => Promise.resolve();
+          : service === 'matching'
+            ? () => withFrontend(address, matchingAnswers)
+            : () => Promise.resolve();
     await waitUntilServing(server, probe, { timeoutMs });
   };
 
@@ -252,6 +266,13 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     address,
     configFile,
     logFile,
+    running: (service) => {
+      const server = processes.get(service);
+      return server !== undefined && !server.hasExited();
+    },
+    killService: async (service) => {
+      await processes.get(service)?.kill();
+    },
     stopService: async (service) => {
       await processes.get(service)?.stop();
     },

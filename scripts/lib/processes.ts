@@ -54,6 +54,11 @@ export interface StartOptions {
   onLine?: (line: string, stream: 'stdout' | 'stderr') => void;
   /** Its open-file limit (`ulimit -n`, soft and hard), e.g. to exhaust it in a test; default: ours. */
   openFiles?: number;
+  /**
+   * A command that runs node for it and becomes it (exec), e.g. `ip netns exec <ns>`: the process
+   * and its group are still node's.
+   */
+  wrap?: readonly string[];
 }
 
 export function startPart(part: PartName, options: StartOptions, name: string = part): ManagedProcess {
@@ -70,12 +75,17 @@ export function startBuiltScript(name: string, script: string, options: StartOpt
   return startNode(name, [resolve(projectRoot, script), ...(options.args ?? [])], options);
 }
 
-function startNode(name: string, args: string[], { env, onLine, openFiles }: StartOptions): ManagedProcess {
+function startNode(
+  name: string,
+  args: string[],
+  { env, onLine, openFiles, wrap = [] }: StartOptions,
+): ManagedProcess {
   // With a limit, a shell sets it and becomes node (exec): the process and its group are node's.
-  const [command, argv] =
+  const node: string[] =
     openFiles === undefined
-      ? [process.execPath, args]
-      : ['/bin/sh', ['-c', `ulimit -n ${openFiles} && exec "$0" "$@"`, process.execPath, ...args]];
+      ? [process.execPath, ...args]
+      : ['/bin/sh', '-c', `ulimit -n ${openFiles} && exec "$0" "$@"`, process.execPath, ...args];
+  const [command, ...argv] = [...wrap, ...node] as [string, ...string[]];
   const child = spawn(command, argv, {
     cwd: projectRoot,
     env,

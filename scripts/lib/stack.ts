@@ -77,6 +77,8 @@ export interface StartOptions {
   built?: boolean;
   /** Sees each line the part prints. */
   watch?: (line: string) => void;
+  /** A command that runs node for it (processes.ts), e.g. `ip netns exec <ns>`. */
+  wrap?: readonly string[];
 }
 
 export class Launcher {
@@ -107,7 +109,10 @@ export class Launcher {
     this.temporal = await startDevServer(this.#temporalOptions);
   }
 
-  start(kind: PartName, { name = kind, env, script = partScripts[kind], built, watch }: StartOptions): Part {
+  start(
+    kind: PartName,
+    { name = kind, env, script = partScripts[kind], built, watch, wrap }: StartOptions,
+  ): Part {
     const sink = this.#sink(name);
     const tail: string[] = [];
     const onLine = (line: string, stream: 'stdout' | 'stderr') => {
@@ -116,7 +121,7 @@ export class Launcher {
       sink(line, stream);
       watch?.(line);
     };
-    const process = (built ? startBuiltScript : startNodeScript)(name, script, { env, onLine });
+    const process = (built ? startBuiltScript : startNodeScript)(name, script, { env, onLine, wrap });
     const part: Part = { name, kind, process, tail, stopping: false };
     this.parts.push(part);
     void process.exited.then(({ code, signal }) => {
