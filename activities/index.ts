@@ -38,6 +38,9 @@ import { createReconciliationActivities, type ReconciliationProvider } from './r
 import { createStatementDaysActivities, type StatementDaysSummarizer } from './statement-days';
 import { createAccountActivities, createAccountGate, type AccountOptions } from './account';
 import { createAnnounceActivity, type AnnounceDeps } from './webhooks';
+import { createGiftCardRecordsActivities, type PlacementRecordsProvider } from './gift-card-records';
+
+export type { PlacementSearch, PlacementSearchInput } from '../contract/placement-records';
 
 /** What the check activities return: the provider's answers, as the workflows' adapters read them. */
 export type { GiftCardOrderCheck, InternetCheck, MobileCheck };
@@ -116,6 +119,10 @@ export function createActivities({
     ...createBulkReviewActivities(temporal),
     ...createReconciliationActivities(reconciliation, temporal),
     ...createStatementDaysActivities(statementDays),
+    ...createGiftCardRecordsActivities(
+      'listGiftCardOrders' in provider ? (provider as PlacementRecordsProvider) : undefined,
+      temporal,
+    ),
 
     sendMobileTopup(
       request: MobileTopupRequest,
@@ -194,7 +201,8 @@ export function createActivities({
       try {
         const { orderId } = await provider.placeGiftCardOrder(
           { productId: request.productId, typeId: request.typeId, quantity: request.quantity },
-          withinAttempt(),
+          // Informational: the provider takes no ref of ours (wire.ts CLIENT_REFERENCE_HEADER).
+          { ...withinAttempt(), clientReference: Context.current().info.workflowExecution?.workflowId ?? '' },
         );
         return { providerReference: orderId, alreadySent: false };
       } catch (err) {

@@ -101,7 +101,7 @@ export interface TestSandbox extends StartedSandbox {
   changeTopup(ref: string, change: OutcomeChangeSpecInput): Promise<void>;
   changeGiftCardOrder(orderId: string, change: OutcomeChangeSpecInput): Promise<void>;
   /** Every gift-card order the sandbox placed, oldest first. */
-  giftCardOrders(): Promise<{ orderId: string; quantity: number; placedAt: string }[]>;
+  giftCardOrders(): Promise<{ orderId: string; quantity: number; placedAt: string; clientRef?: string }[]>;
 }
 
 export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSandbox> {

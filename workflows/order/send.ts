@@ -27,6 +27,7 @@ import {
 import { holdsTheOrder, holdUntilResumed } from './hold';
 import { lookUp } from './provider';
 import { cancelledBeforeSending } from './cancellation';
+import { settleFromRecords } from './records';
 import { RETRY_INITIAL_INTERVAL_MS, type Order } from './state';
 import type { ProviderCheck, SubmitHow } from './types';
 
@@ -83,6 +84,8 @@ async function place<R extends OrderRequest, C extends ProviderCheck>(
   let local = true;
   for (;;) {
     const earlier = local && first.earlierTaskMayHaveSent ? first : {};
+    // An earlier task's placement, if any, came after the order was accepted.
+    const startedAt = earlier.earlierTaskMayHaveSent ? Date.parse(o.order.acceptedAt) : Date.now();
     const viaQueue = () =>
       o.adapter.submit(placementActivities(o), o.order, {
         placeUntil: o.deadlineAt,
@@ -101,7 +104,17 @@ async function place<R extends OrderRequest, C extends ProviderCheck>(
         local = false;
         continue;
       }
-      if (!local || !failure || !isSafeToRepeat(failure.type)) return placementFailed(o, err);
+      if (!local || !failure || !isSafeToRepeat(failure.type)) {
+        if (failure?.type === ProviderFailureType.rejected || (failure && isSafeToRepeat(failure.type))) {
+          return placementFailed(o, err);
+        }
+        // It may have been placed: the provider's records tell (records.ts).
+        const placing = { startedAt, endedAt: Date.now() };
+        if ((await settleFromRecords(o, placing, describeFailure(err))) === 'done') return;
+        if (cancelledBeforeSending(o, "not in the provider's records: nothing was placed")) return;
+        local = false;
+        continue;
+      }
       const delayMs = failure.details?.retryAfterMs ?? RETRY_INITIAL_INTERVAL_MS;
       if (Date.now() + delayMs >= o.deadlineAt) return giveUpSubmitting(o, failure.message);
       await sleep(delayMs, { summary: 'wait, then place again (the provider was not reached)' });

@@ -1,0 +1,194 @@
+/**
+ * A gift-card placement whose answer was lost, looked for in the provider's records
+ * (docs/contributors.md "A lost placement, found in the provider's records"). placeOrder carries no
+ * ref of ours, but the provider lists the account's gift-card orders (GET /v3/gift-cards/list,
+ * `{_id, status, quantity, price_per_card, product, type, time}`, paged, `from`/`to`): an order of
+ * the same product, type and quantity committed inside the placement's window may be ours.
+ *
+ * It is ours only when nothing else can be: exactly one such order that no other order of ours
+ * holds (its provider order id, in that order's view), and no other order of ours of the same
+ * product, type and quantity that may have placed in the window without knowing its order id (a
+ * placement in flight, or one whose answer was lost too). Two candidates, or one and such a rival:
+ * ambiguous, never a guess. None: the placement was not committed (read after the settle window,
+ * the same assumption as a top-up's check-ref).
+ *
+ * Evidence carries ids, times, quantities and amounts: never card codes.
+ */
+import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import type { ProviderClient } from '../src/provider/client';
+import { listLimits, type GiftCardOrderCheck } from '../src/provider/wire';
+import { statusQuery, workflowTypeByOrderType, type OrderView } from '../contract/order';
+import type { GiftCardRequest } from '../contract/schemas';
+import { toTemporalFailure } from './provider-failures';
+import type {
+  OtherOrder,
+  PlacementCandidate,
+  PlacementSearch,
+  PlacementSearchInput,
+} from '../contract/placement-records';
+
+export type { PlacementSearch, PlacementSearchInput } from '../contract/placement-records';
+
+/** More pages than this in one window is not a lost placement's search any more: ambiguous. */
+const MAX_PAGES = 20;
+
+export type PlacementRecordsProvider = Pick<ProviderClient, 'listGiftCardOrders'>;
+
+/** The product or type field of a list row: documented as an id, accepted as `{id}` / `{_id}` too. */
+function idOf(value: unknown): string | undefined {
+  if (typeof value === 'string' || typeof value === 'number') return String(value);
+  if (value && typeof value === 'object') {
+    const { id, _id } = value as { id?: unknown; _id?: unknown };
+    if (typeof id === 'string') return id;
+    if (typeof _id === 'string') return _id;
+  }
+  return undefined;
+}
+
+/** The rows of the list that match the placement: product, type, quantity, and a time inside the window. */
+export function matchingRows(rows: GiftCardOrderCheck[], input: PlacementSearchInput): PlacementCandidate[] {
+  const { request, from, to } = input;
+  const candidates: PlacementCandidate[] = [];
+  for (const row of rows) {
+    if (!row._id) continue;
+    if (idOf(row.product) !== request.productId || idOf(row.type) !== request.typeId) continue;
+    if (row.quantity !== request.quantity) continue;
+    const at = row.time === undefined ? NaN : Date.parse(row.time);
+    // A row without a readable time is in the window the provider filtered on.
+    if (!Number.isNaN(at) && (at < from || at > to)) continue;
+    candidates.push({
+      orderId: row._id,
+      status: row.status,
+      ...(row.time !== undefined && { time: row.time }),
+      ...(row.quantity !== undefined && { quantity: row.quantity }),
+      ...(row.price_per_card !== undefined && { pricePerCard: row.price_per_card }),
+    });
+  }
+  return candidates;
+}
+
+/**
+ * May this other order of ours have committed a placement of the same item inside the window
+ * without knowing its order id? Certainly not when it holds one, ended with nothing placed (FAILED,
+ * CANCELLED), was accepted after the window, or went to review more than a settle window before it.
+ */
+export function mayBeRival(other: OtherOrder, input: PlacementSearchInput): boolean {
+  if (other.unreadable) return true;
+  if (!other.sameItem || other.providerReference !== undefined) return false;
+  if (other.status === 'FAILED' || other.status === 'CANCELLED') return false;
+  if (other.acceptedAt !== undefined && Date.parse(other.acceptedAt) > input.to) return false;
+  if (other.reviewSince !== undefined && Date.parse(other.reviewSince) + input.settleMs < input.from) return false;
+  return true;
+}
+
+/** The verdict: one certain candidate, none, or ambiguous (pure: the unit tests' subject). */
+export function judgePlacement(
+  candidates: PlacementCandidate[],
+  others: OtherOrder[],
+  input: PlacementSearchInput,
+): PlacementSearch {
+  const claimed = new Set(others.flatMap((o) => (o.providerReference ? [o.providerReference] : [])));
+  const open = candidates.filter((c) => !claimed.has(c.orderId));
+  if (open.length === 0) {
+    return { kind: 'none', claimedByOthers: candidates.map((c) => c.orderId) };
+  }
+  const rivals = others.filter((o) => mayBeRival(o, input)).map((o) => o.ref);
+  if (open.length === 1 && rivals.length === 0) return { kind: 'found', candidate: open[0]! };
+  return { kind: 'ambiguous', candidates: open, rivals };
+}
+
+export function createGiftCardRecordsActivities(
+  provider: PlacementRecordsProvider | undefined,
+  temporal: Client | undefined,
+) {
+  return {
+    /**
+     * Looks the lost placement up in the provider's gift-card list (every page of the window) and,
+     * when some order matches, reads our other gift-card orders of that time (visibility, then each
+     * one's view) to see which are claimed and which could be rivals. Fails (retried) when the
+     * provider or Temporal cannot be read: a search that could not finish decides nothing.
+     */
+    async findGiftCardPlacement(input: PlacementSearchInput): Promise<PlacementSearch> {
+      if (!provider) throw new Error('this worker has no provider client for the records search');
+      const rows: GiftCardOrderCheck[] = [];
+      const range = { from: new Date(input.from).toISOString(), to: new Date(input.to).toISOString() };
+      for (let page = 1; ; page++) {
+        if (page > MAX_PAGES) {
+          return { kind: 'ambiguous', candidates: matchingRows(rows, input), rivals: ['(the list has too many pages)'] };
+        }
+        let answer;
+        try {
+          answer = await provider.listGiftCardOrders({ page, pageSize: listLimits.maxPageSize, range });
+        } catch (err) {
+          throw toTemporalFailure(err);
+        }
+        rows.push(...answer.items);
+        Context.current().heartbeat({ page });
+        if (page >= (answer.pagination?.totalPages ?? 1) || answer.items.length === 0) break;
+      }
+      const candidates = matchingRows(rows, input);
+      if (candidates.length === 0) return { kind: 'none', claimedByOthers: [] };
+      if (!temporal) throw new Error('this worker has no Temporal client to read the other orders');
+      const self = Context.current().info.workflowExecution?.workflowId ?? '';
+      const others = await readOtherOrders(temporal, self, input);
+      return judgePlacement(candidates, others, input);
+    },
+  };
+}
+
+/**
+ * Our other gift-card orders (this deployment's task queue) that were open at some time in the
+ * window (started before its end, still running or closed after its start), each with its view.
+ */
+async function readOtherOrders(temporal: Client, self: string, input: PlacementSearchInput): Promise<OtherOrder[]> {
+  const iso = (ms: number) => new Date(ms).toISOString();
+  // The orders of one deployment share its task queue (TEMPORAL_TASK_QUEUE), as the sweep assumes.
+  const { taskQueue } = Context.current().info;
+  const query =
+    `TaskQueue = '${taskQueue}' AND WorkflowType = '${workflowTypeByOrderType.gift_card}' ` +
+    `AND StartTime <= '${iso(input.to)}' ` +
+    `AND (ExecutionStatus = 'Running' OR CloseTime >= '${iso(input.from)}')`;
+  const ids = new Set<string>();
+  for await (const execution of temporal.workflow.list({ query })) {
+    if (execution.workflowId !== self) ids.add(execution.workflowId);
+  }
+  const others: OtherOrder[] = [];
+  for (const workflowId of ids) {
+    Context.current().heartbeat({ reading: workflowId });
+    const view = await viewOf(temporal, workflowId);
+    if (!view) {
+      others.push({ ref: workflowId, sameItem: false, unreadable: true });
+      continue;
+    }
+    const request = view.request as Partial<GiftCardRequest>;
+    others.push({
+      ref: view.ref,
+      sameItem:
+        request.productId === input.request.productId &&
+        request.typeId === input.request.typeId &&
+        request.quantity === input.request.quantity,
+      status: view.status,
+      acceptedAt: view.acceptedAt,
+      ...(view.providerReference !== undefined && { providerReference: view.providerReference }),
+      ...(view.review?.since !== undefined && { reviewSince: view.review.since }),
+    });
+  }
+  return others;
+}
+
+/** The latest run's view: its status query, or a completed run's result; undefined if neither answers. */
+async function viewOf(temporal: Client, workflowId: string): Promise<OrderView | undefined> {
+  const handle = temporal.workflow.getHandle(workflowId);
+  try {
+    return await handle.query(statusQuery);
+  } catch {
+    try {
+      const description = await handle.describe();
+      if (description.status.name === 'COMPLETED') return (await handle.result()) as OrderView;
+    } catch {
+      // unreadable
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * What a lost gift-card placement's search of the provider's records is asked and answers
+ * (activities/gift-card-records.ts; workflows/order/records.ts acts on it). Free of I/O: workflow
+ * code imports it.
+ */
+import type { GiftCardRequest } from './schemas';
+
+/** What the workflow asks: the placement's request and the window its commit must fall in (epoch ms). */
+export interface PlacementSearchInput {
+  request: Pick<GiftCardRequest, 'productId' | 'typeId' | 'quantity'>;
+  from: number;
+  to: number;
+  /** The order's settle window: how long after its own placement ended another order may still commit. */
+  settleMs: number;
+}
+
+/** One provider order that may be the lost placement (no card codes). */
+export interface PlacementCandidate {
+  orderId: string;
+  time?: string;
+  status: string;
+  quantity?: number;
+  pricePerCard?: number;
+}
+
+/** Another order of ours that matters to the search. */
+export interface OtherOrder {
+  ref: string;
+  /** Its provider order id, when it has one. */
+  providerReference?: string;
+  status?: string;
+  /** Same product, type and quantity as the order searching. */
+  sameItem: boolean;
+  acceptedAt?: string;
+  reviewSince?: string;
+  /** Its view could not be read: it may be anything. */
+  unreadable?: boolean;
+}
+
+export type PlacementSearch =
+  | { kind: 'found'; candidate: PlacementCandidate }
+  | { kind: 'none'; claimedByOthers: string[] }
+  | { kind: 'ambiguous'; candidates: PlacementCandidate[]; rivals: string[] };
+
+/** The evidence line for a review: the candidates and the rivals, no card codes. */
+export function describeCandidates(search: Extract<PlacementSearch, { kind: 'ambiguous' }>): string {
+  const candidates = search.candidates.map((c) => {
+    const amount =
+      c.pricePerCard !== undefined && c.quantity !== undefined ? `, ${c.pricePerCard * c.quantity} DZD` : '';
+    return `${c.orderId} (${c.time ?? 'time not shown'}, ${c.status}, quantity ${c.quantity ?? '?'}${amount})`;
+  });
+  const rivals = search.rivals.length
+    ? `; other orders of ours that may have placed the same item then: ${search.rivals.join(', ')}`
+    : '';
+  return `candidates in the provider's gift-card list: ${candidates.join(', ')}${rivals}`;
+}
+
+/** Review reasons of a placement whose answer was lost (the chaos summary splits gift cards in review by them). */
+export const placementReviewReasons = {
+  /** Records could settle it, but were not read in time (or the order type has none to read). */
+  unknown: 'the submission may or may not have reached the provider',
+  /** The records show more than one order that may be this placement, or a rival of ours: not a guess. */
+  ambiguous: "the provider's records show more than one order that may be this placement",
+} as const;
