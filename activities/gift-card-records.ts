@@ -78,7 +78,8 @@ export function mayBeRival(other: OtherOrder, input: PlacementSearchInput): bool
   if (!other.sameItem || other.providerReference !== undefined) return false;
   if (other.status === 'FAILED' || other.status === 'CANCELLED') return false;
   if (other.acceptedAt !== undefined && Date.parse(other.acceptedAt) > input.to) return false;
-  if (other.reviewSince !== undefined && Date.parse(other.reviewSince) + input.settleMs < input.from) return false;
+  if (other.reviewSince !== undefined && Date.parse(other.reviewSince) + input.settleMs < input.from)
+    return false;
   return true;
 }
 
@@ -115,7 +116,11 @@ export function createGiftCardRecordsActivities(
       const range = { from: new Date(input.from).toISOString(), to: new Date(input.to).toISOString() };
       for (let page = 1; ; page++) {
         if (page > MAX_PAGES) {
-          return { kind: 'ambiguous', candidates: matchingRows(rows, input), rivals: ['(the list has too many pages)'] };
+          return {
+            kind: 'ambiguous',
+            candidates: matchingRows(rows, input),
+            rivals: ['(the list has too many pages)'],
+          };
         }
         let answer;
         try {
@@ -141,7 +146,11 @@ export function createGiftCardRecordsActivities(
  * Our other gift-card orders (this deployment's task queue) that were open at some time in the
  * window (started before its end, still running or closed after its start), each with its view.
  */
-async function readOtherOrders(temporal: Client, self: string, input: PlacementSearchInput): Promise<OtherOrder[]> {
+async function readOtherOrders(
+  temporal: Client,
+  self: string,
+  input: PlacementSearchInput,
+): Promise<OtherOrder[]> {
   const iso = (ms: number) => new Date(ms).toISOString();
   // The orders of one deployment share its task queue (TEMPORAL_TASK_QUEUE), as the sweep assumes.
   const { taskQueue } = Context.current().info;

@@ -37,7 +37,8 @@ export function checkGiftCards(records: OrderRecord[], placements: PlacedGiftCar
   const problems: string[] = [];
   const byOrderId = new Map(placements.map((p) => [p.orderId, p]));
   const placedBy = new Map<string, number>();
-  for (const p of placements) if (p.clientRef) placedBy.set(p.clientRef, (placedBy.get(p.clientRef) ?? 0) + 1);
+  for (const p of placements)
+    if (p.clientRef) placedBy.set(p.clientRef, (placedBy.get(p.clientRef) ?? 0) + 1);
   const truth: GiftCardTruth = {
     inReview: { total: 0, recordDecidable: 0, ambiguous: 0, other: 0 },
     settledFromRecords: 0,
@@ -53,7 +54,9 @@ export function checkGiftCards(records: OrderRecord[], placements: PlacedGiftCar
     const placed = placedBy.get(workflowId) ?? 0;
     if (placed > 1) {
       truth.placedTwice++;
-      problems.push(`${request.ref}: PLACED TWICE — the sandbox committed ${placed} placements of this order`);
+      problems.push(
+        `${request.ref}: PLACED TWICE — the sandbox committed ${placed} placements of this order`,
+      );
     }
     const fromRecords = view.timeline.some((e) => e.event.startsWith(SETTLED_FROM_RECORDS));
     if (fromRecords) truth.settledFromRecords++;

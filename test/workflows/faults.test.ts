@@ -160,7 +160,10 @@ describe('order workflows when the provider misbehaves', () => {
     const handle = await start(giftCardRequest(newRef('gift-unreadable-list')));
     const view = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW');
 
-    assert.match(view.review?.evidence ?? '', /placeGiftCardOrder.*ProviderOutcomeUnknown.*could not be searched/);
+    assert.match(
+      view.review?.evidence ?? '',
+      /placeGiftCardOrder.*ProviderOutcomeUnknown.*could not be searched/,
+    );
     assert.equal(view.providerReference, undefined);
     await sandbox.clearFaults();
     // No orderId to check and deliver cards with: FULFILLED needs force (docs/operators.md: the decision table).
@@ -171,7 +174,11 @@ describe('order workflows when the provider misbehaves', () => {
       force: true,
     });
     assert.equal((await handle.result()).status, 'FULFILLED');
-    assert.equal((await sandbox.report()).giftCardOrders.placed, placedBefore + 1, 'exactly one order placed');
+    assert.equal(
+      (await sandbox.report()).giftCardOrders.placed,
+      placedBefore + 1,
+      'exactly one order placed',
+    );
   });
 
   it('when a gift-card placement hangs past its activity timeout, the call ends with the attempt; the list never shows it, so it is placed again, once, and FULFILLED', async () => {
@@ -191,7 +198,11 @@ describe('order workflows when the provider misbehaves', () => {
     const [call, again, ...more] = (await sandbox.requests('giftcards.placeOrder')).filter(
       (r) => r.receivedAt >= since,
     );
-    assert.equal(more.length, 0, 'two placement calls: the hung one, and the one after the list said it was never placed');
+    assert.equal(
+      more.length,
+      0,
+      'two placement calls: the hung one, and the one after the list said it was never placed',
+    );
     assert.ok(call?.endedAt !== undefined && again !== undefined, 'the hung call has ended');
     assert.ok(
       call.endedAt - call.receivedAt <= activityTimeoutMs + 500,

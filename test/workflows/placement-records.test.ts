@@ -9,7 +9,14 @@
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { placementReviewReasons } from '../../contract/placement-records';
-import { giftCardRequest, newRef, scaledTimings, startOrder, waitForView, type TestSandbox } from '../helpers/orders';
+import {
+  giftCardRequest,
+  newRef,
+  scaledTimings,
+  startOrder,
+  waitForView,
+  type TestSandbox,
+} from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 describe("a lost gift-card placement, looked for in the provider's records", () => {
@@ -35,11 +42,15 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
   it('the provider committed the placement and its answer was lost: the one order in the list is adopted, FULFILLED with its cards', async () => {
     await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
     const handle = await start(giftCardRequest(newRef('records-found'), 2));
-    const view = await handle.result();
+    const view = await waitForView(
+      handle,
+      (v) => !['ACCEPTED', 'SUBMITTED', 'PROCESSING'].includes(v.status),
+      60_000,
+    );
 
+    assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
     const placed = await placedFor(handle.workflowId);
     assert.equal(placed.length, 1, 'placed once');
-    assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
     assert.equal(view.providerReference, placed[0]!.orderId);
     assert.equal(view.result?.cards?.length, 2);
     assert.ok(view.timeline.some((e) => e.event.includes("Found in the provider's gift-card list")));
@@ -51,14 +62,17 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
       start(giftCardRequest(newRef('records-twin-a'), 3)),
       start(giftCardRequest(newRef('records-twin-b'), 3)),
     ]);
-    const views = await Promise.all(handles.map((h) => waitForView(h, (v) => v.status === 'NEEDS_REVIEW', 60_000)));
+    const views = await Promise.all(
+      handles.map((h) => waitForView(h, (v) => v.status === 'NEEDS_REVIEW', 60_000)),
+    );
     const placed = (await Promise.all(handles.map((h) => placedFor(h.workflowId)))).flat();
 
     assert.equal(placed.length, 2, 'each placed once');
     for (const view of views) {
       assert.equal(view.review?.reason, placementReviewReasons.ambiguous);
       assert.equal(view.providerReference, undefined);
-      for (const { orderId } of placed) assert.ok(view.review?.evidence?.includes(orderId), view.review?.evidence);
+      for (const { orderId } of placed)
+        assert.ok(view.review?.evidence?.includes(orderId), view.review?.evidence);
       assert.doesNotMatch(view.review?.evidence ?? '', /SANDBOX-CARD|"value"/);
     }
     await Promise.all(handles.map((h) => h.terminate('test over')));

@@ -55,7 +55,8 @@ export async function settleFromRecords<R extends OrderRequest, C extends Provid
   let notFound = 0;
   for (;;) {
     const wait = Math.min(lookAt, o.deadlineAt) - Date.now();
-    if (wait > 0) await sleep(wait, { summary: "settle window: the provider's records before placing again" });
+    if (wait > 0)
+      await sleep(wait, { summary: "settle window: the provider's records before placing again" });
     // Retried for a settle window at most (never past the deadline): a search that cannot finish
     // decides nothing, and the order goes to review as it did before records were searched.
     const { activityTimeoutMs } = o.timings;
@@ -90,7 +91,9 @@ export async function settleFromRecords<R extends OrderRequest, C extends Provid
     notFound++;
     if (notFound >= 2) {
       if (Date.now() < o.deadlineAt) {
-        o.note(`Not in the provider's gift-card list twice, ${settleS} s apart: it was never placed; placing again`);
+        o.note(
+          `Not in the provider's gift-card list twice, ${settleS} s apart: it was never placed; placing again`,
+        );
         return 'resend';
       }
       o.finish('FAILED', "The placement is not in the provider's records: nothing was placed", {
@@ -99,7 +102,10 @@ export async function settleFromRecords<R extends OrderRequest, C extends Provid
       return 'done';
     }
     if (Date.now() >= o.deadlineAt) {
-      o.toReview(placementReviewReasons.unknown, `${failure}; not in the provider's gift-card list by the deadline`);
+      o.toReview(
+        placementReviewReasons.unknown,
+        `${failure}; not in the provider's gift-card list by the deadline`,
+      );
       return 'done';
     }
     o.note(`Not in the provider's gift-card list; looking again in ${settleS} s`);
