@@ -6,19 +6,27 @@
  * the same product, type and quantity committed inside the placement's window may be ours.
  *
  * It is ours only when nothing else can be: exactly one such order that no other order of ours
- * holds (its provider order id, in that order's view), and no other order of ours of the same
- * product, type and quantity that may have placed in the window without knowing its order id (a
- * placement in flight, or one whose answer was lost too). Two candidates, or one and such a rival:
- * ambiguous, never a guess. None: the placement was not committed (read after the settle window,
- * the same assumption as a top-up's check-ref).
+ * holds (its provider order id: the ProviderOrderId search attribute, or that order's view), and no
+ * other order of ours of the same product, type and quantity that may have placed in the window
+ * without knowing its order id (a placement in flight, or one whose answer was lost too). Two
+ * candidates, or one and such a rival: ambiguous, never a guess. None: not shown yet — the provider
+ * documents no bound on its list's lag, so the workflow never reads "none" as "never placed".
  *
  * Evidence carries ids, times, quantities and amounts: never card codes.
  */
 import { Context } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import type { ProviderClient } from '../src/provider/client';
 import { listLimits, type GiftCardOrderCheck } from '../src/provider/wire';
-import { statusQuery, workflowTypeByOrderType, type OrderView } from '../contract/order';
+import {
+  AcceptedAtAttribute,
+  OrderStatusAttribute,
+  ProviderOrderIdAttribute,
+  ReviewSinceAttribute,
+  statusQuery,
+  workflowTypeByOrderType,
+  type OrderView,
+} from '../contract/order';
 import type { GiftCardRequest } from '../contract/schemas';
 import { toTemporalFailure } from './provider-failures';
 import type {
@@ -70,12 +78,13 @@ export function matchingRows(rows: GiftCardOrderCheck[], input: PlacementSearchI
 
 /**
  * May this other order of ours have committed a placement of the same item inside the window
- * without knowing its order id? Certainly not when it holds one, ended with nothing placed (FAILED,
- * CANCELLED), was accepted after the window, or went to review more than a settle window before it.
+ * without knowing its order id? Certainly not when it holds one, is of another item, ended with
+ * nothing placed (FAILED, CANCELLED), was accepted after the window, or went to review more than a
+ * settle window before it. An item not known yet (`sameItem` undefined) may be the same.
  */
 export function mayBeRival(other: OtherOrder, input: PlacementSearchInput): boolean {
   if (other.unreadable) return true;
-  if (!other.sameItem || other.providerReference !== undefined) return false;
+  if (other.sameItem === false || other.providerReference !== undefined) return false;
   if (other.status === 'FAILED' || other.status === 'CANCELLED') return false;
   if (other.acceptedAt !== undefined && Date.parse(other.acceptedAt) > input.to) return false;
   if (other.reviewSince !== undefined && Date.parse(other.reviewSince) + input.settleMs < input.from)
@@ -136,68 +145,120 @@ export function createGiftCardRecordsActivities(
       if (candidates.length === 0) return { kind: 'none', claimedByOthers: [] };
       if (!temporal) throw new Error('this worker has no Temporal client to read the other orders');
       const self = Context.current().info.workflowExecution?.workflowId ?? '';
-      const others = await readOtherOrders(temporal, self, input);
+      const others = await readOtherOrders(temporal, self, input, candidates);
       return judgePlacement(candidates, others, input);
     },
   };
 }
 
+/** A provider order id that can be quoted in a visibility query as it is. */
+const QUOTABLE_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
+
 /**
- * Our other gift-card orders (this deployment's task queue) that were open at some time in the
- * window (started before its end, still running or closed after its start), each with its view.
+ * Our other gift-card orders (this deployment's task queue) that matter to the search, in two
+ * visibility calls and a read of only those few whose item the listing cannot tell:
+ * - claimed: any order that holds a candidate's id (ProviderOrderId, published with SUBMITTED);
+ * - may be rivals: every order open at some time in the window (accepted before its end, its latest
+ *   run still running or closed after its start), from the listing's attributes (OrderStatus,
+ *   AcceptedAt, ReviewSince, ProviderOrderId). Those without a provider order id that the listing
+ *   cannot rule out are read (the status query, a closed run's result) for their item and a
+ *   provider order id visibility may not show yet; one that cannot be read may be anything.
  */
 async function readOtherOrders(
   temporal: Client,
   self: string,
   input: PlacementSearchInput,
+  candidates: PlacementCandidate[],
 ): Promise<OtherOrder[]> {
   const iso = (ms: number) => new Date(ms).toISOString();
   // The orders of one deployment share its task queue (TEMPORAL_TASK_QUEUE), as the sweep assumes.
   const { taskQueue } = Context.current().info;
-  const query =
-    `TaskQueue = '${taskQueue}' AND WorkflowType = '${workflowTypeByOrderType.gift_card}' ` +
-    `AND StartTime <= '${iso(input.to)}' ` +
-    `AND (ExecutionStatus = 'Running' OR CloseTime >= '${iso(input.from)}')`;
-  const ids = new Set<string>();
-  for await (const execution of temporal.workflow.list({ query })) {
-    if (execution.workflowId !== self) ids.add(execution.workflowId);
-  }
-  const others: OtherOrder[] = [];
-  for (const workflowId of ids) {
-    Context.current().heartbeat({ reading: workflowId });
-    const view = await viewOf(temporal, workflowId);
-    if (!view) {
-      others.push({ ref: workflowId, sameItem: false, unreadable: true });
-      continue;
+  const ours = `TaskQueue = '${taskQueue}' AND WorkflowType = '${workflowTypeByOrderType.gift_card}'`;
+  const others = new Map<string, OtherOrder>();
+  const fromListing = (execution: WorkflowExecutionInfo): OtherOrder => {
+    const attributes = execution.typedSearchAttributes;
+    const acceptedAt = attributes.get(AcceptedAtAttribute);
+    const reviewSince = attributes.get(ReviewSinceAttribute);
+    const providerReference = attributes.get(ProviderOrderIdAttribute);
+    const status = attributes.get(OrderStatusAttribute);
+    return {
+      ref: execution.workflowId,
+      ...(status !== undefined && { status }),
+      ...(acceptedAt !== undefined && { acceptedAt: acceptedAt.toISOString() }),
+      ...(reviewSince !== undefined && { reviewSince: reviewSince.toISOString() }),
+      ...(providerReference !== undefined && { providerReference }),
+    };
+  };
+
+  const ids = candidates.map((c) => c.orderId).filter((id) => QUOTABLE_ID.test(id));
+  if (ids.length > 0) {
+    const claimed = `${ours} AND ProviderOrderId IN (${ids.map((id) => `'${id}'`).join(', ')})`;
+    for await (const execution of temporal.workflow.list({ query: claimed })) {
+      if (execution.workflowId !== self) others.set(execution.workflowId, fromListing(execution));
     }
-    const request = view.request as Partial<GiftCardRequest>;
-    others.push({
-      ref: view.ref,
-      sameItem:
-        request.productId === input.request.productId &&
-        request.typeId === input.request.typeId &&
-        request.quantity === input.request.quantity,
-      status: view.status,
-      acceptedAt: view.acceptedAt,
-      ...(view.providerReference !== undefined && { providerReference: view.providerReference }),
-      ...(view.review?.since !== undefined && { reviewSince: view.review.since }),
-    });
   }
-  return others;
+  Context.current().heartbeat({ listed: 'claimed' });
+
+  // AcceptedAt, not StartTime: a review's own run (continue-as-new) starts after the window.
+  const open =
+    `${ours} AND AcceptedAt <= '${iso(input.to)}' AND ExecutionStatus != 'ContinuedAsNew' ` +
+    `AND (ExecutionStatus = 'Running' OR CloseTime >= '${iso(input.from)}')`;
+  // An order may show more than one run here (a terminated run and the sweep's new one): read
+  // once, as its latest run, if any of them may be a rival.
+  const unread = new Map<string, boolean>();
+  for await (const execution of temporal.workflow.list({ query: open })) {
+    const { workflowId } = execution;
+    if (workflowId === self || others.get(workflowId)?.providerReference !== undefined) continue;
+    const other = fromListing(execution);
+    if (!unread.has(workflowId)) others.set(workflowId, other);
+    if (mayBeRival(other, input)) {
+      unread.set(workflowId, unread.get(workflowId) === true || execution.status.name === 'RUNNING');
+    }
+  }
+  Context.current().heartbeat({ listed: 'open', toRead: unread.size });
+
+  await Promise.all(
+    [...unread].map(async ([workflowId, running]) => {
+      const view = await viewOf(temporal, workflowId, running);
+      if (!view) {
+        others.set(workflowId, { ref: workflowId, unreadable: true });
+        return;
+      }
+      const request = view.request as Partial<GiftCardRequest>;
+      others.set(workflowId, {
+        ref: view.ref,
+        sameItem:
+          request.productId === input.request.productId &&
+          request.typeId === input.request.typeId &&
+          request.quantity === input.request.quantity,
+        status: view.status,
+        acceptedAt: view.acceptedAt,
+        ...(view.providerReference !== undefined && { providerReference: view.providerReference }),
+        ...(view.review?.since !== undefined && { reviewSince: view.review.since }),
+      });
+    }),
+  );
+  return [...others.values()];
 }
 
-/** The latest run's view: its status query, or a completed run's result; undefined if neither answers. */
-async function viewOf(temporal: Client, workflowId: string): Promise<OrderView | undefined> {
+/** The latest run's view: a running one's status query, a closed one's result; undefined if unreadable. */
+async function viewOf(
+  temporal: Client,
+  workflowId: string,
+  running: boolean,
+): Promise<OrderView | undefined> {
   const handle = temporal.workflow.getHandle(workflowId);
   try {
-    return await handle.query(statusQuery);
+    if (running) return await handle.query(statusQuery);
   } catch {
-    try {
-      const description = await handle.describe();
-      if (description.status.name === 'COMPLETED') return (await handle.result()) as OrderView;
-    } catch {
-      // unreadable
-    }
-    return undefined;
+    // closed since it was listed, or not answering: read as closed below
   }
+  try {
+    const description = await handle.describe();
+    if (description.status.name === 'COMPLETED') return (await handle.result()) as OrderView;
+    if (description.status.name === 'RUNNING') return await handle.query(statusQuery);
+  } catch {
+    // unreadable
+  }
+  return undefined;
 }

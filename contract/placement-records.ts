@@ -29,8 +29,8 @@ export interface OtherOrder {
   /** Its provider order id, when it has one. */
   providerReference?: string;
   status?: string;
-  /** Same product, type and quantity as the order searching. */
-  sameItem: boolean;
+  /** Same product, type and quantity as the order searching; undefined: not read (may be). */
+  sameItem?: boolean;
   acceptedAt?: string;
   reviewSince?: string;
   /** Its view could not be read: it may be anything. */
@@ -55,10 +55,29 @@ export function describeCandidates(search: Extract<PlacementSearch, { kind: 'amb
   return `candidates in the provider's gift-card list: ${candidates.join(', ')}${rivals}`;
 }
 
+/** The evidence line for a placement the list did not show, twice: the window and when it was read. */
+export function describeNotFound(
+  search: Extract<PlacementSearch, { kind: 'none' }>,
+  window: { from: number; to: number },
+  firstLook: number,
+  lastLook: number,
+): string {
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const claimed = search.claimedByOthers.length
+    ? ` (matching orders there, each another order's of ours: ${search.claimedByOthers.join(', ')})`
+    : '';
+  return (
+    `not in the provider's gift-card list between ${iso(window.from)} and ${iso(window.to)}${claimed}, ` +
+    `read at ${iso(firstLook)} and ${iso(lastLook)}; the list's lag has no documented bound, so it may still appear`
+  );
+}
+
 /** Review reasons of a placement whose answer was lost (the chaos summary splits gift cards in review by them). */
 export const placementReviewReasons = {
   /** Records could settle it, but were not read in time (or the order type has none to read). */
   unknown: 'the submission may or may not have reached the provider',
   /** The records show more than one order that may be this placement, or a rival of ours: not a guess. */
   ambiguous: "the provider's records show more than one order that may be this placement",
+  /** The list did not show it, twice a settle window apart: placed or not, an operator decides. */
+  notFound: "the placement is not in the provider's gift-card list (yet)",
 } as const;

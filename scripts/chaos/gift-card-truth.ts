@@ -4,8 +4,8 @@
  * order that holds a provider order id — above all one settled from the provider's records after
  * its placement's answer was lost (workflows/order/records.ts) — is checked to hold its own
  * placement, and no order's placement was made twice. Gift cards in review are split by why:
- * a reason the provider's records could have settled, the records' ambiguity (an operator's
- * call), or anything else.
+ * a reason the provider's records could have settled, the records' ambiguity or a placement the
+ * list did not show (an operator's call), or anything else.
  */
 import { orderWorkflowId } from '../../contract/order';
 import { placementReviewReasons } from '../../contract/placement-records';
@@ -22,6 +22,8 @@ export interface GiftCardTruth {
     recordDecidable: number;
     /** The records show several candidates or a rival order of ours: an operator decides. */
     ambiguous: number;
+    /** Not in the list, twice a settle window apart: its lag has no documented bound, an operator decides. */
+    notFound: number;
     other: number;
   };
   /** Adopted from the provider's gift-card list after a lost answer. */
@@ -40,7 +42,7 @@ export function checkGiftCards(records: OrderRecord[], placements: PlacedGiftCar
   for (const p of placements)
     if (p.clientRef) placedBy.set(p.clientRef, (placedBy.get(p.clientRef) ?? 0) + 1);
   const truth: GiftCardTruth = {
-    inReview: { total: 0, recordDecidable: 0, ambiguous: 0, other: 0 },
+    inReview: { total: 0, recordDecidable: 0, ambiguous: 0, notFound: 0, other: 0 },
     settledFromRecords: 0,
     wronglySettled: 0,
     placedTwice: 0,
@@ -74,6 +76,7 @@ export function checkGiftCards(records: OrderRecord[], placements: PlacedGiftCar
       const reason = view.review?.reason;
       if (reason === placementReviewReasons.unknown) truth.inReview.recordDecidable++;
       else if (reason === placementReviewReasons.ambiguous) truth.inReview.ambiguous++;
+      else if (reason === placementReviewReasons.notFound) truth.inReview.notFound++;
       else truth.inReview.other++;
     }
   }

@@ -17,6 +17,7 @@ import {
   waitForView,
   type TestSandbox,
 } from '../helpers/orders';
+import { placementReviewReasons } from '../../contract/placement-records';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 describe('order workflows when the provider misbehaves', () => {
@@ -153,11 +154,14 @@ describe('order workflows when the provider misbehaves', () => {
     });
   }
 
-  it("when a gift-card placement's answer is unclear and the provider's list cannot be read, the order goes to NEEDS_REVIEW and is never placed twice", async () => {
+  it("when a gift-card placement's answer is unclear and the provider's list cannot be read until the deadline, the order goes to NEEDS_REVIEW and is never placed twice", async () => {
     const placedBefore = (await sandbox.report()).giftCardOrders.placed;
     await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
     await sandbox.addFault({ kind: 'error', status: 503, routes: ['giftcards.list'] });
-    const handle = await start(giftCardRequest(newRef('gift-unreadable-list')));
+    // The search is retried until the order's deadline: a short one.
+    const handle = await start(giftCardRequest(newRef('gift-unreadable-list')), {
+      timings: scaledTimings({ deadlineMs: 6_000 }),
+    });
     const view = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW');
 
     assert.match(
@@ -181,7 +185,7 @@ describe('order workflows when the provider misbehaves', () => {
     );
   });
 
-  it('when a gift-card placement hangs past its activity timeout, the call ends with the attempt; the list never shows it, so it is placed again, once, and FULFILLED', async () => {
+  it('when a gift-card placement hangs past its activity timeout, the call ends with the attempt; the list never shows it, so the order goes to NEEDS_REVIEW and is not placed again', async () => {
     const since = Date.now();
     const placedBefore = (await sandbox.report()).giftCardOrders.placed;
     await sandbox.addFault({ kind: 'hang', routes: ['giftcards.placeOrder'], times: 1 });
@@ -190,26 +194,33 @@ describe('order workflows when the provider misbehaves', () => {
     const handle = await start(giftCardRequest(newRef('gift-timeout')), {
       timings: scaledTimings({ activityTimeoutMs }),
     });
-    const view = await handle.result();
+    const view = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW');
 
-    assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
+    // Not in the list twice: the list's lag has no documented bound, so that is no proof it was
+    // never placed; an operator decides, with when the list was read.
+    assert.equal(view.review?.reason, placementReviewReasons.notFound);
+    assert.match(
+      view.review?.evidence ?? '',
+      /not in the provider's gift-card list between \S+ and \S+, read at \S+ and \S+/,
+    );
     // The hung call itself was ended with its attempt, not left open at the provider (the worker's
     // own HTTP timeouts are longer); the slack is a loaded machine's.
-    const [call, again, ...more] = (await sandbox.requests('giftcards.placeOrder')).filter(
+    const [call, ...more] = (await sandbox.requests('giftcards.placeOrder')).filter(
       (r) => r.receivedAt >= since,
     );
-    assert.equal(
-      more.length,
-      0,
-      'two placement calls: the hung one, and the one after the list said it was never placed',
-    );
-    assert.ok(call?.endedAt !== undefined && again !== undefined, 'the hung call has ended');
+    assert.equal(more.length, 0, 'one placement call, never placed again');
+    assert.ok(call?.endedAt !== undefined, 'the hung call has ended');
     assert.ok(
       call.endedAt - call.receivedAt <= activityTimeoutMs + 500,
       `the call was open ${call.endedAt - call.receivedAt} ms, its attempt ${activityTimeoutMs} ms`,
     );
-    assert.equal((await sandbox.report()).giftCardOrders.placed, placedBefore + 1, 'one order placed');
-    assert.ok(view.timeline.some((e) => e.event.includes('never placed; placing again')));
+    assert.equal((await sandbox.report()).giftCardOrders.placed, placedBefore, 'nothing placed');
+    await handle.signal(resolveReviewSignal, {
+      decision: 'REFUNDED',
+      operator: 'amina',
+      note: 'nothing placed',
+    });
+    assert.equal((await handle.result()).status, 'REFUNDED');
   });
 
   it('when a gift-card placement is rate limited, the workflow places it again after Retry-After and it is FULFILLED', async () => {

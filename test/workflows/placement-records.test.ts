@@ -2,8 +2,8 @@
  * A gift-card placement whose answer was lost, settled from the provider's records
  * (workflows/order/records.ts) against the sandbox over HTTP: found alone in the gift-card list →
  * carried on with and FULFILLED under that provider order id; two of our orders of the same item
- * losing their answers together → both in review with the candidates; never committed → placed
- * again once the list has not shown it twice. Fault rules apply to the whole sandbox, so the tests
+ * losing their answers together → both in review with the candidates; not shown by the list
+ * twice (committed behind a lagging list, or never) → review, never placed again. Fault rules apply to the whole sandbox, so the tests
  * run one after another, each with a quantity of its own (the item the search matches on).
  */
 import { after, afterEach, before, describe, it } from 'node:test';
@@ -56,6 +56,26 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
     assert.ok(view.timeline.some((e) => e.event.includes("Found in the provider's gift-card list")));
   });
 
+  it('another order of ours placed the same item just before and knows its order id: that one is claimed (ProviderOrderId), ours is adopted', async () => {
+    const other = await start(giftCardRequest(newRef('records-claimed-other'), 5));
+    await waitForView(other, (v) => v.providerReference !== undefined, 30_000);
+    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
+    const handle = await start(giftCardRequest(newRef('records-claimed'), 5));
+    const view = await waitForView(
+      handle,
+      (v) => !['ACCEPTED', 'SUBMITTED', 'PROCESSING'].includes(v.status),
+      60_000,
+    );
+
+    const [ours] = await placedFor(handle.workflowId);
+    const [theirs] = await placedFor(other.workflowId);
+    assert.ok(ours && theirs);
+    // The other's placement is inside our window (it starts 2 s before ours): a candidate there.
+    assert.ok(Date.parse(ours.placedAt) - Date.parse(theirs.placedAt) < 2_000, 'both in the window');
+    assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
+    assert.equal(view.providerReference, ours.orderId);
+  });
+
   it('two of our orders of the same item lose their answers together: both go to review with both candidates, neither guesses', async () => {
     await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 2 });
     const handles = await Promise.all([
@@ -78,15 +98,29 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
     await Promise.all(handles.map((h) => h.terminate('test over')));
   });
 
-  it('the placement failed before the provider committed it: not in the list twice, so it is placed again, once, and FULFILLED', async () => {
+  it('the placement committed but the list lags behind it: not in the list twice, so review with when it was read; never placed again', async () => {
+    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
+    await sandbox.addFault({ kind: 'lagging_reads', lagMs: 120_000, routes: ['giftcards.list'] });
+    const handle = await start(giftCardRequest(newRef('records-lagging'), 4));
+    const view = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 60_000);
+
+    assert.equal(view.review?.reason, placementReviewReasons.notFound, view.review?.evidence);
+    assert.match(
+      view.review?.evidence ?? '',
+      /not in the provider's gift-card list between \S+ and \S+, read at \S+ and \S+/,
+    );
+    assert.equal(view.providerReference, undefined);
+    assert.equal((await placedFor(handle.workflowId)).length, 1, 'placed once, never again');
+    await handle.terminate('test over');
+  });
+
+  it('the placement failed before the provider committed it: not in the list twice, so review; not placed again, not FAILED', async () => {
     await sandbox.addFault({ kind: 'error', status: 502, routes: ['giftcards.placeOrder'], times: 1 });
     const handle = await start(giftCardRequest(newRef('records-none'), 1));
-    const view = await handle.result();
+    const view = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 60_000);
 
-    assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
-    const placed = await placedFor(handle.workflowId);
-    assert.equal(placed.length, 1, 'placed once in all');
-    assert.equal(view.providerReference, placed[0]!.orderId);
-    assert.ok(view.timeline.some((e) => e.event.includes('never placed; placing again')));
+    assert.equal(view.review?.reason, placementReviewReasons.notFound, view.review?.evidence);
+    assert.equal((await placedFor(handle.workflowId)).length, 0, 'nothing placed, nothing placed again');
+    await handle.terminate('test over');
   });
 });

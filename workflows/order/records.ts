@@ -7,14 +7,17 @@
  * - exactly one that is no other order's, and no other order of ours that may have placed the same
  *   item then: that is this order's; it carries on with it (polling, delivery, partial fill as usual);
  * - more than one, or a rival of ours: review, with the candidates as evidence;
- * - none: looked for again a settle window later; none twice means it was never placed: placed
- *   again (or FAILED, nothing placed, when the deadline has come).
+ * - none: looked for again a settle window later; none twice: review, with when the list was read
+ *   (the provider documents no bound on its list's lag, so it is never read as "never placed":
+ *   nothing is placed again, nothing ends FAILED on it).
+ * A search that fails is retried until the order's deadline; still failing then: review.
  * Deterministic workflow code: the search is an activity, every wait a durable timer.
  */
 import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { OrderActivities } from '../../activities';
 import {
   describeCandidates,
+  describeNotFound,
   placementReviewReasons,
   type PlacementSearch,
 } from '../../contract/placement-records';
@@ -34,81 +37,64 @@ export interface PlacingTime {
   endedAt: number;
 }
 
-/** After an unclear placement: 'resend' when the records show it never happened, else 'done' (the order moved on). */
+/** After an unclear placement: the order carries on with the one it found, or goes to review. */
 export async function settleFromRecords<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
   placing: PlacingTime,
   failure: string,
-): Promise<'resend' | 'done'> {
+): Promise<void> {
   const find = o.adapter.findInRecords;
-  if (!find) {
-    o.toReview(placementReviewReasons.unknown, failure);
-    return 'done';
-  }
+  if (!find) return o.toReview(placementReviewReasons.unknown, failure);
   const { settleMs } = o.timings;
   const window = { from: placing.startedAt - CLOCK_MARGIN_MS, to: placing.endedAt + settleMs, settleMs };
   const settleS = Math.round(settleMs / 100) / 10;
   o.note(
-    `Placement outcome unknown; looking for it in the provider's gift-card list in ${settleS} s, nothing is placed before`,
+    `Placement outcome unknown; looking for it in the provider's gift-card list in ${settleS} s, nothing is placed again`,
   );
   let lookAt = window.to + VISIBILITY_MARGIN_MS;
-  let notFound = 0;
+  let firstLook: number | undefined;
   for (;;) {
     const wait = Math.min(lookAt, o.deadlineAt) - Date.now();
-    if (wait > 0)
-      await sleep(wait, { summary: "settle window: the provider's records before placing again" });
-    // Retried for a settle window at most (never past the deadline): a search that cannot finish
-    // decides nothing, and the order goes to review as it did before records were searched.
+    if (wait > 0) await sleep(wait, { summary: "settle window: then the provider's gift-card list" });
+    // Retried until the deadline (one attempt at least): a search that cannot finish decides
+    // nothing, and the order goes to review as it did before records were searched.
     const { activityTimeoutMs } = o.timings;
     const activities = proxyActivities<OrderActivities>({
       startToCloseTimeout: activityTimeoutMs,
-      scheduleToCloseTimeout: Math.max(Math.min(o.deadlineAt - Date.now(), settleMs), activityTimeoutMs),
+      scheduleToCloseTimeout: Math.max(o.deadlineAt - Date.now(), activityTimeoutMs),
       retry: o.retryPolicy(),
       summary: "look for the placement in the provider's gift-card list",
     });
+    const lookedAt = Date.now();
     let search: PlacementSearch;
     try {
       search = await find(activities, o.order, window);
     } catch (err) {
-      o.toReview(
+      return o.toReview(
         placementReviewReasons.unknown,
         `${failure}; the provider's records could not be searched (${describeFailure(err)})`,
       );
-      return 'done';
     }
     if (search.kind === 'found') {
       const { orderId, time } = search.candidate;
       o.note(
         `Found in the provider's gift-card list: order ${orderId}${time ? ` of ${time}` : ''}, the only one that can be this placement`,
       );
-      o.onSubmitted({ providerReference: orderId, alreadySent: true });
-      return 'done';
+      return o.onSubmitted({ providerReference: orderId, alreadySent: true });
     }
     if (search.kind === 'ambiguous') {
-      o.toReview(placementReviewReasons.ambiguous, `${failure}; ${describeCandidates(search)}`);
-      return 'done';
+      return o.toReview(placementReviewReasons.ambiguous, `${failure}; ${describeCandidates(search)}`);
     }
-    notFound++;
-    if (notFound >= 2) {
-      if (Date.now() < o.deadlineAt) {
-        o.note(
-          `Not in the provider's gift-card list twice, ${settleS} s apart: it was never placed; placing again`,
-        );
-        return 'resend';
-      }
-      o.finish('FAILED', "The placement is not in the provider's records: nothing was placed", {
-        failure: { code: 'NOT_PLACED', message: `${failure}; not in the provider's gift-card list twice` },
-      });
-      return 'done';
-    }
-    if (Date.now() >= o.deadlineAt) {
-      o.toReview(
-        placementReviewReasons.unknown,
-        `${failure}; not in the provider's gift-card list by the deadline`,
+    // None: the provider documents no bound on its list's lag, so "not shown" is never "never
+    // placed" — placing again could send it twice, FAILED could hide a delivered card.
+    if (firstLook !== undefined || Date.now() >= o.deadlineAt) {
+      return o.toReview(
+        placementReviewReasons.notFound,
+        `${failure}; ${describeNotFound(search, window, firstLook ?? lookedAt, lookedAt)}`,
       );
-      return 'done';
     }
-    o.note(`Not in the provider's gift-card list; looking again in ${settleS} s`);
+    firstLook = lookedAt;
+    o.note(`Not in the provider's gift-card list yet; looking again in ${settleS} s`);
     lookAt = Date.now() + settleMs;
   }
 }

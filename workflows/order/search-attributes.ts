@@ -15,6 +15,7 @@ import {
   HoldRequiredAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
+  ProviderOrderIdAttribute,
   ReviewSinceAttribute,
   type OrderType,
   type OrderView,
@@ -42,6 +43,13 @@ export function publishSearchAttributes(view: OrderView, orderType: OrderType, i
   const debited = view.result?.debit?.amount;
   if (current.get(DebitAmountAttribute) !== debited) {
     updates.push({ key: DebitAmountAttribute, value: debited ?? null });
+  }
+  // Set with the status that comes with it (SUBMITTED): no upsert of its own.
+  if (
+    view.providerReference !== undefined &&
+    current.get(ProviderOrderIdAttribute) !== view.providerReference
+  ) {
+    updates.push({ key: ProviderOrderIdAttribute, value: view.providerReference });
   }
   updates.push(...holdUpdates(view));
   if (updates.length > 0) upsertSearchAttributes(updates);

@@ -109,11 +109,7 @@ async function place<R extends OrderRequest, C extends ProviderCheck>(
           return placementFailed(o, err);
         }
         // It may have been placed: the provider's records tell (records.ts).
-        const placing = { startedAt, endedAt: Date.now() };
-        if ((await settleFromRecords(o, placing, describeFailure(err))) === 'done') return;
-        if (cancelledBeforeSending(o, "not in the provider's records: nothing was placed")) return;
-        local = false;
-        continue;
+        return settleFromRecords(o, { startedAt, endedAt: Date.now() }, describeFailure(err));
       }
       const delayMs = failure.details?.retryAfterMs ?? RETRY_INITIAL_INTERVAL_MS;
       if (Date.now() + delayMs >= o.deadlineAt) return giveUpSubmitting(o, failure.message);
