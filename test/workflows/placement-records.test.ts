@@ -8,6 +8,7 @@
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { ProviderOrderIdAttribute } from '../../contract/order';
 import { placementReviewReasons } from '../../contract/placement-records';
 import {
   giftCardRequest,
@@ -74,6 +75,9 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
     assert.ok(Date.parse(ours.placedAt) - Date.parse(theirs.placedAt) < 2_000, 'both in the window');
     assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
     assert.equal(view.providerReference, ours.orderId);
+    // The claim is published for visibility, in the search attribute the search reads.
+    const published = (await other.describe()).typedSearchAttributes.get(ProviderOrderIdAttribute);
+    assert.equal(published, theirs.orderId);
   });
 
   it('two of our orders of the same item lose their answers together: both go to review with both candidates, neither guesses', async () => {

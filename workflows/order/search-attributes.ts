@@ -44,14 +44,17 @@ export function publishSearchAttributes(view: OrderView, orderType: OrderType, i
   if (current.get(DebitAmountAttribute) !== debited) {
     updates.push({ key: DebitAmountAttribute, value: debited ?? null });
   }
-  // Set with the status that comes with it (SUBMITTED): no upsert of its own.
-  if (
-    view.providerReference !== undefined &&
-    current.get(ProviderOrderIdAttribute) !== view.providerReference
-  ) {
-    updates.push({ key: ProviderOrderIdAttribute, value: view.providerReference });
-  }
   updates.push(...holdUpdates(view));
+  // Only with another change (the status that comes with it, SUBMITTED): never an upsert, a
+  // command, of its own, so histories recorded before it replay as they were.
+  const providerOrderId = view.providerReference;
+  if (
+    updates.length > 0 &&
+    providerOrderId !== undefined &&
+    current.get(ProviderOrderIdAttribute) !== providerOrderId
+  ) {
+    updates.push({ key: ProviderOrderIdAttribute, value: providerOrderId });
+  }
   if (updates.length > 0) upsertSearchAttributes(updates);
 }
 

@@ -109,7 +109,13 @@ async function place<R extends OrderRequest, C extends ProviderCheck>(
           return placementFailed(o, err);
         }
         // It may have been placed: the provider's records tell (records.ts).
-        return settleFromRecords(o, { startedAt, endedAt: Date.now() }, describeFailure(err));
+        // The workflow's clock is its task's start: the call may have ended later — when it says
+        // so (the worker's clock), or, an attempt that timed out, at least a timeout after it began.
+        const endedAt = Math.max(
+          Date.now(),
+          failure?.details?.endedAt ?? startedAt + o.timings.activityTimeoutMs,
+        );
+        return settleFromRecords(o, { startedAt, endedAt }, describeFailure(err));
       }
       const delayMs = failure.details?.retryAfterMs ?? RETRY_INITIAL_INTERVAL_MS;
       if (Date.now() + delayMs >= o.deadlineAt) return giveUpSubmitting(o, failure.message);
