@@ -24,6 +24,8 @@ export interface GiftCardTruth {
     ambiguous: number;
     /** Not in the list, twice a settle window apart: its lag has no documented bound, an operator decides. */
     notFound: number;
+    /** …of which the sandbox had in truth committed (the list lagged behind): the rest were never placed. */
+    notFoundPlaced: number;
     other: number;
   };
   /** Adopted from the provider's gift-card list after a lost answer. */
@@ -42,7 +44,7 @@ export function checkGiftCards(records: OrderRecord[], placements: PlacedGiftCar
   for (const p of placements)
     if (p.clientRef) placedBy.set(p.clientRef, (placedBy.get(p.clientRef) ?? 0) + 1);
   const truth: GiftCardTruth = {
-    inReview: { total: 0, recordDecidable: 0, ambiguous: 0, notFound: 0, other: 0 },
+    inReview: { total: 0, recordDecidable: 0, ambiguous: 0, notFound: 0, notFoundPlaced: 0, other: 0 },
     settledFromRecords: 0,
     wronglySettled: 0,
     placedTwice: 0,
@@ -76,8 +78,10 @@ export function checkGiftCards(records: OrderRecord[], placements: PlacedGiftCar
       const reason = view.review?.reason;
       if (reason === placementReviewReasons.unknown) truth.inReview.recordDecidable++;
       else if (reason === placementReviewReasons.ambiguous) truth.inReview.ambiguous++;
-      else if (reason === placementReviewReasons.notFound) truth.inReview.notFound++;
-      else truth.inReview.other++;
+      else if (reason === placementReviewReasons.notFound) {
+        truth.inReview.notFound++;
+        if (placed > 0) truth.inReview.notFoundPlaced++;
+      } else truth.inReview.other++;
     }
   }
   return truth;
