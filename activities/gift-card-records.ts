@@ -28,6 +28,7 @@ import {
   type OrderView,
 } from '../contract/order';
 import type { GiftCardRequest } from '../contract/schemas';
+import { FIGURES_MEMO } from '../src/orders/figures';
 import { toTemporalFailure } from './provider-failures';
 import type {
   OtherOrder,
@@ -151,6 +152,14 @@ export function createGiftCardRecordsActivities(
   };
 }
 
+function sameItem(request: Partial<GiftCardRequest>, input: PlacementSearchInput): boolean {
+  return (
+    request.productId === input.request.productId &&
+    request.typeId === input.request.typeId &&
+    request.quantity === input.request.quantity
+  );
+}
+
 /** A provider order id that can be quoted in a visibility query as it is. */
 const QUOTABLE_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
 
@@ -160,8 +169,8 @@ const QUOTABLE_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
  * - claimed: any order that holds a candidate's id (ProviderOrderId, published with SUBMITTED);
  * - may be rivals: every order open at some time in the window (accepted before its end, its latest
  *   run still running or closed after its start), from the listing's attributes (OrderStatus,
- *   AcceptedAt, ReviewSince, ProviderOrderId). Those without a provider order id that the listing
- *   cannot rule out are read (the status query, a closed run's result) for their item and a
+ *   AcceptedAt, ReviewSince, ProviderOrderId) and memo (the request's figures: its item). Those
+ *   without a provider order id that the listing cannot rule out are read (the status query, a closed run's result) for their item and a
  *   provider order id visibility may not show yet; one that cannot be read may be anything.
  */
 async function readOtherOrders(
@@ -181,8 +190,12 @@ async function readOtherOrders(
     const reviewSince = attributes.get(ReviewSinceAttribute);
     const providerReference = attributes.get(ProviderOrderIdAttribute);
     const status = attributes.get(OrderStatusAttribute);
+    // The request's figures, in the memo since intake (src/orders/figures.ts): the item, without a query.
+    const figures = execution.memo?.[FIGURES_MEMO] as Partial<GiftCardRequest> | undefined;
+    const known = figures?.productId !== undefined && figures.quantity !== undefined;
     return {
       ref: execution.workflowId,
+      ...(known && { sameItem: sameItem(figures, input) }),
       ...(status !== undefined && { status }),
       ...(acceptedAt !== undefined && { acceptedAt: acceptedAt.toISOString() }),
       ...(reviewSince !== undefined && { reviewSince: reviewSince.toISOString() }),
@@ -224,13 +237,9 @@ async function readOtherOrders(
         others.set(workflowId, { ref: workflowId, unreadable: true });
         return;
       }
-      const request = view.request as Partial<GiftCardRequest>;
       others.set(workflowId, {
         ref: view.ref,
-        sameItem:
-          request.productId === input.request.productId &&
-          request.typeId === input.request.typeId &&
-          request.quantity === input.request.quantity,
+        sameItem: sameItem(view.request as Partial<GiftCardRequest>, input),
         status: view.status,
         acceptedAt: view.acceptedAt,
         ...(view.providerReference !== undefined && { providerReference: view.providerReference }),

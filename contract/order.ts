@@ -262,6 +262,11 @@ export interface OrderContinuation {
   webhookDurable?: string[] | 'all';
   /** The watch after an operator's decision, when one is running. */
   watch?: DecisionWatch;
+  /**
+   * In review because a lost placement's records could not be searched: the window it was to be
+   * looked for in (epoch ms), so the review's rechecks search them again (workflows/order/records.ts).
+   */
+  recordsWindow?: { from: number; to: number; settleMs: number };
 }
 
 /** What the workflow keeps of a watch after an operator's decision (the view shows `OrderView.watch`). */

@@ -35,8 +35,10 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
     await env.stop();
   });
 
-  const start = (request: ReturnType<typeof giftCardRequest>) =>
-    startOrder(env.client, env.taskQueues.main, request, { timings: scaledTimings() });
+  const start = (
+    request: ReturnType<typeof giftCardRequest>,
+    timings: Parameters<typeof scaledTimings>[0] = {},
+  ) => startOrder(env.client, env.taskQueues.main, request, { timings: scaledTimings(timings) });
   const placedFor = async (workflowId: string) =>
     (await sandbox.giftCardOrders()).filter((o) => o.clientRef === workflowId);
 
@@ -100,6 +102,27 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
       assert.doesNotMatch(view.review?.evidence ?? '', /SANDBOX-CARD|"value"/);
     }
     await Promise.all(handles.map((h) => h.terminate('test over')));
+  });
+
+  it("the list cannot be read until the deadline: review; the review's recheck searches it again once it can, finds the placement and settles the order", async () => {
+    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
+    await sandbox.addFault({ kind: 'error', status: 503, routes: ['giftcards.list'] });
+    const handle = await start(giftCardRequest(newRef('records-recheck'), 6), {
+      deadlineMs: 5_000,
+      reviewRecheckMs: 2_000,
+    });
+    const inReview = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 60_000);
+    assert.match(inReview.review?.evidence ?? '', /could not be searched/);
+    await sandbox.clearFaults();
+    const view = await waitForView(handle, (v) => v.status !== 'NEEDS_REVIEW', 60_000);
+
+    assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
+    const placed = await placedFor(handle.workflowId);
+    assert.equal(placed.length, 1, 'placed once');
+    assert.equal(view.providerReference, placed[0]!.orderId);
+    assert.ok(
+      view.timeline.some((e) => e.event.startsWith("Recheck: found in the provider's gift-card list")),
+    );
   });
 
   it('the placement committed but the list lags behind it: not in the list twice, so review with when it was read; never placed again', async () => {

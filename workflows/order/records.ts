@@ -70,6 +70,8 @@ export async function settleFromRecords<R extends OrderRequest, C extends Provid
     try {
       search = await find(activities, o.order, window);
     } catch (err) {
+      // The review's rechecks search them again (recheckRecords).
+      o.recordsWindow = window;
       return o.toReview(
         placementReviewReasons.unknown,
         `${failure}; the provider's records could not be searched (${describeFailure(err)})`,
@@ -96,5 +98,48 @@ export async function settleFromRecords<R extends OrderRequest, C extends Provid
     firstLook = lookedAt;
     o.note(`Not in the provider's gift-card list yet; looking again in ${settleS} s`);
     lookAt = Date.now() + settleMs;
+  }
+}
+
+/**
+ * A review's recheck of an order in review because its records could not be searched: searched
+ * again (one attempt's retries: decisions queued behind a recheck should not wait long). Found: the
+ * order takes that provider order id, and the recheck asks the provider about it (review.ts); the
+ * records showing more than one: noted for the operator, not searched again; none: noted, searched
+ * again at the next recheck.
+ */
+export async function recheckRecords<R extends OrderRequest, C extends ProviderCheck>(
+  o: Order<R, C>,
+): Promise<void> {
+  const window = o.recordsWindow;
+  const find = o.adapter.findInRecords;
+  if (!window || !find || o.view.providerReference !== undefined) return;
+  const { activityTimeoutMs } = o.timings;
+  const activities = proxyActivities<OrderActivities>({
+    startToCloseTimeout: activityTimeoutMs,
+    scheduleToCloseTimeout: activityTimeoutMs,
+    retry: o.retryPolicy(),
+    summary: "review re-check: look for the placement in the provider's gift-card list",
+  });
+  let search: PlacementSearch;
+  try {
+    search = await find(activities, o.order, window);
+  } catch (err) {
+    o.note(`Recheck: the provider's records could not be searched (${describeFailure(err)})`);
+    return;
+  }
+  if (search.kind === 'found') {
+    const { orderId, time } = search.candidate;
+    o.recordsWindow = undefined;
+    o.view.providerReference = orderId;
+    o.note(
+      `Recheck: found in the provider's gift-card list: order ${orderId}${time ? ` of ${time}` : ''}, the only one that can be this placement`,
+    );
+  } else if (search.kind === 'ambiguous') {
+    o.recordsWindow = undefined;
+    o.note(`Recheck: ${describeCandidates(search)}`);
+  } else {
+    const at = Date.now();
+    o.note(`Recheck: ${describeNotFound(search, window, at, at)}`);
   }
 }
