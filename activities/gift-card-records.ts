@@ -28,7 +28,6 @@ import {
   type OrderView,
 } from '../contract/order';
 import type { GiftCardRequest } from '../contract/schemas';
-import { FIGURES_MEMO } from '../src/orders/figures';
 import { toTemporalFailure } from './provider-failures';
 import type {
   OtherOrder,
@@ -38,6 +37,12 @@ import type {
 } from '../contract/placement-records';
 
 export type { PlacementSearch, PlacementSearchInput } from '../contract/placement-records';
+
+/**
+ * The memo key of the request's figures, set at intake (src/orders/figures.ts FIGURES_MEMO, which
+ * activities may not import; test/workflows/placement-records.test.ts checks the two agree).
+ */
+export const FIGURES_MEMO_KEY = 'figures';
 
 /** More pages than this in one window is not a lost placement's search any more: ambiguous. */
 const MAX_PAGES = 20;
@@ -191,7 +196,7 @@ async function readOtherOrders(
     const providerReference = attributes.get(ProviderOrderIdAttribute);
     const status = attributes.get(OrderStatusAttribute);
     // The request's figures, in the memo since intake (src/orders/figures.ts): the item, without a query.
-    const figures = execution.memo?.[FIGURES_MEMO] as Partial<GiftCardRequest> | undefined;
+    const figures = execution.memo?.[FIGURES_MEMO_KEY] as Partial<GiftCardRequest> | undefined;
     const known = figures?.productId !== undefined && figures.quantity !== undefined;
     return {
       ref: execution.workflowId,

@@ -9,6 +9,8 @@
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ProviderOrderIdAttribute } from '../../contract/order';
+import { FIGURES_MEMO_KEY } from '../../activities/gift-card-records';
+import { FIGURES_MEMO } from '../../src/orders/figures';
 import { placementReviewReasons } from '../../contract/placement-records';
 import {
   giftCardRequest,
@@ -33,6 +35,10 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
   });
   after(async () => {
     await env.stop();
+  });
+
+  it("reads other orders' items from the memo key intake writes", () => {
+    assert.equal(FIGURES_MEMO_KEY, FIGURES_MEMO);
   });
 
   const start = (
