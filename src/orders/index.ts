@@ -16,3 +16,8 @@ export { type PageTokens, pageTokensFromConfig } from './page-token';
 export { createSweepActivities } from './sweep.activities';
 export { ensureOrderSweepSchedule } from './sweep.schedule';
 export { timingsFromConfig } from './timings';
+export {
+  createGiftCardRecordsActivities,
+  FIGURES_MEMO_KEY,
+  type PlacementRecordsProvider,
+} from './gift-card-records.activities';

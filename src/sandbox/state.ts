@@ -157,6 +157,8 @@ interface Created<B> {
 
 interface GiftCardOrder extends Created<PlaceOrderBody> {
   pricePerCard: number;
+  /** What the placement's X-Client-Reference header said (wire.ts CLIENT_REFERENCE_HEADER), if anything. */
+  clientRef?: string;
 }
 
 /** One family's top-ups, keyed by owner and ref; more than one per key only without `uniqueRefs`. */
@@ -286,6 +288,8 @@ export interface OrderTimeline {
 export interface PlacedGiftCardOrder extends PlaceOrderBody {
   orderId: string;
   placedAt: string;
+  /** The placement's X-Client-Reference, if it carried one: which of the client's orders placed it. */
+  clientRef?: string;
 }
 
 /** The sandbox account's login (the docs show a phone number in international form). */
@@ -363,7 +367,12 @@ export class SandboxState {
     return this.#send(this.#internet, 'internet', owner, body, debit);
   }
 
-  placeGiftCardOrder(owner: string, body: PlaceOrderBody, pricePerCard: number): PlaceOrderResult {
+  placeGiftCardOrder(
+    owner: string,
+    body: PlaceOrderBody,
+    pricePerCard: number,
+    clientRef?: string,
+  ): PlaceOrderResult {
     this.#assertCovers(pricePerCard * body.quantity);
     const orderId = newId();
     const timeline = this.#drawTimeline('giftCard');
@@ -374,6 +383,7 @@ export class SandboxState {
       createdAt: this.#now(),
       body,
       pricePerCard,
+      ...(clientRef && { clientRef }),
       ...(timeline && { timeline }),
     });
     return { orderId };
@@ -456,9 +466,9 @@ export class SandboxState {
     return roundDinars(balance);
   }
 
-  /** Ledger rows up to now, newest first, with their running balances. */
-  transactions(query: ListQuery): Page<Transaction> {
-    const now = this.#now();
+  /** Ledger rows up to now (as of `view.lagMs` ago), newest first, with their running balances. */
+  transactions(query: ListQuery, view: ReadView = {}): Page<Transaction> {
+    const now = this.#asOf(view);
     const rows: Transaction[] = [];
     let balance = 0;
     for (const entry of [...this.#ledger].filter((e) => e.at <= now).sort((a, b) => a.at - b.at)) {
@@ -545,10 +555,11 @@ export class SandboxState {
   }
 
   giftCardOrders(): PlacedGiftCardOrder[] {
-    return [...this.#giftCardOrders.values()].map(({ id, createdAt, body }) => ({
+    return [...this.#giftCardOrders.values()].map(({ id, createdAt, body, clientRef }) => ({
       orderId: id,
       ...body,
       placedAt: new Date(createdAt).toISOString(),
+      ...(clientRef && { clientRef }),
     }));
   }
 
@@ -799,6 +810,7 @@ export class SandboxState {
         const { id, owner, createdAt, body, timeline } = record as unknown as Created<PlaceOrderBody>;
         const pricePerCard = (record.pricePerCard as number | undefined) ?? 0;
         const debit = pricePerCard * body.quantity;
+        const clientRef = record.clientRef as string | undefined;
         this.#giftCardOrders.set(id, {
           id,
           owner,
@@ -806,6 +818,7 @@ export class SandboxState {
           body,
           debit,
           pricePerCard,
+          ...(clientRef && { clientRef }),
           ...(timeline && { timeline }),
         });
         this.#offer.take(body.productId, body.typeId, body.quantity);

@@ -27,6 +27,7 @@ import {
 import { holdsTheOrder, holdUntilResumed } from './hold.workflow';
 import { lookUp } from './provider.workflow';
 import { cancelledBeforeSending } from './cancellation.workflow';
+import { settleFromRecords } from './records.workflow';
 import { RETRY_INITIAL_INTERVAL_MS, type Order } from './state.workflow';
 import type { ProviderCheck, SubmitHow } from './types.workflow';
 
@@ -83,6 +84,8 @@ async function place<R extends OrderRequest, C extends ProviderCheck>(
   let local = true;
   for (;;) {
     const earlier = local && first.earlierTaskMayHaveSent ? first : {};
+    // An earlier task's placement, if any, came after the order was accepted.
+    const startedAt = earlier.earlierTaskMayHaveSent ? Date.parse(o.order.acceptedAt) : Date.now();
     const viaQueue = () =>
       o.adapter.submit(placementActivities(o), o.order, {
         placeUntil: o.deadlineAt,
@@ -101,7 +104,19 @@ async function place<R extends OrderRequest, C extends ProviderCheck>(
         local = false;
         continue;
       }
-      if (!local || !failure || !isSafeToRepeat(failure.type)) return placementFailed(o, err);
+      if (!local || !failure || !isSafeToRepeat(failure.type)) {
+        if (failure?.type === ProviderFailureType.rejected || (failure && isSafeToRepeat(failure.type))) {
+          return placementFailed(o, err);
+        }
+        // It may have been placed: the provider's records tell (records.ts).
+        // The workflow's clock is its task's start: the call may have ended later — when it says
+        // so (the worker's clock), or, an attempt that timed out, at least a timeout after it began.
+        const endedAt = Math.max(
+          Date.now(),
+          failure?.details?.endedAt ?? startedAt + o.timings.activityTimeoutMs,
+        );
+        return settleFromRecords(o, { startedAt, endedAt }, describeFailure(err));
+      }
       const delayMs = failure.details?.retryAfterMs ?? RETRY_INITIAL_INTERVAL_MS;
       if (Date.now() + delayMs >= o.deadlineAt) return giveUpSubmitting(o, failure.message);
       await sleep(delayMs, { summary: 'wait, then place again (the provider was not reached)' });

@@ -27,6 +27,7 @@ import {
   type DecisionOutcome,
   type DecisionRefusal,
   type DecisionWatch,
+  type OrderContinuation,
   type OrderInput,
   type OrderRequest,
   type OrderStatus,
@@ -108,6 +109,8 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   cancelRequestedAt: string | undefined;
   /** HELD: the account workflow let the order go (hold.ts). */
   resumeRequested = false;
+  /** In review because the provider's records could not be searched: where to look again (records.ts). */
+  recordsWindow: OrderContinuation['recordsWindow'];
 
   constructor(
     readonly orderType: OrderType,
@@ -146,6 +149,7 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
     // A run the sweep started after a closed one may follow a send: it looks the order up first.
     this.freshFirstTask = !input.resumed && workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH;
     this.watch = carried?.watch;
+    this.recordsWindow = carried?.recordsWindow;
     this.eventSequence = carried?.eventSequence ?? 0;
     // A run resumed by the sweep cannot know what the closed run handed off: all to the delivery workflow.
     this.webhookDurable =
