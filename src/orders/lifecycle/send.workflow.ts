@@ -108,7 +108,7 @@ async function place<R extends OrderRequest, C extends ProviderCheck>(
         if (failure?.type === ProviderFailureType.rejected || (failure && isSafeToRepeat(failure.type))) {
           return placementFailed(o, err);
         }
-        // It may have been placed: the provider's records tell (records.ts).
+        // It may have been placed: the provider's records tell (records.workflow.ts).
         // The workflow's clock is its task's start: the call may have ended later — when it says
         // so (the worker's clock), or, an attempt that timed out, at least a timeout after it began.
         const endedAt = Math.max(

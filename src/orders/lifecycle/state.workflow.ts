@@ -109,7 +109,7 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   cancelRequestedAt: string | undefined;
   /** HELD: the account workflow let the order go (hold.ts). */
   resumeRequested = false;
-  /** In review because the provider's records could not be searched: where to look again (records.ts). */
+  /** In review because the provider's records could not be searched: where to look again (records.workflow.ts). */
   recordsWindow: OrderContinuation['recordsWindow'];
 
   constructor(

@@ -65,7 +65,7 @@ export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
   ): Promise<PollOutcome<C>> | undefined;
   /**
    * A submission that cannot be looked up by ref (`once`) and whose answer was lost: looked for in
-   * the provider's records (records.ts). Absent: such a submission goes to review.
+   * the provider's records (records.workflow.ts). Absent: such a submission goes to review.
    */
   findInRecords?(
     activities: OrderActivities,
