@@ -41,6 +41,7 @@ import { orderDetails, type ReviewNotice } from '../../../contract/ui-metadata';
 import { interpretCheck } from './interpret.workflow';
 import { recordSettlement } from './debit.workflow';
 import { publishSearchAttributes, reviewRunAttributes } from './search-attributes.workflow';
+import { assertLegalMove } from './transitions.workflow';
 import type {
   AdaptedOrder,
   Interpretation,
@@ -215,6 +216,8 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
     event: string,
     { at, publish = true }: { at?: string; publish?: boolean } = {},
   ): void {
+    // The lifecycle's table (transitions.workflow.ts): a move not in it fails the workflow task.
+    assertLegalMove(this.view.status, status);
     if (status === 'QUEUED' && this.view.status !== 'QUEUED') {
       // Delivery within 12–48 h (documented): checked at that pace, stuck only after a deadline of its own.
       this.deadlineAt = Date.now() + this.timings.queuedDeadlineMs;
