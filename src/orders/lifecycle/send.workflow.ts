@@ -14,7 +14,7 @@ import {
 } from '@temporalio/workflow';
 import type { OrderActivities } from '../order.activities';
 import { ProviderFailureType, type Submission } from '../../../contract/activity-outcomes';
-import type { OrderRequest } from '../../../contract/order';
+import { finalStatuses, type OrderRequest } from '../../../contract/order';
 import {
   describeFailure,
   isSafeToRepeat,
@@ -99,6 +99,8 @@ async function place<R extends OrderRequest, C extends ProviderCheck>(
       if (failure && holdsTheOrder(failure)) {
         // Certainly not placed: held, then placed through the task queue.
         const held = await holdUntilResumed(o, failure);
+        // Ended by giving up (FAILED) even if a cancel came meanwhile: a final status is never replaced.
+        if (held.next === 'ended' && finalStatuses.includes(o.view.status)) return;
         if (cancelledBeforeSending(o, 'held, nothing was placed') || held.next === 'ended') return;
         released = held.released;
         local = false;
@@ -195,7 +197,12 @@ async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
     if (failure && holdsTheOrder(failure)) {
       // Certainly not sent (the provider refused it for the balance, or the worker held it).
       const held = await holdUntilResumed(o, failure);
-      if (held.next === 'ended' && o.cancelRequestedAt === undefined) return;
+      // Ended: gave up (FAILED, final even if a cancel came meanwhile), or cancelled (the loop ends it).
+      if (
+        held.next === 'ended' &&
+        (o.cancelRequestedAt === undefined || finalStatuses.includes(o.view.status))
+      )
+        return;
       released = held.next === 'send' && held.released;
       repeats = 0;
       continue;
