@@ -11,28 +11,22 @@
  */
 import { activityInfo, heartbeat, log } from '@temporalio/activity';
 import {
-  WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   type Client,
   type WorkflowExecutionDescription,
   type WorkflowHandle,
 } from '@temporalio/client';
-import type { SearchAttributePair } from '@temporalio/common';
 import type { ProviderClient } from '../provider';
 import { isProviderError } from '../provider';
+import { disputedSearchAttributes, reopenedInput, reopenOrder } from '../orders';
 import {
-  AcceptedAtAttribute,
   CompletedAtAttribute,
-  defaultOrderTimings,
   finalStatuses,
-  OrderClientAttribute,
   orderInputQuery,
   OrderStatusAttribute,
-  OrderTypeAttribute,
   orderWorkflowId,
   parseOrderWorkflowId,
   PROVIDER_REF_MEMO,
-  ReviewSinceAttribute,
   statusQuery,
   workflowTypeByOrderType,
   type OrderInput,
@@ -482,22 +476,20 @@ export function createReconciliationActivities(
     // Changed since it was read: a decision needs a running order, so only another start can have.
     if (latest.runId !== order.runId || latest.status.name === 'RUNNING')
       return asItStands(order.workflowId, latest, item);
-    try {
-      await client().workflow.start(latest.type, {
-        workflowId: order.workflowId,
-        taskQueue: latest.taskQueue,
-        args: [reopenedInput(input, view, { date, providerStatus: verdict.providerStatus, evidence })],
-        // This one start only: the closed run's ID is taken again for the dispute's run.
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-        workflowIdConflictPolicy: 'FAIL',
-        memo: latest.memo,
-        // As the new run will publish them: listed DISPUTED, not final, from its start.
-        typedSearchAttributes: reopenedSearchAttributes(latest),
-      });
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      return item('open', 'the order was started again meanwhile');
-    }
+    const { started } = await reopenOrder(client(), {
+      workflowId: order.workflowId,
+      latest,
+      input: reopenedInput(
+        input,
+        view,
+        { reconciled: { date, providerStatus: verdict.providerStatus, evidence } },
+        // The closed run's own continuation (a watch, its event sequence) is over: only its last view goes on.
+        'closed',
+      ),
+      // As the new run will publish them: listed DISPUTED, not final, from its start.
+      searchAttributes: disputedSearchAttributes(latest),
+    });
+    if (!started) return item('open', 'the order was started again meanwhile');
     log.warn('reconciliation: order reopened as DISPUTED', {
       workflowId: order.workflowId,
       status: view.status,
@@ -858,42 +850,4 @@ async function askById(provider: ReconciliationProvider, type: OrderType, id: st
       return { kind: 'unreachable', detail: 'the provider refused the check' };
     throw err;
   }
-}
-
-/**
- * The search attributes a reopened order's run starts with: the service's own (none of Temporal's,
- * such as a closed run's worker version or patch versions), as its first task will publish them — DISPUTED, in review
- * since now, no longer completed — so no list sees it final in between.
- */
-function reopenedSearchAttributes(latest: WorkflowExecutionDescription): SearchAttributePair[] {
-  const pairs: SearchAttributePair[] = [
-    { key: OrderStatusAttribute, value: 'DISPUTED' },
-    { key: ReviewSinceAttribute, value: new Date() },
-  ];
-  const type = latest.typedSearchAttributes.get(OrderTypeAttribute);
-  if (type !== undefined) pairs.push({ key: OrderTypeAttribute, value: type });
-  const owner = latest.typedSearchAttributes.get(OrderClientAttribute);
-  if (owner !== undefined) pairs.push({ key: OrderClientAttribute, value: owner });
-  const accepted = latest.typedSearchAttributes.get(AcceptedAtAttribute);
-  if (accepted !== undefined) pairs.push({ key: AcceptedAtAttribute, value: accepted });
-  return pairs;
-}
-
-/** The closed run's input with its last view, marked as reopened by the reconciliation. */
-function reopenedInput(input: OrderInput, view: OrderView, reconciled: ReconciledDispute): OrderInput {
-  // The closed run's own continuation (a watch, its event sequence) is over: only its last view goes on.
-  const { continued: _continued, resumed: _resumed, ...rest } = input;
-  const { deadlineMs } = { ...defaultOrderTimings[input.request.type], ...input.timings };
-  return {
-    ...rest,
-    reconciled,
-    continued: {
-      view,
-      deadlineAt: Date.now() + deadlineMs,
-      nextCheckMs: 0,
-      // Webhook events go on above the closed run's (its last sequence is not in its view; each
-      // announced event has its timeline entry), so the delivery workflow does not take them for repeats.
-      eventSequence: view.timeline.length,
-    },
-  };
 }
