@@ -365,6 +365,7 @@ export async function runChaos(
         provider: await readProviderRecords(stack.sandboxUrl, CHAOS_PROVIDER_KEY),
         workflowCount: await probe.countOrders(accepted),
         intakeStats: intake.stats,
+        placements: await admin.giftCardOrders(),
         troubleOf: (ref) => probe.troubleOf(ref),
       });
       verdict.problems.push(...secretsInLogs(stack.logDir, [...stack.secrets, ...orderSecrets(records)]));

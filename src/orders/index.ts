@@ -22,6 +22,12 @@ export {
   type Reopening,
   type ReopenMark,
 } from './reopen';
+export { FairStartGate, StartNotRun, type StartKind } from './start-gate';
 export { createSweepActivities } from './sweep.activities';
 export { ensureOrderSweepSchedule } from './sweep.schedule';
 export { timingsFromConfig } from './timings';
+export {
+  createGiftCardRecordsActivities,
+  FIGURES_MEMO_KEY,
+  type PlacementRecordsProvider,
+} from './gift-card-records.activities';

@@ -32,4 +32,6 @@ export interface Created<B> {
 
 export interface GiftCardOrder extends Created<PlaceOrderBody> {
   pricePerCard: number;
+  /** What the placement's X-Client-Reference header said (wire.ts CLIENT_REFERENCE_HEADER), if anything. */
+  clientRef?: string;
 }

@@ -243,6 +243,8 @@ export interface OrderTimeline {
 export interface PlacedGiftCardOrder extends PlaceOrderBody {
   orderId: string;
   placedAt: string;
+  /** The placement's X-Client-Reference, if it carried one: which of the client's orders placed it. */
+  clientRef?: string;
 }
 
 /** The sandbox account's login (the docs show a phone number in international form). */
@@ -306,7 +308,12 @@ export class SandboxState {
     return this.#send(this.#internet, 'internet', owner, body, debit);
   }
 
-  placeGiftCardOrder(owner: string, body: PlaceOrderBody, pricePerCard: number): PlaceOrderResult {
+  placeGiftCardOrder(
+    owner: string,
+    body: PlaceOrderBody,
+    pricePerCard: number,
+    clientRef?: string,
+  ): PlaceOrderResult {
     this.#assertCovers(pricePerCard * body.quantity);
     const orderId = newId();
     const timeline = this.#drawTimeline('giftCard');
@@ -317,6 +324,7 @@ export class SandboxState {
       createdAt: this.#now(),
       body,
       pricePerCard,
+      ...(clientRef && { clientRef }),
       ...(timeline && { timeline }),
     });
     return { orderId };
@@ -405,9 +413,9 @@ export class SandboxState {
     return this.#ledger.balance(at);
   }
 
-  /** Ledger rows up to now, newest first, with their running balances. */
-  transactions(query: ListQuery): Page<Transaction> {
-    return this.#ledger.transactions(query, this.#now());
+  /** Ledger rows up to now (as of `view.lagMs` ago), newest first, with their running balances. */
+  transactions(query: ListQuery, view: ReadView = {}): Page<Transaction> {
+    return this.#ledger.transactions(query, this.#asOf(view));
   }
 
   /** Admin: the balance becomes `balance` now (a DEPOSIT or WITHDRAW row of the difference). */
@@ -475,10 +483,11 @@ export class SandboxState {
   }
 
   giftCardOrders(): PlacedGiftCardOrder[] {
-    return [...this.#giftCardOrders.values()].map(({ id, createdAt, body }) => ({
+    return [...this.#giftCardOrders.values()].map(({ id, createdAt, body, clientRef }) => ({
       orderId: id,
       ...body,
       placedAt: new Date(createdAt).toISOString(),
+      ...(clientRef && { clientRef }),
     }));
   }
 
@@ -641,6 +650,7 @@ export class SandboxState {
         const { id, owner, createdAt, body, timeline } = record as unknown as Created<PlaceOrderBody>;
         const pricePerCard = (record.pricePerCard as number | undefined) ?? 0;
         const debit = pricePerCard * body.quantity;
+        const clientRef = record.clientRef as string | undefined;
         this.#giftCardOrders.set(id, {
           id,
           owner,
@@ -648,6 +658,7 @@ export class SandboxState {
           body,
           debit,
           pricePerCard,
+          ...(clientRef && { clientRef }),
           ...(timeline && { timeline }),
         });
         this.#offer.take(body.productId, body.typeId, body.quantity);
