@@ -233,7 +233,7 @@ export interface OrderInput {
    */
   resumed?: { closedAs: string; at: string };
   /**
-   * Set only by the nightly reconciliation (src/reconciliation/reconciliation.activities.ts) when it starts a new run
+   * Set only by the nightly reconciliation (src/reconciliation/reopening.ts) when it starts a new run
    * after a closed one whose final status the provider now contradicts: the new run, carrying the
    * closed run's last view in `continued`, reopens the order as DISPUTED with this evidence.
    */
