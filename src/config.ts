@@ -90,7 +90,7 @@ const schema = z.object({
   /**
    * After a send whose outcome is unknown, the longest the provider may take to show it in
    * check-ref (its processing plus read lag); no new send before two "not found" that far after
-   * the send and that far apart (docs/contributors.md "Never send twice"). 60 s: three times the longest a
+   * the send and that far apart (docs/contributors.md "Never send twice: what we assume of the provider"). 60 s: three times the longest a
    * worker waits for a send's answer by default (headers + body timeouts, 20 s). Read by the API,
    * which fixes it in each new order's input.
    */
@@ -306,7 +306,7 @@ const schema = z.object({
    */
   WORKER_MAKE_CURRENT: z.enum(['first', 'always', 'never']).default('first'),
 
-  // -- order polling (durations in ms; see docs/contributors.md "Polling") --
+  // -- order polling (durations in ms; see docs/contributors.md "The order lifecycle") --
   POLL_FIRST_CHECK_MS: millis.default(5_000),
   POLL_HANDLING_CHECK_MS: millis.default(15_000),
   POLL_MAX_INTERVAL_MS: millis.default(60_000),
@@ -420,7 +420,7 @@ const schema = z.object({
   /**
    * `spec` (default): every order on the spec's fixed timeline (PENDING 5 s, HANDLING until 20 s).
    * `documented`: each order draws its own from the provider's documented ranges, seeded by
-   * SANDBOX_TIMINGS_SEED (docs/contributors.md "Provider sandbox"). Also PATCH /admin/settings.
+   * SANDBOX_TIMINGS_SEED (docs/sandbox.md "Keys, the account, timings and scripted outcomes"). Also PATCH /admin/settings.
    */
   SANDBOX_TIMINGS: z.enum(['spec', 'documented']).default('spec'),
   SANDBOX_TIMINGS_SEED: z.coerce

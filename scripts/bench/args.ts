@@ -87,7 +87,7 @@ export const usage = `npm run bench -- [flags]
   --noisy-fairness on|off|both  the noisy run with fairness on only, off only, or both (default)
   --noisy-reconcile N      with --noisy M: a day of N orders reconciled alone, then B's trickle idle,
                            during A's flood of M and during another flood of M with the day reconciled
-                           meanwhile (fairness on; docs/contributors.md "Reconciliation under a flood")
+                           meanwhile (fairness on; docs/benchmarks.md "The other runs")
   --part webhook-fairness  only the normal run's webhook fairness part (a prompt endpoint's client
                            idle, beside a 10 s endpoint, beside a client without one), on its own stack
   --part provider-pace     the sandbox at the provider's documented timings, time scale 1: provider

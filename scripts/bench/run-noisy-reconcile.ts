@@ -1,6 +1,6 @@
 /**
  * The reconciliation under another client's flood (`--noisy M --noisy-reconcile N`,
- * docs/contributors.md "Reconciliation under a flood"): a day of N orders of client A, closed, and
+ * docs/benchmarks.md "The other runs"): a day of N orders of client A, closed, and
  * N/10 debits no order explains (re-checked at the provider); the
  * reconciliation of that day alone; then client B's trickle (one order every 2 s) on the idle
  * stack, during a flood of M orders by A, and during another flood of M with the reconciliation of

@@ -1,5 +1,5 @@
 /**
- * The noisy-neighbour run (`--noisy N`, docs/contributors.md "Noisy neighbour"): on one stack,
+ * The noisy-neighbour run (`--noisy N`, docs/benchmarks.md "The other runs"): on one stack,
  * first the idle stack — client B submits one order every 2 s and client A one single order every
  * 5 s — then the same while A floods N orders through POST /v1/orders/batch (batches of 500, one
  * after the other). For B's orders and A's singles: acceptance → sent (the send activity completed)

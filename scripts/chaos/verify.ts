@@ -262,8 +262,8 @@ export async function verify(input: {
       view.status === 'REFUNDED' &&
       view.result?.refundMessage === sandboxRefundMessages.operatorDown
     ) {
-      // The sandbox refunds a send to an operator /v3/ping reports down (docs/contributors.md
-      // "Provider sandbox"): one the gate let through on a reading older than the phase.
+      // The sandbox refunds a send to an operator /v3/ping reports down (docs/sandbox.md
+      // "Fault injection"): one the gate let through on a reading older than the phase.
       underFaults.refundedOperatorDown++;
     } else {
       problems.push(

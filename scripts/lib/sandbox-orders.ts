@@ -118,7 +118,7 @@ export async function waitForView(
       failedInARow = 0;
     } catch (err) {
       // A query that races a run's continue-as-new (an order entering review does) can fail once:
-      // its legacy-query replay fails (docs/contributors.md "Review in a run of its own"). Twice in a row is a failure.
+      // its legacy-query replay fails (docs/contributors.md "The order lifecycle"). Twice in a row is a failure.
       if (++failedInARow > 1) throw err;
       continue;
     }

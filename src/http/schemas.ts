@@ -82,7 +82,7 @@ export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 20;
 
 /**
- * The longest date range a list, export or statement takes (docs/integrators.md "Date ranges"): a
+ * The longest date range a list, export or statement takes (docs/integrators.md "Listing orders"): a
  * year and a day, so a calendar year in any zone fits and no request reads the whole history.
  */
 export const MAX_RANGE_DAYS = 366;

@@ -1,6 +1,6 @@
 /**
  * A gift-card placement whose answer was lost, looked for in the provider's records
- * (docs/contributors.md "A lost placement, found in the provider's records"). placeOrder carries no
+ * (docs/contributors.md "Never send twice: what we assume of the provider"). placeOrder carries no
  * ref of ours, but the provider lists the account's gift-card orders (GET /v3/gift-cards/list,
  * `{_id, status, quantity, price_per_card, product, type, time}`, paged, `from`/`to`): an order of
  * the same product, type and quantity committed inside the placement's window may be ours.

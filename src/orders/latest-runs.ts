@@ -2,7 +2,7 @@
  * An order's runs: its workflow ID can hold several that reached a final status — the nightly
  * reconciliation reopens a closed order in a new run, an operator resets a closed run, the sweep
  * resumes one — and visibility lists every run. The statements, the list and the export count
- * each order once, by its latest run (docs/integrators.md "One order, several runs").
+ * each order once, by its latest run (docs/contributors.md "The latest run decides").
  */
 import type { Client } from '@temporalio/client';
 import { optionalTsToMs } from '@temporalio/common/lib/time';

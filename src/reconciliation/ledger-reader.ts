@@ -10,7 +10,7 @@ import type { ReconciliationProvider } from './provider-checks';
 const LEDGER_PAGE_SIZE = 100;
 /**
  * The ledger rows a heartbeat carries at most, as JSON characters: below the payload size Temporal
- * warns about, so a retry resumes the read of an ordinary day (docs/operators.md "Size and restarts").
+ * warns about, so a retry resumes the read of an ordinary day (docs/operators.md "Statements and reconciliation").
  */
 const LEDGER_CARRIED_CHARS = 400_000;
 

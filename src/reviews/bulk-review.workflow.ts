@@ -1,5 +1,5 @@
 /**
- * A bulk decision (POST /v1/reviews/bulk, docs/operators.md "Incident runbook"): one decision put
+ * A bulk decision (POST /v1/reviews/bulk, docs/operators.md "Incident runbook: many orders in review at once"): one decision put
  * to every order a filter finds in review, each through the order's own `decideReview` update —
  * the single review route's path, so each order is checked against the provider and applied or
  * refused exactly as if decided alone — with one result per order.

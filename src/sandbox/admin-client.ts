@@ -1,5 +1,5 @@
 /**
- * A client of the sandbox's admin surface (docs/contributors.md "Provider sandbox"), for the tools that drive
+ * A client of the sandbox's admin surface (docs/sandbox.md), for the tools that drive
  * it from outside: the chaos run's fault schedule and the bench's send counts and latency rule.
  */
 import type { OperatorName } from '../provider';

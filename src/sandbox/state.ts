@@ -468,7 +468,7 @@ export class SandboxState {
 
   /**
    * From `afterMs` on, checks of the top-up(s) under `ref` (any family, any key) or of the gift-card
-   * order `orderId` answer `spec.status` (docs/contributors.md "Provider sandbox": outcomes that change later).
+   * order `orderId` answer `spec.status` (docs/sandbox.md "Outcomes that change later").
    * A ref may be named before it is sent, so a test can arrange an outcome without racing the
    * timeline; an orderId must exist, since only the sandbox makes them up.
    */

@@ -308,7 +308,7 @@ export interface DeliveryDeps {
   signingKey: Buffer | undefined;
   sender: { post(url: string, body: string, headers: Record<string, string>): Promise<DeliveryOutcome> };
   clock?: () => Date;
-  /** Delivery outcomes and lag (docs/deployers.md "Metrics"); none by default. */
+  /** Delivery outcomes and lag (docs/deployers.md "Metrics and traces"); none by default. */
   metrics?: Metrics;
   /**
    * Attempts one endpoint may have in flight in this worker (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT).

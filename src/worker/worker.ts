@@ -68,7 +68,7 @@ export type WorkerDeployment = DeploymentVersion;
 /**
  * Versioned: every workflow runs pinned to the version it started on unless its type says
  * otherwise (src/temporal/versioning.workflow.ts; each does, explicitly), so a new build never replays a
- * history an older build wrote (docs/contributors.md "Changing a workflow: a new worker version").
+ * history an older build wrote (docs/contributors.md "Worker versioning, never patches").
  */
 function deploymentOptions(
   deployment: WorkerDeployment | undefined,

@@ -1,9 +1,11 @@
 /**
- * Docs are a reference, not a diary (issue 33): no commit hashes in docs/*.md or the README, and
- * docs/contributors.md stays short enough to read.
+ * Docs are a reference, not a diary (issue 33): no commit hashes in docs/*.md or the README,
+ * docs/contributors.md stays short enough to read, and every section the code cites by name
+ * (`docs/operators.md "Orders on hold"`) is still a heading of that page.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -24,6 +26,22 @@ export function commitHashes(markdown: string): string[] {
   return [...prose.matchAll(/(?<![\w-])[0-9a-fA-F]{7,40}(?![\w-])/g)]
     .map(([word]) => word)
     .filter((word) => /[0-9]/.test(word) && /[a-fA-F]/.test(word));
+}
+
+/** `docs/<page>.md "<Section>"` citations in a text (a comment may break the line between them). */
+export function sectionCitations(text: string): { page: string; section: string }[] {
+  return [...text.matchAll(/docs\/([a-z-]+\.md)[\s/*]*"([^"\n]+)"/g)].map(([, page, section]) => ({
+    page: page!,
+    section: section!,
+  }));
+}
+
+/** A page's headings, without their `#`s. */
+function headings(page: string): string[] {
+  return readFileSync(join(root, 'docs', page), 'utf8')
+    .split('\n')
+    .filter((line) => /^#{1,6} /.test(line))
+    .map((line) => line.replace(/^#+ /, '').trim());
 }
 
 describe('docs are a reference', () => {
@@ -47,5 +65,35 @@ describe('docs are a reference', () => {
   it(`docs/contributors.md is at most ${MAX_CONTRIBUTORS_LINES} lines`, () => {
     const lines = readFileSync(join(root, 'docs', 'contributors.md'), 'utf8').split('\n').length - 1;
     assert.ok(lines <= MAX_CONTRIBUTORS_LINES, `${lines} lines`);
+  });
+
+  it('the citation finder reads a page and a section, across a comment’s line break', () => {
+    const sample =
+      'see docs/operators.md "Orders on hold" and (docs/contributors.md\n   // "The latest run decides")';
+    assert.deepEqual(sectionCitations(sample), [
+      { page: 'operators.md', section: 'Orders on hold' },
+      { page: 'contributors.md', section: 'The latest run decides' },
+    ]);
+  });
+
+  it('every section the code, scripts, tests and docs cite by name is a heading of its page', () => {
+    const files = execFileSync(
+      'git',
+      ['ls-files', 'src', 'contract', 'scripts', 'test', 'deploy', 'docs', 'README.md'],
+      {
+        cwd: root,
+        encoding: 'utf8',
+      },
+    )
+      .split('\n')
+      .filter((file) => /\.(ts|mjs|md|ya?ml)$/.test(file));
+    const stale: string[] = [];
+    for (const file of files) {
+      for (const { page, section } of sectionCitations(readFileSync(join(root, file), 'utf8'))) {
+        const known = pages.includes(`docs/${page}`) ? headings(page) : [];
+        if (!known.includes(section)) stale.push(`${file}: docs/${page} "${section}"`);
+      }
+    }
+    assert.deepEqual(stale, []);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The decision table (docs/operators.md "Operator's guide"): what an operator's FULFILLED / REFUNDED decision
+ * The decision table (docs/operators.md "Operator's guide: orders that need review"): what an operator's FULFILLED / REFUNDED decision
  * meets for every answer the provider can give, and when the watch reopens an order. A pure
  * module, tested alone; the workflow and API tests run the same cases against the sandbox.
  */

@@ -1,5 +1,5 @@
 /**
- * A send to an operator /v3/ping reports down (docs/contributors.md "Provider sandbox": the
+ * A send to an operator /v3/ping reports down (docs/sandbox.md "Keys, the account, timings and scripted outcomes": the
  * sandbox accepts it, debits the account, and settles it REFUNDED with a refund_message, refunding
  * the debit). Our send gate holds such orders (test/provider-account/account-hold.test.ts: never sent
  * while the operator is down); here a worker without the gate — as one whose reading is stale —

@@ -31,7 +31,7 @@ import { historiesDir, historyToJson } from '../helpers/histories';
 /**
  * With RECORD_RECONCILIATION_HISTORIES=1, writes a run's history as a replay fixture of the current
  * lifecycle (test/fixtures/histories/lifecycle-<N>/reconciliation-<name>.json; docs/contributors.md
- * "Lifecycle 2").
+ * "Worker versioning, never patches").
  */
 async function recordFixture(name: string, handle: WorkflowHandle): Promise<void> {
   if (process.env.RECORD_RECONCILIATION_HISTORIES !== '1') return;

@@ -2,7 +2,7 @@
  * Operator decisions checked against the provider, end to end: the API's review route (a Workflow
  * Update) and the `resolveReview` signal (Temporal UI, the `temporal` CLI), a real Temporal
  * server, real workers and the sandbox over HTTP, whose "outcomes that change later" make the
- * provider say what each case needs. The decision table itself: docs/operators.md "Operator's guide".
+ * provider say what each case needs. The decision table itself: docs/operators.md "Operator's guide: orders that need review".
  *
  * Four sandboxes, because fault rules apply to a whole sandbox: `main` behaves; on `lostSends`
  * every mobile send fails before reaching the provider (so it has no trace of the top-up); on

@@ -1,5 +1,5 @@
 /**
- * The sandbox's "outcomes that change later" (docs/contributors.md "Provider sandbox"): an admin makes a
+ * The sandbox's "outcomes that change later" (docs/sandbox.md "Outcomes that change later"): an admin makes a
  * top-up (by ref) or a gift-card order (by orderId) change status after it was FULFILLED or while
  * it is HANDLING, at once or after a delay. Over real HTTP, with an injected clock so every
  * boundary is exact.

@@ -1,6 +1,6 @@
 /**
  * An order whose workflow ID holds more than one run with a final status is counted once, by its
- * latest run (docs/integrators.md "Statements", "One order, several runs"): real orders on a real
+ * latest run (docs/integrators.md "Statements"; docs/contributors.md "The latest run decides"): real orders on a real
  * worker and the sandbox over HTTP — FULFILLED, reopened by the nightly reconciliation as DISPUTED
  * (a new run under the same workflow ID), decided REFUNDED, then reset by an operator — read by a
  * statement that lists every order and by one that reads kept days (its clock moved a day on, so

@@ -1,6 +1,6 @@
 /**
  * Every workflow type declares its Worker Versioning behaviour (src/worker/workflows.ts,
- * docs/contributors.md "Changing a workflow: a new worker version"): none falls back on the
+ * docs/contributors.md "Worker versioning, never patches"): none falls back on the
  * worker's default by omission, and all are PINNED — AUTO_UPGRADE would replay old histories on
  * new code, which only patches make safe.
  */

@@ -1,6 +1,6 @@
 /**
  * Worker Versioning end to end on the dev server and the sandbox over HTTP (docs/contributors.md
- * "Changing a workflow: a new worker version"): two builds of one deployment, v1 then v2 made
+ * "Worker versioning, never patches"): two builds of one deployment, v1 then v2 made
  * current while orders run. Orders started on v1 in their active phase finish on v1 (every
  * workflow task completed by v1), new orders start on v2, and an order waiting in review on v1
  * moves to v2 by continue-as-new at its next re-check and is decided there. Then the rollback
