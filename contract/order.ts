@@ -8,6 +8,18 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { OrderRequest, OrderStatus, OrderType, ReviewDecision } from './schemas';
 import type { ProviderStatus } from './provider';
+import type { OrderDebit, OrderHold, OrderResult, ProviderAnswer, WorkflowOrderView } from './order-view';
+
+export type {
+  OrderDebit,
+  OrderHold,
+  OrderResult,
+  ProviderAnswer,
+  ReviewResolution,
+  TimelineEntry,
+} from './order-view';
+/** The order as its workflow sees it now (contract/order-view.ts, the API's OrderView's base). */
+export type OrderView = WorkflowOrderView;
 
 export type { OrderRequest, OrderStatus, OrderType, ReviewDecision, ProviderStatus };
 
@@ -280,79 +292,6 @@ export interface DecisionWatch {
   nextCheckMs: number;
 }
 
-/** What the provider said when a decision was checked. */
-export interface ProviderAnswer {
-  /** Its status, when it knew the order. */
-  status?: ProviderStatus;
-  /** In words: `provider status HANDLING`, `the provider does not know the order`, a failed check. */
-  answer: string;
-}
-
-export interface ReviewResolution extends ReviewDecision {
-  /** ISO time the workflow applied the decision. */
-  at: string;
-  /** What the provider said when the decision was checked (absent for decisions applied unchecked, before checks existed). */
-  provider?: ProviderAnswer;
-  /** Set when `force` applied a decision the check would have refused: why it would have. */
-  forcedPast?: string;
-}
-
-export interface TimelineEntry {
-  at: string;
-  status: OrderStatus;
-  /** Short, human-readable; never contains a card code or phone number. */
-  event: string;
-}
-
-export interface OrderResult {
-  /** Mobile. */
-  msisdn?: string;
-  amount?: number;
-  /** Internet. */
-  cardCode?: string;
-  transactionNumber?: string;
-  /** Gift cards. */
-  cards?: { code: string; serial: string }[];
-  /**
-   * REFUNDED (and UNKNOWN_ERROR in review): the provider's `refund_message`, Arabic text meant for
-   * the end user, when given.
-   */
-  refundMessage?: string;
-  /**
-   * The provider's `suggested_offers`: on a REFUNDED plan mismatch, what to send instead; on a
-   * `GETMENU_<Operator>` plan (FULFILLED), the number's available offers.
-   */
-  suggestedOffers?: { planCode: string; amount?: number; typename?: string }[];
-  /**
-   * PARTIALLY_FULFILLED (a gift card the provider PARTIALLY_FILLED): how many cards were ordered,
-   * delivered (`cards`) and refunded by the provider, and the amounts when it gave them (DZD).
-   */
-  partial?: {
-    quantity: number;
-    fulfilledQuantity: number;
-    refundedQuantity: number;
-    fulfilledAmount?: number;
-    refundedAmount?: number;
-  };
-  /**
-   * FULFILLED, PARTIALLY_FULFILLED or REFUNDED on the provider's answer: what the provider debited
-   * for the order, from that answer.
-   */
-  debit?: OrderDebit;
-}
-
-/** What the provider debited for an order (DZD; 0 when it refunded all of it) and where it says so. */
-export interface OrderDebit {
-  amount: number;
-  /**
-   * The field of the provider's check answer: `balance_amount` (top-ups), `fulfilled_amount`
-   * (gift cards), or `price_per_card` (gift cards: the price per card × the cards delivered).
-   */
-  source: 'balance_amount' | 'fulfilled_amount' | 'price_per_card';
-  /** Gift cards: the account's price per card, when the answer gave it. */
-  pricePerCard?: number;
-}
-
 /**
  * The memo key (`settlement`) where a PARTIALLY_FULFILLED order records what a statement sums
  * beside the request's figures and the DebitAmount attribute: the partial split, with the debit.
@@ -369,21 +308,6 @@ export interface OrderSettlement {
   partial?: OrderResult['partial'];
 }
 
-export interface OrderHold {
-  reason: 'balance' | 'operator';
-  /** `operator`: the operator /v3/ping reports down. */
-  operator?: string;
-  /** `balance`: what the provider said the order needs and the account holds, DZD, when it said. */
-  required?: number;
-  available?: number;
-  /** When the order was first held. */
-  since: string;
-  /** When it gives up (FAILED, NOT_SENT) if it is still held. */
-  until: string;
-  /** When it was last let go to be sent. */
-  resumedAt?: string;
-}
-
 /**
  * What a held order needs from the balance, DZD: the provider's `required`, else the order's own
  * amount (a gift card refused without `required` has none: it goes when the balance is positive).
@@ -396,66 +320,6 @@ export function heldNeed(
   if (request.type === 'mobile_topup') return request.amount;
   if (request.type === 'internet_topup') return request.value;
   return undefined;
-}
-
-export interface OrderView {
-  ref: string;
-  type: OrderType;
-  /**
-   * The client that owns the order (OrderInput.clientId): a reader of the workflow's own view (its
-   * result, the status query) knows the owner without describing it. Absent in orders started
-   * before clients existed.
-   */
-  client?: string;
-  status: OrderStatus;
-  providerStatus?: ProviderStatus;
-  request: OrderRequest;
-  /** Provider identifiers: topupId for top-ups, orderId for gift cards. */
-  providerReference?: string;
-  result?: OrderResult;
-  /** FAILED: why the provider refused. */
-  failure?: { code: string; message: string };
-  /**
-   * HELD, and after: why the order waited before it was sent (the account's balance, an operator
-   * reported down), since when, until when at most, and when it was let go.
-   */
-  hold?: OrderHold;
-  review?: {
-    reason: string;
-    /** What we knew when we asked for review (provider answer, error class). */
-    evidence?: string;
-    /**
-     * UNKNOWN_ERROR: the provider's `refund_message` as it gave it (Arabic text meant for the end
-     * user), so operators see what the provider told the customer's side.
-     */
-    refundMessage?: string;
-    since: string;
-    resolution?: ReviewResolution;
-  };
-  /**
-   * After an operator's decision the provider had not confirmed: the provider is checked until
-   * `until`. The order's status is the decision meanwhile; the workflow stays open.
-   */
-  watch?: {
-    decision: 'FULFILLED' | 'REFUNDED';
-    until: string;
-    lastCheck?: { at: string } & ProviderAnswer;
-    /** How it ended: the provider confirmed the decision, the window passed quietly, or it disagreed. */
-    ended?: { at: string; outcome: 'confirmed' | 'quiet' | 'disputed' };
-  };
-  /** DISPUTED: the provider's later answer that contradicts the operator's decision. */
-  dispute?: {
-    decision: 'FULFILLED' | 'REFUNDED';
-    /** PARTIALLY_FILLED: a gift-card order part delivered, part refunded (against either decision). */
-    providerStatus: 'FULFILLED' | 'REFUNDED' | 'PARTIALLY_FILLED';
-    reportedAt: string;
-    /** Found by the nightly reconciliation of this day (YYYY-MM-DD), not by the watch. */
-    reconciliation?: string;
-  };
-  acceptedAt: string;
-  updatedAt: string;
-  completedAt?: string;
-  timeline: TimelineEntry[];
 }
 
 export const statusQuery = defineQuery<OrderView>('status');

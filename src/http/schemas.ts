@@ -2,9 +2,9 @@
  * The intake API's own schemas: path and query parameters, and the response bodies. A `.meta` id
  * names the schema's component in the OpenAPI document.
  *
- * Request bodies come from contract/schemas.ts. The response schemas describe the workflow's
- * OrderView (contract/order.ts) for the OpenAPI document; a type assertion in orders.ts makes
- * the compiler fail if the two drift apart.
+ * Request bodies come from contract/schemas.ts, and the order's view from contract/order-view.ts
+ * (the workflow's own, which the API's OrderView extends); a type assertion in order.service.ts
+ * keeps the view the API builds and the documented one identical.
  */
 import { z } from 'zod';
 import { allWebhookEventTypes, ClientId, WEBHOOK_ENDPOINT_ID_PATTERN } from '../clients';
@@ -15,11 +15,10 @@ import {
   OrderRef,
   OrderStatus,
   OrderType,
-  ReviewDecisionPayload,
 } from '../../contract/schemas';
 import { MASKED } from '../audit';
 import { auditEntryKinds } from '../audit';
-import { ProviderStatus } from '../../contract/provider';
+import { IsoTime, ProviderAnswer, WorkflowOrderView } from '../../contract/order-view';
 import { workflowStatuses } from '../../contract/order-identity';
 
 // ---- parameters ----
@@ -172,12 +171,6 @@ export type ListOrdersQuery = z.infer<typeof ListOrdersQuery>;
 
 // ---- responses ----
 
-const IsoTime = z.iso.datetime({ offset: true });
-
-export const TimelineEntry = z
-  .object({ at: IsoTime, status: OrderStatus, event: z.string() })
-  .meta({ id: 'TimelineEntry' });
-
 /**
  * The order's request as a reader sees it: its owner as it sent it; any other reader with the
  * phone or line number "[masked]" (src/audit/mask.ts). The intake's rules stay the request
@@ -196,196 +189,40 @@ export const OrderRequestAsRead = z
       'The order as submitted (OrderRequest); to a reader other than its owner, `msisdn` and `number` read "[masked]".',
   });
 
-export const OrderResult = z
-  .object({
-    msisdn: z
-      .string()
-      .optional()
-      .meta({ description: 'Mobile: the number credited; "[masked]" unless yours.' }),
-    amount: z.number().optional(),
-    cardCode: z.string().optional().meta({
-      description:
-        'Internet top-ups: the recharge code; "[masked]" for a reader other than the order’s owner.',
-    }),
-    transactionNumber: z.string().optional(),
-    cards: z
-      .array(z.object({ code: z.string(), serial: z.string() }))
-      .optional()
-      .meta({
-        description:
-          'Gift cards: one entry per card; codes read "[masked]" for a reader other than the order’s owner.',
-      }),
-    refundMessage: z
-      .string()
-      .optional()
-      .meta({
-        description:
-          'REFUNDED: the provider’s reason, Arabic text meant for your customer (its `refund_message`); ' +
-          'to a reader other than the order’s owner, its runs of six or more digits read "[masked]".',
-      }),
-    suggestedOffers: z
-      .array(
-        z.object({ planCode: z.string(), amount: z.number().optional(), typename: z.string().optional() }),
-      )
-      .optional()
-      .meta({
-        description:
-          'The provider’s `suggested_offers`: on a REFUNDED plan mismatch, plans to send instead; on a ' +
-          '`GETMENU_<Operator>` plan, the number’s available offers.',
-      }),
-    partial: z
-      .object({
-        quantity: z.number().int().meta({ description: 'Cards ordered.' }),
-        fulfilledQuantity: z.number().int().meta({ description: 'Cards delivered (in `cards`).' }),
-        refundedQuantity: z.number().int().meta({ description: 'Cards the provider refunded.' }),
-        fulfilledAmount: z.number().optional().meta({ description: 'DZD debited for the delivered cards.' }),
-        refundedAmount: z.number().optional().meta({ description: 'DZD refunded for the rest.' }),
-      })
-      .optional()
-      .meta({
-        description:
-          'PARTIALLY_FULFILLED gift cards: the provider delivered part of the order and refunded the rest.',
-      }),
-    debit: z
-      .object({
-        amount: z.number().meta({ description: 'DZD the provider debited (0 when it refunded it all).' }),
-        source: z.enum(['balance_amount', 'fulfilled_amount', 'price_per_card']).meta({
-          description:
-            'The field of the provider’s answer it comes from (`price_per_card`: the price × the cards delivered).',
-        }),
-        pricePerCard: z.number().optional().meta({ description: 'Gift cards: the price per card.' }),
-      })
-      .optional()
-      .meta({ description: 'What the provider debited for the order, when its answer says.' }),
-  })
-  .meta({ id: 'OrderResult' });
-
-const Settled = z.enum(['FULFILLED', 'REFUNDED']);
-
-export const ProviderAnswer = z
-  .object({
-    status: ProviderStatus.optional().meta({ description: 'The provider’s status, when it knew the order.' }),
-    answer: z.string().meta({ description: 'What the provider answered, in words.' }),
-  })
-  .meta({ id: 'ProviderAnswer', description: 'What the provider said when it was asked.' });
-
-export const ReviewResolution = ReviewDecisionPayload.safeExtend({
-  at: IsoTime,
-  provider: ProviderAnswer.optional().meta({
-    description: 'What the provider said when the decision was checked.',
-  }),
-  forcedPast: z.string().optional().meta({
-    description: 'Set when `force` applied a decision the check would have refused: why it would have.',
-  }),
-}).meta({ id: 'ReviewResolution', description: 'The operator decision that settled the order.' });
-
 export { workflowStatuses };
 
-export const OrderView = z
-  .object({
-    ref: z.string(),
-    client: z.string().meta({ description: 'The client that submitted the order and owns it.' }),
-    workflowId: z.string().meta({ description: 'The order’s workflow in Temporal (UI and CLI).' }),
-    providerRef: z
-      .string()
-      .optional()
-      .meta({ description: 'Top-ups: the ref the provider knows the order by.' }),
-    temporalUiUrl: z.url().optional().meta({
+/**
+ * The order as the API answers it: the workflow's own view (contract/order-view.ts), its owner
+ * always named, its request masked for other readers, and what the API adds of Temporal's.
+ */
+export const OrderView = WorkflowOrderView.extend({
+  client: z.string().meta({ description: 'The client that submitted the order and owns it.' }),
+  request: OrderRequestAsRead,
+  workflowId: z.string().meta({ description: 'The order’s workflow in Temporal (UI and CLI).' }),
+  providerRef: z
+    .string()
+    .optional()
+    .meta({ description: 'Top-ups: the ref the provider knows the order by.' }),
+  temporalUiUrl: z.url().optional().meta({
+    description:
+      'The order’s workflow in Temporal UI (its latest run), when the API is configured with TEMPORAL_UI_URL.',
+  }),
+  workflowStatus: z.enum(workflowStatuses).meta({
+    description:
+      'The order’s workflow in Temporal: RUNNING until the order is final (and any watch over), then COMPLETED; ' +
+      'FAILED, TERMINATED, CANCELLED or TIMED_OUT when it ended without its view (see `live`).',
+  }),
+  live: z
+    .literal(false)
+    .optional()
+    .meta({
       description:
-        'The order’s workflow in Temporal UI (its latest run), when the API is configured with TEMPORAL_UI_URL.',
+        'Absent when the view is the workflow’s own (its answer while it runs, its result once completed). ' +
+        'false: no worker answered, or the workflow ended without a view, so it is rebuilt from Temporal’s ' +
+        'records: `status` is the last the workflow published; the rest is as of its current run’s start ' +
+        '(the request, and what a continue-as-new carried over), so the timeline and provider details may lag.',
     }),
-    type: OrderType,
-    status: OrderStatus,
-    providerStatus: ProviderStatus.optional(),
-    request: OrderRequestAsRead,
-    providerReference: z.string().optional(),
-    result: OrderResult.optional(),
-    failure: z.object({ code: z.string(), message: z.string() }).optional().meta({
-      description:
-        'FAILED: why. `NOT_SENT`: the order was HELD (see `hold`) until its maximum hold and never sent; nothing was debited.',
-    }),
-    hold: z
-      .object({
-        reason: z.enum(['balance', 'operator']).meta({
-          description:
-            '`balance`: the provider account’s balance does not cover the order; `operator`: the provider reports the order’s operator down.',
-        }),
-        operator: z.string().optional(),
-        required: z
-          .number()
-          .optional()
-          .meta({ description: 'What the order needs, DZD, as the provider said.' }),
-        available: z.number().optional().meta({ description: 'What the account held then, DZD.' }),
-        since: IsoTime,
-        until: IsoTime.meta({ description: 'Still held then, the order ends FAILED (`NOT_SENT`).' }),
-        resumedAt: IsoTime.optional().meta({ description: 'When it was last let go to be sent.' }),
-      })
-      .optional()
-      .meta({
-        description:
-          'HELD (and after): the order waited before it was sent because the account could not take it. Nothing is sent while held.',
-      }),
-    review: z
-      .object({
-        reason: z.string(),
-        evidence: z.string().optional(),
-        refundMessage: z.string().optional().meta({
-          description:
-            'UNKNOWN_ERROR: the provider’s `refund_message` as it gave it (Arabic text meant for the end user).',
-        }),
-        since: IsoTime,
-        resolution: ReviewResolution.optional(),
-      })
-      .optional(),
-    watch: z
-      .object({
-        decision: Settled,
-        until: IsoTime,
-        lastCheck: ProviderAnswer.extend({ at: IsoTime }).optional(),
-        ended: z.object({ at: IsoTime, outcome: z.enum(['confirmed', 'quiet', 'disputed']) }).optional(),
-      })
-      .optional()
-      .meta({
-        description:
-          'After an operator decision the provider had not confirmed: the provider is checked until `until` ' +
-          '(the workflow stays open meanwhile); a contradicting answer makes the order DISPUTED.',
-      }),
-    dispute: z
-      .object({
-        decision: Settled,
-        providerStatus: z.enum(['FULFILLED', 'REFUNDED', 'PARTIALLY_FILLED']),
-        reportedAt: IsoTime,
-        reconciliation: z.string().optional().meta({
-          description: 'Found by the nightly reconciliation of this day (YYYY-MM-DD), not by the watch.',
-        }),
-      })
-      .optional()
-      .meta({
-        description:
-          'DISPUTED: the provider’s later answer against the operator decision, or against the order’s final ' +
-          'status when the nightly reconciliation found it (`decision`: FULFILLED for a fulfilled order, REFUNDED for a refunded or failed one).',
-      }),
-    acceptedAt: IsoTime,
-    updatedAt: IsoTime,
-    completedAt: IsoTime.optional(),
-    timeline: z.array(TimelineEntry),
-    workflowStatus: z.enum(workflowStatuses).meta({
-      description:
-        'The order’s workflow in Temporal: RUNNING until the order is final (and any watch over), then COMPLETED; ' +
-        'FAILED, TERMINATED, CANCELLED or TIMED_OUT when it ended without its view (see `live`).',
-    }),
-    live: z
-      .literal(false)
-      .optional()
-      .meta({
-        description:
-          'Absent when the view is the workflow’s own (its answer while it runs, its result once completed). ' +
-          'false: no worker answered, or the workflow ended without a view, so it is rebuilt from Temporal’s ' +
-          'records: `status` is the last the workflow published; the rest is as of its current run’s start ' +
-          '(the request, and what a continue-as-new carried over), so the timeline and provider details may lag.',
-      }),
-  })
-  .meta({ id: 'OrderView', description: 'An order as the workflow sees it now.' });
+}).meta({ id: 'OrderView', description: 'An order as the workflow sees it now.' });
 
 export const WebhookEventType = z.enum(allWebhookEventTypes).meta({ id: 'WebhookEventType' });
 

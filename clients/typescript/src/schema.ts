@@ -356,21 +356,13 @@ export interface components {
             ref: string;
             /** @description The client that submitted the order and owns it. */
             client: string;
-            /** @description The order’s workflow in Temporal (UI and CLI). */
-            workflowId: string;
-            /** @description Top-ups: the ref the provider knows the order by. */
-            providerRef?: string;
-            /**
-             * Format: uri
-             * @description The order’s workflow in Temporal UI (its latest run), when the API is configured with TEMPORAL_UI_URL.
-             */
-            temporalUiUrl?: string;
             /** @enum {string} */
             type: "mobile_topup" | "internet_topup" | "gift_card";
             /** @enum {string} */
             status: "ACCEPTED" | "HELD" | "SUBMITTED" | "PROCESSING" | "QUEUED" | "FULFILLED" | "PARTIALLY_FULFILLED" | "REFUNDED" | "FAILED" | "CANCELLED" | "NEEDS_REVIEW" | "DISPUTED";
             providerStatus?: string;
             request: components["schemas"]["OrderRequestAsRead"];
+            /** @description The provider’s identifier: the topupId of a top-up, the orderId of a gift card. */
             providerReference?: string;
             result?: components["schemas"]["OrderResult"];
             /** @description FAILED: why. `NOT_SENT`: the order was HELD (see `hold`) until its maximum hold and never sent; nothing was debited. */
@@ -385,12 +377,16 @@ export interface components {
                  * @enum {string}
                  */
                 reason: "balance" | "operator";
+                /** @description `operator`: the operator /v3/ping reports down. */
                 operator?: string;
                 /** @description What the order needs, DZD, as the provider said. */
                 required?: number;
                 /** @description What the account held then, DZD. */
                 available?: number;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description When the order was first held.
+                 */
                 since: string;
                 /**
                  * Format: date-time
@@ -405,6 +401,7 @@ export interface components {
             };
             review?: {
                 reason: string;
+                /** @description What was known when review was asked for (the provider’s answer, the error). */
                 evidence?: string;
                 /** @description UNKNOWN_ERROR: the provider’s `refund_message` as it gave it (Arabic text meant for the end user). */
                 refundMessage?: string;
@@ -421,11 +418,12 @@ export interface components {
                 lastCheck?: {
                     /** @description The provider’s status, when it knew the order. */
                     status?: string;
-                    /** @description What the provider answered, in words. */
+                    /** @description What the provider answered, in words: `provider status HANDLING`, `the provider does not know the order`, a failed check. */
                     answer: string;
                     /** Format: date-time */
                     at: string;
                 };
+                /** @description How it ended: the provider confirmed the decision, the window passed quietly, or it disagreed. */
                 ended?: {
                     /** Format: date-time */
                     at: string;
@@ -451,6 +449,15 @@ export interface components {
             /** Format: date-time */
             completedAt?: string;
             timeline: components["schemas"]["TimelineEntry"][];
+            /** @description The order’s workflow in Temporal (UI and CLI). */
+            workflowId: string;
+            /** @description Top-ups: the ref the provider knows the order by. */
+            providerRef?: string;
+            /**
+             * Format: uri
+             * @description The order’s workflow in Temporal UI (its latest run), when the API is configured with TEMPORAL_UI_URL.
+             */
+            temporalUiUrl?: string;
             /**
              * @description The order’s workflow in Temporal: RUNNING until the order is final (and any watch over), then COMPLETED; FAILED, TERMINATED, CANCELLED or TIMED_OUT when it ended without its view (see `live`).
              * @enum {string}
@@ -577,13 +584,16 @@ export interface components {
             orderId?: string;
             /** @description The API client that sent the decision (absent from Temporal UI and the CLI). */
             decidedBy?: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the workflow applied the decision.
+             */
             at: string;
             /** @description What the provider said when the decision was checked. */
             provider?: {
                 /** @description The provider’s status, when it knew the order. */
                 status?: string;
-                /** @description What the provider answered, in words. */
+                /** @description What the provider answered, in words: `provider status HANDLING`, `the provider does not know the order`, a failed check. */
                 answer: string;
             };
             /** @description Set when `force` applied a decision the check would have refused: why it would have. */
@@ -594,6 +604,7 @@ export interface components {
             at: string;
             /** @enum {string} */
             status: "ACCEPTED" | "HELD" | "SUBMITTED" | "PROCESSING" | "QUEUED" | "FULFILLED" | "PARTIALLY_FULFILLED" | "REFUNDED" | "FAILED" | "CANCELLED" | "NEEDS_REVIEW" | "DISPUTED";
+            /** @description Short, human-readable; never a card code or a phone number. */
             event: string;
         };
         /** @description RFC 9457 problem details. */
@@ -622,7 +633,7 @@ export interface components {
         ProviderAnswer: {
             /** @description The provider’s status, when it knew the order. */
             status?: string;
-            /** @description What the provider answered, in words. */
+            /** @description What the provider answered, in words: `provider status HANDLING`, `the provider does not know the order`, a failed check. */
             answer: string;
         };
         /** @description An order, discriminated by `type`. */
@@ -735,21 +746,13 @@ export interface components {
             ref: string;
             /** @description The client that submitted the order and owns it. */
             client: string;
-            /** @description The order’s workflow in Temporal (UI and CLI). */
-            workflowId: string;
-            /** @description Top-ups: the ref the provider knows the order by. */
-            providerRef?: string;
-            /**
-             * Format: uri
-             * @description The order’s workflow in Temporal UI (its latest run), when the API is configured with TEMPORAL_UI_URL.
-             */
-            temporalUiUrl?: string;
             /** @enum {string} */
             type: "mobile_topup" | "internet_topup" | "gift_card";
             /** @enum {string} */
             status: "ACCEPTED" | "HELD" | "SUBMITTED" | "PROCESSING" | "QUEUED" | "FULFILLED" | "PARTIALLY_FULFILLED" | "REFUNDED" | "FAILED" | "CANCELLED" | "NEEDS_REVIEW" | "DISPUTED";
             providerStatus?: string;
             request: components["schemas"]["OrderRequestAsRead"];
+            /** @description The provider’s identifier: the topupId of a top-up, the orderId of a gift card. */
             providerReference?: string;
             result?: components["schemas"]["OrderResult"];
             /** @description FAILED: why. `NOT_SENT`: the order was HELD (see `hold`) until its maximum hold and never sent; nothing was debited. */
@@ -764,12 +767,16 @@ export interface components {
                  * @enum {string}
                  */
                 reason: "balance" | "operator";
+                /** @description `operator`: the operator /v3/ping reports down. */
                 operator?: string;
                 /** @description What the order needs, DZD, as the provider said. */
                 required?: number;
                 /** @description What the account held then, DZD. */
                 available?: number;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description When the order was first held.
+                 */
                 since: string;
                 /**
                  * Format: date-time
@@ -784,6 +791,7 @@ export interface components {
             };
             review?: {
                 reason: string;
+                /** @description What was known when review was asked for (the provider’s answer, the error). */
                 evidence?: string;
                 /** @description UNKNOWN_ERROR: the provider’s `refund_message` as it gave it (Arabic text meant for the end user). */
                 refundMessage?: string;
@@ -800,11 +808,12 @@ export interface components {
                 lastCheck?: {
                     /** @description The provider’s status, when it knew the order. */
                     status?: string;
-                    /** @description What the provider answered, in words. */
+                    /** @description What the provider answered, in words: `provider status HANDLING`, `the provider does not know the order`, a failed check. */
                     answer: string;
                     /** Format: date-time */
                     at: string;
                 };
+                /** @description How it ended: the provider confirmed the decision, the window passed quietly, or it disagreed. */
                 ended?: {
                     /** Format: date-time */
                     at: string;
@@ -830,6 +839,15 @@ export interface components {
             /** Format: date-time */
             completedAt?: string;
             timeline: components["schemas"]["TimelineEntry"][];
+            /** @description The order’s workflow in Temporal (UI and CLI). */
+            workflowId: string;
+            /** @description Top-ups: the ref the provider knows the order by. */
+            providerRef?: string;
+            /**
+             * Format: uri
+             * @description The order’s workflow in Temporal UI (its latest run), when the API is configured with TEMPORAL_UI_URL.
+             */
+            temporalUiUrl?: string;
             /**
              * @description The order’s workflow in Temporal: RUNNING until the order is final (and any watch over), then COMPLETED; FAILED, TERMINATED, CANCELLED or TIMED_OUT when it ended without its view (see `live`).
              * @enum {string}
