@@ -32,6 +32,7 @@ import {
 import { attemptDeadline, markAttemptStart, withinAttempt } from '../provider';
 import { toTemporalFailure } from '../provider';
 import type { AccountGate } from '../provider-account';
+import { workerServerClock, type ServerClockEstimate } from '../temporal';
 
 import type { createGiftCardRecordsActivities } from './gift-card-records.activities';
 export type { PlacementSearch, PlacementSearchInput } from '../../contract/placement-records';
@@ -68,6 +69,11 @@ export interface OrderActivityOptions {
   holdPolls?: boolean;
   /** The provider account's send gate (src/provider-account): held orders wait at it. */
   gate?: AccountGate;
+  /**
+   * The Temporal server's clock as this worker tells it (src/temporal/server-clock.ts), for the
+   * local send's window; default the process's own, which the workers' activity interceptor feeds.
+   */
+  serverClock?: ServerClockEstimate;
 }
 
 export function createOrderActivities({
@@ -75,6 +81,7 @@ export function createOrderActivities({
   localSends = true,
   holdPolls = localSends,
   gate,
+  serverClock: clockEstimate = workerServerClock,
 }: OrderActivityOptions) {
   const sendOnce = async <C>(
     request: OrderRequest,
@@ -82,7 +89,7 @@ export function createOrderActivities({
     options: SendOptions,
     send: () => Promise<{ topupId: string }>,
   ) => {
-    mayRunThisSend(options, localSends);
+    mayRunThisSend(options, localSends, clockEstimate);
     await gate?.beforeSend(request, operation, options.released);
     return justSend<C>(send);
   };
@@ -141,7 +148,7 @@ export function createOrderActivities({
       request: GiftCardRequest,
       options: Pick<SendOptions, 'notAfter' | 'placeUntil' | 'released' | 'earlierTaskMayHaveSent'> = {},
     ): Promise<Submission<GiftCardOrderCheck>> {
-      mayRunThisSend(options, localSends);
+      mayRunThisSend(options, localSends, clockEstimate);
       await gate?.beforeSend(request, 'placeGiftCardOrder', options.released);
       const { attempt, heartbeatDetails } = Context.current().info;
       if (
@@ -212,7 +219,7 @@ export interface SendOptions {
   /** The ref to send to the provider (OrderInput.providerRef); the request's own ref when absent. */
   providerRef?: string;
   /**
-   * Epoch ms (the workflow's clock) after which this send must not go out: set on the first send,
+   * Epoch ms (the workflow's clock, i.e. the server's) after which this send must not go out: set on the first send,
    * which runs as a local activity inside the order's first workflow task. That task can be
    * completed by a heartbeat only after most of its timeout; a worker that dies later makes the
    * next one run the local activity again without any trace in the history. A local send
@@ -250,6 +257,7 @@ export interface SendOptions {
 function mayRunThisSend(
   { notAfter, earlierTaskMayHaveSent }: Pick<SendOptions, 'notAfter' | 'earlierTaskMayHaveSent'>,
   localSends: boolean,
+  clockEstimate: ServerClockEstimate,
 ): void {
   if (earlierTaskMayHaveSent) {
     throw ApplicationFailure.nonRetryable(
@@ -264,9 +272,14 @@ function mayRunThisSend(
       ProviderFailureType.localSendDeclined,
     );
   }
-  // A local activity's scheduled time is when this worker's SDK scheduled it: a re-run after a lost
-  // task is scheduled anew, late. (A regular activity's is the server's, so it counts from now.)
-  const scheduledAt = isLocal ? scheduledTimestampMs : Date.now();
+  // notAfter is on the server's clock (the workflow's). A local activity's scheduled time is when
+  // this worker's SDK scheduled it, on the worker's clock: a re-run after a lost task is scheduled
+  // anew, late. (A regular activity's is the server's, so it counts from now.) Both are read on the
+  // server's clock as this worker can tell it, which is never later than the true one; so a worker
+  // whose clock is off sends, and a re-run still reads as late by the guard's room less the
+  // estimate's error (LOCAL_SEND_WINDOW_SHARE; src/temporal/server-clock.ts). With no estimate
+  // yet, the worker's own clock is taken as the server's, as the guard always did.
+  const scheduledAt = clockEstimate.toServerClock(isLocal ? scheduledTimestampMs : Date.now());
   if (notAfter !== undefined && scheduledAt > notAfter) {
     throw ApplicationFailure.nonRetryable(
       'the send was scheduled after its window: it may repeat a send made by an earlier run of this task',

@@ -33,3 +33,10 @@ export {
 } from './setup';
 export { type Timed, untimed } from './timed';
 export { workflowUiUrl } from './ui-links';
+export {
+  SAMPLE_WINDOW_MS,
+  ServerClockEstimate,
+  serverClockSampler,
+  workerServerClock,
+  type Clocks,
+} from './server-clock';

@@ -10,14 +10,20 @@ import {
   OpenTelemetryActivityOutboundInterceptor,
 } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry/lib/workflow/definitions';
-import { Worker, type InjectedSinks, type NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import {
+  Worker,
+  type ActivityInterceptorsFactory,
+  type InjectedSinks,
+  type NativeConnection,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Activities } from './activities';
 import type { DeliveryActivities } from '../webhooks';
 import type { WebhookDeliveryPolicy } from '../../contract/webhooks';
 import type { Config } from '../config';
 import type { Tracing } from '../observability';
-import type { DeploymentVersion } from '../temporal';
+import { serverClockSampler, type DeploymentVersion } from '../temporal';
 import { readFile } from 'node:fs/promises';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { defaultWorkflowsPath, workflowBundleOptions, workflowInterceptorModules } from './bundle';
@@ -99,6 +105,17 @@ function workflowSpanSinks(tracing: Tracing | undefined): InjectedSinks<OpenTele
   return { exporter: { export: { fn: () => {} } } };
 }
 
+/** Spans of activities, when tracing is on. */
+function activitySpans(tracing: Tracing | undefined): ActivityInterceptorsFactory[] {
+  if (!tracing) return [];
+  return [
+    (ctx) => ({
+      inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer: tracing.tracer }),
+      outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+    }),
+  ];
+}
+
 export function createOrderWorker(options: OrderWorkerOptions): Promise<Worker> {
   const { connection, namespace, taskQueue, activities, workflowCode, tuning, dataConverter, tracing } =
     options;
@@ -113,14 +130,11 @@ export function createOrderWorker(options: OrderWorkerOptions): Promise<Worker> 
     interceptors: {
       // A pre-built bundle has them built in (src/worker/bundle.ts); the SDK warns if given here too.
       ...('workflowsPath' in workflowCode ? { workflowModules: workflowInterceptorModules } : {}),
-      activity: tracing
-        ? [
-            (ctx) => ({
-              inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer: tracing.tracer }),
-              outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
-            }),
-          ]
-        : [],
+      activity: [
+        // The server's clock, for the local send's window (src/temporal/server-clock.ts).
+        serverClockSampler(),
+        ...activitySpans(tracing),
+      ],
     },
     sinks: workflowSpanSinks(tracing),
     ...deploymentOptions(options.deployment),
@@ -194,6 +208,8 @@ export function createWebhookWorker(options: {
     dataConverter,
     ...workflowCode,
     ...deploymentOptions(options.deployment),
+    // Its deliveries sample the server's clock for the order activities of the same process.
+    interceptors: { activity: [serverClockSampler()] },
     maxConcurrentActivityTaskExecutions: options.maxConcurrentDeliveries,
   });
 }
