@@ -48,7 +48,7 @@ import {
 import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
 import { makeTestVersionCurrent, versionedTestCode } from '../helpers/versioning';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 const ENCRYPTION_KEYS = `audit-test:${randomBytes(32).toString('base64')}`;
 const UI = 'http://temporal-ui.example:8233';
 const UNKNOWN = sandboxSpecialNumbers.unknownError;

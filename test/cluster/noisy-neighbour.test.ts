@@ -31,7 +31,7 @@ const MIN_JUDGED = 4;
 const run = randomUUID().slice(0, 6).toUpperCase();
 /** The end the chaos checks allow: FULFILLED, or parked in review for an operator; never lost. */
 const settled = (status: string) => status === 'FULFILLED' || status === 'NEEDS_REVIEW';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 
 interface SendTime {
   workflowId: string;

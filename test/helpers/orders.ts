@@ -107,6 +107,12 @@ export function newRef(label: string): string {
   return `${label}-${randomUUID().slice(0, 8)}`;
 }
 
+/** newRef with a file's prefix (`API-<label>-…`), so that a file's orders are easy to tell apart. */
+export const refsPrefixed =
+  (prefix: string) =>
+  (label: string): string =>
+    newRef(`${prefix}-${label}`);
+
 /** The owner startOrder records, as the intake API records the client that submitted an order. */
 export const TEST_ORDER_CLIENT = 'workflow_tests';
 

@@ -41,7 +41,7 @@ import { clientsWith } from '../helpers/webhooks';
 
 const HOOKED_KEY = 'metrics-hooked-key';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 
 interface Sample {
   name: string;

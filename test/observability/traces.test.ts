@@ -37,7 +37,7 @@ import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 import { makeTestVersionCurrent, versionedTestCode } from '../helpers/versioning';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('traces', () => {
   const exporter = new InMemorySpanExporter();

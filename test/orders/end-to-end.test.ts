@@ -5,7 +5,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { type Client } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
 import { canonicalJson } from '../../src/orders/order.service';
@@ -27,12 +27,13 @@ import {
   type testProvider,
   type TestSandbox,
   mobileResultBesidesDebit,
+  refsPrefixed,
 } from '../helpers/orders';
 import type { TestTemporal } from '../helpers/temporal';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
-const newRef = (label: string) => `API-${label}-${randomUUID().slice(0, 8)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const newRef = refsPrefixed('API');
+import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('intake API end to end', () => {
   let stack: OrderStack<'main'>;

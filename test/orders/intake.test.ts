@@ -7,17 +7,22 @@
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
 import type { GiftCardCatalogView } from '../../src/orders/catalog';
 import { apiTestConfig, type TestApi } from '../helpers/api';
 import { orderWorkflowId, type OrderView } from '../../contract/order';
-import { ADMIN_TOKEN, mobileResultBesidesDebit, scaledTimings, type TestSandbox } from '../helpers/orders';
+import {
+  ADMIN_TOKEN,
+  mobileResultBesidesDebit,
+  scaledTimings,
+  type TestSandbox,
+  refsPrefixed,
+} from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
-const newRef = (label: string) => `INTAKE-${label}-${randomUUID().slice(0, 8)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const newRef = refsPrefixed('INTAKE');
+import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('intake refuses what the provider would refuse', () => {
   let stack: OrderStack<'main'>;

@@ -17,7 +17,7 @@ import { useTemporal, type TestTemporal } from '../helpers/temporal';
 import { idleProvider } from '../helpers/stack';
 
 const ORDERS = 300;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 
 interface Summary {
   ref: string;

@@ -17,7 +17,7 @@ import { idleProvider } from '../helpers/stack';
 
 const HOUR = 3_600_000;
 const ORDERS = 12;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 
 interface Summary {
   ref: string;

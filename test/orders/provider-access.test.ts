@@ -7,13 +7,13 @@
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { SandboxAdmin } from '../../src/sandbox/admin-client';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
-import { ADMIN_TOKEN, mobileRequest, scaledTimings, testProvider } from '../helpers/orders';
+import { ADMIN_TOKEN, mobileRequest, scaledTimings, testProvider, refsPrefixed } from '../helpers/orders';
 import {
   clientOrders,
   clientsWith,
@@ -25,7 +25,7 @@ import {
 
 const KEY = 'test-key-access';
 const CLIENT = 'access';
-const newRef = (label: string) => `ACC-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('ACC');
 /** An address no test process has (TEST-NET-1). */
 const ELSEWHERE = '192.0.2.1';
 

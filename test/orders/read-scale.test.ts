@@ -27,7 +27,7 @@ import type { OrderView } from '../../contract/order';
 import { mobileRequest, scaledTimings } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 const CACHE_MS = 2_000;
 const DAY = 86_400_000;
 

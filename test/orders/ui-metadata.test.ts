@@ -37,7 +37,7 @@ import { internetRequest, mobileRequest, newRef, scaledTimings, type TestSandbox
 import type { TestTemporal } from '../helpers/temporal';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 const UNKNOWN = sandboxSpecialNumbers.unknownError;
 
 /** What the SDK's built-in `__temporal_workflow_metadata` query answers (temporal.api.sdk.v1.WorkflowMetadata). */

@@ -6,14 +6,14 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { sandboxSpecialNumbers, sandboxTestTypes } from '../../src/provider/wire';
 import { sandboxRefundMessages } from '../../src/sandbox/simulation';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import type { Statement } from '../../src/statements/statement.service';
-import { internetRequest, mobileRequest, scaledTimings } from '../helpers/orders';
+import { internetRequest, mobileRequest, scaledTimings, refsPrefixed } from '../helpers/orders';
 import {
   clientOrders,
   clientsWith,
@@ -24,7 +24,7 @@ import {
 
 const KEY = 'test-key-upstream';
 const CLIENT = 'upstream';
-const newRef = (label: string) => `UP-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('UP');
 /** Short for the test; hours in production (ORDER_QUEUED_RECHECK_MS). */
 const QUEUED_RECHECK_MS = 2_000;
 

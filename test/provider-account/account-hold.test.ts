@@ -6,7 +6,7 @@
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SandboxAdmin } from '../../src/sandbox/admin-client';
 import { endpointSecret } from '../../src/webhooks/secrets';
@@ -19,6 +19,7 @@ import {
   mobileRequest,
   scaledTimings,
   testProvider,
+  refsPrefixed,
 } from '../helpers/orders';
 import {
   clientOrders,
@@ -30,7 +31,7 @@ import {
 } from '../helpers/webhooks';
 
 const KEY = 'test-key-held';
-const newRef = (label: string) => `HOLD-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('HOLD');
 /** The account workflow reads the balance and /v3/ping this often. */
 const ACCOUNT_CHECK_MS = 500;
 

@@ -16,7 +16,7 @@ import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import { ensureOrderSweepSchedule } from '../../src/orders/sweep.schedule';
 import { orderWorkflowId, resolveReviewSignal, type OrderView } from '../../contract/order';
-import { ADMIN_TOKEN, mobileRequest, scaledTimings } from '../helpers/orders';
+import { ADMIN_TOKEN, mobileRequest, scaledTimings, refsPrefixed } from '../helpers/orders';
 import {
   clientOrders,
   clientsWith,
@@ -27,7 +27,7 @@ import {
 
 const KEY = 'test-key-held-actions';
 const CLIENT = 'heldops';
-const newRef = (label: string) => `HELDOPS-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('HELDOPS');
 const ACCOUNT_CHECK_MS = 500;
 
 describe('operator actions on a HELD order', { timeout: 300_000 }, () => {

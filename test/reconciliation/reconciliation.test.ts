@@ -42,7 +42,7 @@ async function recordFixture(name: string, handle: WorkflowHandle): Promise<void
   );
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
 
 describe('the nightly reconciliation against the provider ledger', () => {

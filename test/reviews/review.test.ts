@@ -12,7 +12,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -42,10 +41,11 @@ import {
   type OrderTestWorkers,
   type TestSandbox,
   mobileResultBesidesDebit,
+  refsPrefixed,
 } from '../helpers/orders';
 
-const newRef = (label: string) => `REV-${label}-${randomUUID().slice(0, 8)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const newRef = refsPrefixed('REV');
+import { setTimeout as sleep } from 'node:timers/promises';
 const run = promisify(execFile);
 
 type Stack = 'main' | 'lostSends' | 'flaky' | 'giftCards';

@@ -17,7 +17,7 @@ import { mobileRequest, scaledTimings } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const ORDERS = 3;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 const guidance = /UNKNOWN_ERROR: its support resolves it to FULFILLED or REFUNDED within 1-24 h/;
 
 describe('POST /v1/reviews/bulk: REFUNDED on UNKNOWN_ERROR is refused per order, and applied with force', () => {

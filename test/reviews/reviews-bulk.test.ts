@@ -17,7 +17,7 @@ import { mobileRequest, scaledTimings, type TestSandbox } from '../helpers/order
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const ORDERS = 200;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
 
 describe('POST /v1/reviews/bulk: one RECHECK after a provider outage', () => {

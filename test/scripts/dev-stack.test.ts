@@ -17,7 +17,7 @@ import { providerRefFor } from '../../src/orders/provider-ref';
 import { startSandbox } from '../../src/sandbox/server';
 
 const root = resolve(__dirname, '..', '..');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 const STARTUP_TIMEOUT_MS = 240_000;
 
 interface RunningStack {

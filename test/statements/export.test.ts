@@ -20,7 +20,7 @@ import {
 } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
 type Row = Record<string, string | number | undefined>;
 

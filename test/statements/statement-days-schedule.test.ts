@@ -22,7 +22,7 @@ import { mobileRequest, seedListedOrder } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const DAY = 86_400_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 const date = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 describe('the nightly precompute of statements’ days (Schedule)', () => {

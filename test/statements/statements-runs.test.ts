@@ -39,7 +39,7 @@ import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** `client`, its visibility listing each page's runs in reverse order. */
 function reversedListing(client: Client): Client {

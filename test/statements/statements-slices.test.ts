@@ -23,7 +23,7 @@ import { useTemporal, type TestTemporal } from '../helpers/temporal';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 
 interface Seed {
   request: OrderRequest;

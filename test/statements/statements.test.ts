@@ -24,7 +24,7 @@ import { idleProvider } from '../helpers/stack';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { setTimeout as sleep } from 'node:timers/promises';
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
 
 describe('GET /v1/statements', () => {

@@ -7,7 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { lookup as dnsLookup } from 'node:dns';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { Webhook } from 'standardwebhooks';
@@ -21,7 +21,7 @@ import { startReceiver, type ReceivedWebhook, type RunningReceiver } from '../..
 import type { LookupAll } from '../../src/webhooks/address-guard';
 import { orderWorkflowId } from '../../contract/order';
 import { webhookDeliveryWorkflowId, type WebhookDeliveryState } from '../../contract/webhooks';
-import { internetRequest, mobileRequest, scaledTimings } from '../helpers/orders';
+import { internetRequest, mobileRequest, scaledTimings, refsPrefixed } from '../helpers/orders';
 import {
   clientsWith,
   eventually,
@@ -31,7 +31,7 @@ import {
 } from '../helpers/webhooks';
 import { freePort } from '../../src/temporal/dev-server';
 
-const newRef = (label: string) => `WH-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('WH');
 const KEYS = {
   hooked: 'test-key-hooked',
   flaky: 'test-key-flaky',
