@@ -227,3 +227,45 @@ export const mobileTopupBody = (ref: string) => ({
   msisdn: '0550000001',
   amount: 500,
 });
+
+export interface OrderTestWorkers<K extends string> {
+  temporal: TestTemporal;
+  client: Client;
+  /** One task queue per worker. */
+  taskQueues: Record<K, string>;
+  stop(): Promise<void>;
+}
+
+/**
+ * startOrderStack with workers only (no sandbox, no API): one worker per named provider (e.g. one
+ * with the sandbox key, one with the production key), each on a task queue of its own.
+ */
+export async function startOrderTestWorkers<K extends string>(
+  providers: Record<K, OrderProvider>,
+  {
+    queueSendsOnly = [],
+    account,
+    tuning,
+  }: {
+    /** Workers that send only through the task queue (as with WORKER_PROVIDER_CALLS_PER_SECOND). */
+    queueSendsOnly?: NoInfer<K>[];
+    /** Workers that watch the provider account (held orders, the send gate), reading it this often. */
+    account?: { workers: NoInfer<K>[]; checkMs: number };
+    /** Every worker's concurrency settings (e.g. a workflow cache of one, to evict on every task). */
+    tuning?: StackWorker['tuning'];
+  } = {},
+): Promise<OrderTestWorkers<K>> {
+  const workers = Object.fromEntries(
+    (Object.entries(providers) as [K, OrderProvider][]).map(([name, provider]) => [
+      name,
+      {
+        provider,
+        queueSendsOnly: queueSendsOnly.includes(name),
+        ...(account?.workers.includes(name) && { account: { checkMs: account.checkMs } }),
+        ...(tuning && { tuning }),
+      } satisfies StackWorker,
+    ]),
+  ) as Record<K, StackWorker>;
+  const stack = await startOrderStack<K>({ name: 'orders-test', sandbox: false, workers });
+  return { temporal: stack.temporal, client: stack.client, taskQueues: stack.taskQueues, stop: stack.stop };
+}

@@ -35,14 +35,13 @@ import {
   internetRequest,
   mobileRequest,
   scaledTimings,
-  startOrderTestWorkers,
   startTestSandbox,
   testProvider,
-  type OrderTestWorkers,
   type TestSandbox,
   mobileResultBesidesDebit,
   refsPrefixed,
 } from '../helpers/orders';
+import { startOrderTestWorkers, type OrderTestWorkers } from '../helpers/stack';
 
 const newRef = refsPrefixed('REV');
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -54,12 +54,12 @@ import {
   LEAN_ORDER_EVENTS,
   PARTIAL_SPLIT_MEMO_EVENTS,
   startOrder,
-  startOrderTestWorkers,
   startTestSandbox,
   testProvider,
   waitForView,
   type TestSandbox,
 } from '../helpers/orders';
+import { startOrderTestWorkers } from '../helpers/stack';
 import { historiesDir, historyToJson } from '../helpers/histories';
 import { clientsWith, eventually, startWebhookStack } from '../helpers/webhooks';
 import { startReceiver } from '../../src/webhooks/receiver';
