@@ -4,6 +4,7 @@
  * environment), the sandbox, a real Temporal server. Figures are checked by value, and every
  * metric the Grafana dashboard and the alert rules query must be among what the services export.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -40,8 +41,6 @@ import { useTemporal, type TestTemporal } from '../helpers/temporal';
 import { clientsWith } from '../helpers/webhooks';
 
 const HOOKED_KEY = 'metrics-hooked-key';
-
-import { setTimeout as sleep } from 'node:timers/promises';
 
 interface Sample {
   name: string;

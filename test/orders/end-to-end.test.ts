@@ -3,6 +3,7 @@
  * sandbox (100× faster than the spec) and a worker running the real workflows and activities on a
  * task queue of this file's own. Orders go from POST to FULFILLED through the API alone.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -33,7 +34,6 @@ import type { TestTemporal } from '../helpers/temporal';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const newRef = refsPrefixed('API');
-import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('intake API end to end', () => {
   let stack: OrderStack<'main'>;

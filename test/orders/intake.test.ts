@@ -5,6 +5,7 @@
  * documented) is accepted and fulfilled; the gift-card catalog is the provider's categories with
  * each product's types, price and stock.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
@@ -22,7 +23,6 @@ import {
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const newRef = refsPrefixed('INTAKE');
-import { setTimeout as sleep } from 'node:timers/promises';
 
 describe('intake refuses what the provider would refuse', () => {
   let stack: OrderStack<'main'>;

@@ -5,6 +5,7 @@
  * close time), so the test closes a random half of the orders in random order: an API that
  * passed the store's order through would list them out of order.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -17,7 +18,6 @@ import { useTemporal, type TestTemporal } from '../helpers/temporal';
 import { idleProvider } from '../helpers/stack';
 
 const ORDERS = 300;
-import { setTimeout as sleep } from 'node:timers/promises';
 
 interface Summary {
   ref: string;

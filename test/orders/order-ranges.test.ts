@@ -4,6 +4,7 @@
  * acceptance and completion times in a year of their own (2003 + a random offset), so other tests'
  * orders never fall in the ranges. The list keeps its order, tokens and reach rules.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -17,7 +18,6 @@ import { idleProvider } from '../helpers/stack';
 
 const HOUR = 3_600_000;
 const ORDERS = 12;
-import { setTimeout as sleep } from 'node:timers/promises';
 
 interface Summary {
   ref: string;

@@ -9,6 +9,7 @@
  * `flaky` a test turns the checks slow or failing; on `giftCards` every placement's answer is lost
  * (so the order is in review without the provider's orderId).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -44,7 +45,6 @@ import {
 import { startOrderTestWorkers, type OrderTestWorkers } from '../helpers/stack';
 
 const newRef = refsPrefixed('REV');
-import { setTimeout as sleep } from 'node:timers/promises';
 const run = promisify(execFile);
 
 type Stack = 'main' | 'lostSends' | 'flaky' | 'giftCards';

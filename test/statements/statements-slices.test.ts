@@ -4,6 +4,7 @@
  * slices' edges, on `from` and on `to`, some open and accepted before the range. Its totals are
  * also checked against a plain sum of what was seeded.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -23,7 +24,6 @@ import { useTemporal, type TestTemporal } from '../helpers/temporal';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-import { setTimeout as sleep } from 'node:timers/promises';
 
 interface Seed {
   request: OrderRequest;

@@ -4,6 +4,7 @@
  * polls, completed on two days of 2004 (+ a random offset, so no other test's orders fall in the
  * range); the statement's sums are checked against figures worked out by hand.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -24,7 +25,6 @@ import { idleProvider } from '../helpers/stack';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-import { setTimeout as sleep } from 'node:timers/promises';
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
 
 describe('GET /v1/statements', () => {
