@@ -60,6 +60,12 @@ export interface ProviderFailureDetails {
   balance?: { required?: number; available?: number };
   /** ProviderOperatorDown: the operator /v3/ping reports down. */
   operator?: OperatorName;
+  /**
+   * ProviderOutcomeUnknown: when the call ended, epoch ms on the worker's clock. A workflow's clock
+   * is its task's start, which may be seconds before a call its task made (records.ts: the window
+   * a lost placement's commit falls in ends after this).
+   */
+  endedAt?: number;
 }
 
 /** A check: what the provider says, or that it does not know the ref / order (404). */

@@ -134,6 +134,7 @@ export const OrderContinuationSchema = z.object({
       nextCheckMs: z.number(),
     })
     .optional(),
+  recordsWindow: z.object({ from: z.number(), to: z.number(), settleMs: z.number() }).optional(),
 });
 
 /** The whole first argument of a continued run (`resumed` and `reconciled` are dropped by then). */

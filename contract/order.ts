@@ -83,6 +83,17 @@ export const HoldRequiredAttribute = defineSearchAttributeKey('HoldRequired', Se
 export const DebitAmountAttribute = defineSearchAttributeKey('DebitAmount', SearchAttributeType.DOUBLE);
 
 /**
+ * The provider's order id, once the order knows it (the view's `providerReference`), set by the
+ * workflow in the upsert of the status that comes with it (SUBMITTED, usually): a lost gift-card
+ * placement's search of the provider's records (src/orders/gift-card-records.activities.ts) sees which listed
+ * orders are already another order's with one visibility call, not a query per order.
+ */
+export const ProviderOrderIdAttribute = defineSearchAttributeKey(
+  'ProviderOrderId',
+  SearchAttributeType.KEYWORD,
+);
+
+/**
  * Every search attribute the service needs, by name and Temporal type: the one list from which
  * each registration derives — the dev server's `--search-attribute` flags, `npm run temporal:setup`
  * (run by the worker at start and by docker-compose's setup job) and the cluster test tier.
@@ -98,6 +109,7 @@ export const searchAttributeDefinitions = {
   HoldOperator: 'Keyword',
   HoldRequired: 'Int',
   DebitAmount: 'Double',
+  ProviderOrderId: 'Keyword',
 } as const;
 
 /** Polling and deadline timings, in milliseconds; fixed in the workflow input so replay is deterministic. */
@@ -221,7 +233,7 @@ export interface OrderInput {
    */
   resumed?: { closedAs: string; at: string };
   /**
-   * Set only by the nightly reconciliation (src/reconciliation/reconciliation.activities.ts) when it starts a new run
+   * Set only by the nightly reconciliation (src/reconciliation/reopening.ts) when it starts a new run
    * after a closed one whose final status the provider now contradicts: the new run, carrying the
    * closed run's last view in `continued`, reopens the order as DISPUTED with this evidence.
    */
@@ -250,6 +262,11 @@ export interface OrderContinuation {
   webhookDurable?: string[] | 'all';
   /** The watch after an operator's decision, when one is running. */
   watch?: DecisionWatch;
+  /**
+   * In review because a lost placement's records could not be searched: the window it was to be
+   * looked for in (epoch ms), so the review's rechecks search them again (src/orders/lifecycle/records.workflow.ts).
+   */
+  recordsWindow?: { from: number; to: number; settleMs: number };
 }
 
 /** What the workflow keeps of a watch after an operator's decision (the view shows `OrderView.watch`). */

@@ -19,11 +19,14 @@ async function main(args: string[]): Promise<number> {
     ? args.slice(args.indexOf('--take') + 1).filter((a) => !a.startsWith('--'))
     : [];
   for (const file of take) {
-    const text = readFileSync(resolve(file), 'utf8');
-    const part = partOf(JSON.parse(text));
+    const result = JSON.parse(readFileSync(resolve(file), 'utf8')) as Record<string, unknown>;
+    const part = partOf(result);
     if (!part) throw new Error(`${file}: not a result of a part the table quotes`);
     mkdirSync(benchDir(projectRoot), { recursive: true });
     const target = join(benchDir(projectRoot), `${part}.json`);
+    // Docs quote no commit hash: the commit that takes the file is its provenance.
+    delete result.git;
+    const text = JSON.stringify(result, null, 2);
     writeFileSync(target, await format(text, { ...(await resolveConfig(target)), filepath: target }));
     console.log(`${file} → docs/bench/${part}.json`);
   }

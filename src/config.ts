@@ -193,6 +193,12 @@ const schema = z.object({
   API_BATCH_BODY_LIMIT: z.string().default('1mb'),
   API_BATCH_CONCURRENCY: positiveInt.max(256).default(16),
   API_BATCH_TIMEOUT_MS: millis.default(60_000),
+  /**
+   * Order starts in flight towards Temporal from this API process, all clients together, handed
+   * out round-robin by client with single orders first (src/orders/start-gate.ts): one client's
+   * batches cannot saturate Temporal and time out everyone's starts.
+   */
+  API_START_CONCURRENCY: positiveInt.max(1_024).default(32),
   /** Per-client limits, for clients without their own in the clients file (src/api/limits.ts). */
   API_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
   API_ORDERS_PER_MINUTE: positiveInt.default(3_000),

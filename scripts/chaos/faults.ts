@@ -152,6 +152,8 @@ export class FaultSchedule {
   };
   #current: FaultPhase = { name: 'calm', rules: [] };
   #count = 0;
+  /** Whether the current phase is one every run promises (or one owed again). */
+  #currentPromised = false;
   /** Promised phases that ended before they had done their work: they come again next. */
   readonly #owed: ((rng: Random, operator?: OperatorName) => FaultPhase)[] = [];
   /** The balance before a balance outage, put back when it ends. */
@@ -172,8 +174,8 @@ export class FaultSchedule {
   next(): Promise<FaultPhase> {
     return this.#serial(async () => {
       await this.#clear();
-      const make = promisedPhases[++this.#count] ?? this.#owed.shift() ?? randomFaultPhase;
-      const phase = make(this.rng, this.nextOperator());
+      const promised = promisedPhases[++this.#count] ?? this.#owed.shift();
+      const phase = (promised ?? randomFaultPhase)(this.rng, this.nextOperator());
       for (const rule of phase.rules) await this.admin.add(rule);
       if (phase.account?.balance !== undefined) {
         this.#balanceBefore = (await this.admin.settings({})).balance;
@@ -182,8 +184,22 @@ export class FaultSchedule {
       if (phase.account?.operatorDown) await this.admin.operators({ [phase.account.operatorDown]: 'down' });
       this.phases[phase.name]++;
       this.#current = phase;
+      this.#currentPromised = promised !== undefined;
       return phase;
     });
+  }
+
+  /**
+   * Whether a promised phase is still to run or to finish its work: the chaos window then goes on
+   * until it has (run.ts), since a promise left for the calm would prove nothing of its fault.
+   */
+  promisesLeft(): boolean {
+    return this.#currentPromised || this.#owed.length > 0 || promisedPhases[this.#count + 1] !== undefined;
+  }
+
+  /** The current phase has done its work. */
+  kept(): void {
+    this.#currentPromised = false;
   }
 
   /** The phase ended before it had done its work (delayed a send, held an order): it comes again next. */
@@ -194,6 +210,7 @@ export class FaultSchedule {
       'operator-down': operatorDownPhase,
     }[phase.name as 'late-commit' | 'balance-outage' | 'operator-down'];
     if (again) this.#owed.push(again);
+    this.#currentPromised = false;
   }
 
   /**
@@ -213,6 +230,7 @@ export class FaultSchedule {
     return this.#serial(async () => {
       await this.#clear();
       this.#current = { name: 'calm', rules: [] };
+      this.#currentPromised = false;
     });
   }
 

@@ -59,6 +59,11 @@ export interface ChaosSummary extends Verdict {
  * resume after it, well under the stack's ORDER_MAX_HOLD_MS (stack.ts).
  */
 const ACCOUNT_PHASE_MAX_MS = 15_000;
+/**
+ * How long the chaos window may run on past its planned end while a promised phase is still to run
+ * or to do its work (held orders still to send, say, when the window closes): two tries of one.
+ */
+const PROMISES_OVERTIME_MS = 2 * ACCOUNT_PHASE_MAX_MS;
 /** How many order views an account phase reads per check, the latest submitted. */
 const VIEWS_READ_PER_CHECK = 6;
 
@@ -180,6 +185,7 @@ export async function runChaos(
       apiDowntimeMs: [] as number[],
     };
     let chaosOver = false;
+    let chaosEndedAt = 0;
     /** The most orders seen held at once for each reason, while a phase that holds them ran. */
     const heldSeen = { balance: 0, operator: 0 };
     /**
@@ -269,8 +275,12 @@ export async function runChaos(
         }
       }
     })();
+    let faultsOver = false;
+    /** The planned window is over and no promised phase is left to run or to finish, or the overtime is spent. */
+    const overtimeOver = () =>
+      chaosOver && (!faults.promisesLeft() || Date.now() - chaosEndedAt >= PROMISES_OVERTIME_MS);
     const faulting = (async () => {
-      while (!chaosOver) {
+      while (!overtimeOver()) {
         guard();
         const phase = await faults.next();
         const { balance, operatorDown } = phase.account ?? {};
@@ -288,8 +298,11 @@ export async function runChaos(
         // An account phase stops waiting after ACCOUNT_PHASE_MAX_MS (its held orders must not
         // reach their longest hold) and comes again later.
         for (;;) {
-          if (chaosOver) break;
-          if (await phaseDone(phase, phaseStarted)) break;
+          if (overtimeOver()) break;
+          if (await phaseDone(phase, phaseStarted)) {
+            faults.kept();
+            break;
+          }
           if (phase.account && Date.now() - phaseStarted >= ACCOUNT_PHASE_MAX_MS) {
             faults.owe(phase);
             log(`provider: ${phase.name} held no order in ${ACCOUNT_PHASE_MAX_MS / 1000} s; it comes again`);
@@ -298,10 +311,12 @@ export async function runChaos(
           await sleep(250, undefined, { signal });
         }
       }
-    })();
+    })().finally(() => {
+      faultsOver = true;
+    });
     // A worker that died on its own is replaced, as an orchestrator would.
     const keeping = (async () => {
-      while (!chaosOver) {
+      while (!faultsOver) {
         guard();
         if (stack.workers.size < options.workers) await stack.ensureWorkers(options.workers);
         await sleep(1_000, undefined, { signal });
@@ -321,8 +336,13 @@ export async function runChaos(
       await Promise.all([submitting, disrupting, sleep(options.durationMs, undefined, { signal })]);
     } finally {
       chaosOver = true;
+      chaosEndedAt = Date.now();
     }
     await Promise.all([faulting, keeping]);
+    if (Date.now() - chaosEndedAt > 1_000)
+      log(
+        `the chaos window ran ${((Date.now() - chaosEndedAt) / 1000).toFixed(1)} s over for its promised phases`,
+      );
     const chaosPhaseMs = Date.now() - chaosStarted;
 
     // ---- calm: no faults, every worker up, then the control group ----
@@ -365,6 +385,7 @@ export async function runChaos(
         provider: await readProviderRecords(stack.sandboxUrl, CHAOS_PROVIDER_KEY),
         workflowCount: await probe.countOrders(accepted),
         intakeStats: intake.stats,
+        placements: await admin.giftCardOrders(),
         troubleOf: (ref) => probe.troubleOf(ref),
       });
       verdict.problems.push(...secretsInLogs(stack.logDir, [...stack.secrets, ...orderSecrets(records)]));

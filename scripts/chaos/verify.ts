@@ -5,7 +5,8 @@
  */
 import { LEGACY_CLIENT_ID } from '../../src/clients/model';
 import { providerRefFor } from '../../src/orders/provider-ref';
-import type { SendReport } from '../../src/sandbox/state';
+import type { PlacedGiftCardOrder, SendReport } from '../../src/sandbox/state';
+import { checkGiftCards, type GiftCardTruth } from './gift-card-truth';
 import type { OrderType } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { sandboxRefundMessages } from '../../src/sandbox/simulation';
@@ -62,6 +63,8 @@ export interface Verdict {
    * those we report FAILED or REFUNDED (each one a customer credited whom the back office refunds).
    */
   money: { providerFulfilled: number; reportedFailedOrRefunded: number };
+  /** Gift cards against the sandbox's truth (gift-card-truth.ts). */
+  giftCards: Omit<GiftCardTruth, 'problems'>;
   workflows: number;
   /** Accepted orders that have no workflow, or never became final nor went to review. */
   lost: number;
@@ -136,10 +139,12 @@ export async function verify(input: {
   provider: ProviderRecords;
   workflowCount: number;
   intakeStats: IntakeStats;
+  /** Every gift-card placement the sandbox committed, with the workflow ID that placed it. */
+  placements: PlacedGiftCardOrder[];
   /** Why an order's history shows it was hit by trouble (a failed or timed-out task), or undefined. */
   troubleOf: (ref: string) => Promise<string | undefined>;
 }): Promise<Verdict> {
-  const { records, sends, provider, workflowCount, intakeStats, troubleOf } = input;
+  const { records, sends, provider, workflowCount, intakeStats, troubleOf, placements } = input;
   const problems: string[] = [];
   const accepted = records.filter((r) => r.accepted);
   const byStatus: Record<string, number> = {};
@@ -347,8 +352,11 @@ export async function verify(input: {
   if (intakeStats.internalErrors > 0)
     problems.push(`the intake API answered 500 ${intakeStats.internalErrors} times`);
 
+  const { problems: giftCardProblems, ...giftCardTruth } = checkGiftCards(records, placements);
+  problems.push(...giftCardProblems);
   const controls = accepted.filter((r) => r.planned.control);
   return {
+    giftCards: giftCardTruth,
     submissions: {
       orders: records.length,
       controlOrders: records.filter((r) => r.planned.control).length,
@@ -379,7 +387,7 @@ export async function verify(input: {
     money,
     workflows: workflowCount,
     lost,
-    sentTwice,
+    sentTwice: sentTwice + giftCardTruth.placedTwice,
     problems,
   };
 }

@@ -476,6 +476,7 @@ export async function runFaults(options: FaultRunOptions): Promise<FaultRunSumma
         provider,
         workflowCount: await probe.countOrders(accepted),
         intakeStats: intake.stats,
+        placements: await admin.giftCardOrders(),
         troubleOf: (ref) => probe.troubleOf(ref),
       });
     } finally {

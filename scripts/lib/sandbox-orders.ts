@@ -44,7 +44,7 @@ export interface TestSandbox extends StartedSandbox {
   changeTopup(ref: string, change: OutcomeChangeSpecInput): Promise<void>;
   changeGiftCardOrder(orderId: string, change: OutcomeChangeSpecInput): Promise<void>;
   /** Every gift-card order the sandbox placed, oldest first. */
-  giftCardOrders(): Promise<{ orderId: string; quantity: number; placedAt: string }[]>;
+  giftCardOrders(): Promise<{ orderId: string; quantity: number; placedAt: string; clientRef?: string }[]>;
 }
 
 export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSandbox> {
@@ -82,10 +82,9 @@ export async function startTestSandbox(timeScale = TIME_SCALE): Promise<TestSand
       admin('POST', `/admin/gift-card-orders/${encodeURIComponent(orderId)}/outcome`, change),
     giftCardOrders: async () =>
       (
-        await admin<{ orders: { orderId: string; quantity: number; placedAt: string }[] }>(
-          'GET',
-          '/admin/gift-card-orders',
-        )
+        await admin<{
+          orders: { orderId: string; quantity: number; placedAt: string; clientRef?: string }[];
+        }>('GET', '/admin/gift-card-orders')
       ).orders,
   };
 }

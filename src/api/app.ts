@@ -38,7 +38,7 @@ import { accountReport, type AccountProviderPort, type AccountReport } from '../
 import { noMetrics, type Metrics } from '../observability';
 import { requestSpans } from '../observability';
 import { openApiDocument } from './openapi';
-import { OrderService } from '../orders';
+import { FairStartGate, OrderService } from '../orders';
 import { pageTokensFromConfig, type PageTokens } from '../orders';
 import { giftCardsRouter } from '../orders';
 import { ordersRouter } from '../orders';
@@ -130,6 +130,7 @@ export function createApp(deps: AppDeps): Express {
     pageTokens,
     readCacheMs: config.API_READ_CACHE_MS,
     notSetUp: searchAttributesNotReady({ client: deps.client, timeoutMs: config.API_READINESS_TIMEOUT_MS }),
+    startGate: new FairStartGate(config.API_START_CONCURRENCY),
     intake: createIntakeCheck({
       provider: deps.provider,
       ttlMs: config.CATALOG_CACHE_TTL_MS,

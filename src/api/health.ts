@@ -118,7 +118,8 @@ function unregisteredSearchAttributes(absent: string[], namespace: string): stri
  * it, found the way /readyz finds it (one probe per attribute, not the start error's wording);
  * when the probes themselves fail (Temporal slow or failing), says so; undefined when every
  * attribute is known (then the refusal is something else, and a bug) or the namespace is missing.
- * Concurrent callers share one round of probes.
+ * Concurrent callers share one round of probes; once every attribute was found known, the answer
+ * is undefined without asking again.
  */
 export function searchAttributesNotReady(deps: {
   client: Client;
@@ -130,19 +131,24 @@ export function searchAttributesNotReady(deps: {
   const wanted = Object.entries(deps.searchAttributes ?? searchAttributeDefinitions);
   const timed: Timed = (fn) => client.withDeadline(Date.now() + timeoutMs, fn);
   let inFlight: Promise<string | undefined> | undefined;
+  // Every attribute known once is known until a deploy or a setup changes the namespace (and the
+  // API restarts with it): not asked again, so a slow Temporal never turns into a "not ready".
+  let allKnown = false;
   const check = async () => {
     const problems: string[] = [];
-    const absent = (await probeSearchAttributes(client, wanted, timed, problems)).filter(
-      (name): name is string => typeof name === 'string',
-    );
+    const probed = await probeSearchAttributes(client, wanted, timed, problems);
+    const absent = probed.filter((name): name is string => typeof name === 'string');
     if (absent.length > 0) return unregisteredSearchAttributes(absent, client.options.namespace);
     // Temporal refused the start and cannot say why in time (a loaded cluster): a 503 to retry
     // tells the caller the truth; a 500 would blame a request that may be fine.
     if (problems.length > 0)
       return `the order search attributes of namespace ${client.options.namespace} could not be checked (${problems[0]})`;
+    // Not when the namespace was missing (a probe failed NOT_FOUND): that is no answer on the attributes.
+    allKnown = probed.every((name) => name === undefined);
     return undefined;
   };
-  return () => (inFlight ??= check().finally(() => (inFlight = undefined)));
+  return () =>
+    allKnown ? Promise.resolve(undefined) : (inFlight ??= check().finally(() => (inFlight = undefined)));
 }
 
 export function readinessCheck(deps: {

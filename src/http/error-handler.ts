@@ -22,6 +22,12 @@ const GRPC_UNAVAILABLE_CODES: ReadonlySet<number> = new Set([
   14, // UNAVAILABLE
 ]);
 
+/** Whether `err` is Temporal unreachable or slow right now (answered 503), not a refusal of the request. */
+export function isTemporalUnavailable(err: unknown): boolean {
+  const code = grpcCode(err);
+  return code !== undefined && GRPC_UNAVAILABLE_CODES.has(code);
+}
+
 /** How long a client should wait before retrying after a 503: long enough for a reconnect. */
 export const RETRY_AFTER_UNAVAILABLE_SECONDS = 5;
 
@@ -70,8 +76,7 @@ export function toApiError(err: unknown): ApiError {
   if (status === 415)
     return new ApiError('unsupported-media-type', 'The body must be application/json.', { cause: err });
 
-  const code = grpcCode(err);
-  if (code !== undefined && GRPC_UNAVAILABLE_CODES.has(code)) {
+  if (isTemporalUnavailable(err)) {
     return temporarilyUnavailable('The order store (Temporal) is unreachable; retry later.', err);
   }
   // Checked at start, so a namespace missing now is a Temporal that is (re)starting and has not

@@ -5,6 +5,7 @@
 export { assertScope, callerOf, identifyCaller, requireApiKey, requireScope } from './auth';
 export {
   errorHandler,
+  isTemporalUnavailable,
   methodNotAllowedHandler,
   notFoundHandler,
   PROBLEM_CONTENT_TYPE,

@@ -6,9 +6,12 @@
  * - One bad item never blocks the others: each is validated and submitted on its own.
  * - Items with the same ref are submitted one after another, in their order, exactly as two
  *   single requests sent one after the other would be: the second answers 200 (same body) or 409.
- * - At most API_BATCH_CONCURRENCY submissions are in flight towards Temporal at once.
- * - Items not yet started when API_BATCH_TIMEOUT_MS has passed answer 503 without being tried, so
- *   a slow Temporal gives a partial answer the client can retry item by item, never a lost one.
+ * - At most API_BATCH_CONCURRENCY submissions of the batch are under way at once, and each start
+ *   waits its turn at the API's start gate (start-gate.ts, API_START_CONCURRENCY for all clients),
+ *   behind single orders and in turn with other clients' batch items.
+ * - Items not yet started when API_BATCH_TIMEOUT_MS has passed, whether queued in the batch or at
+ *   the start gate, answer 503 without being tried, so a slow or busy Temporal gives a partial
+ *   answer the client can retry item by item, never a lost one.
  * - Items not yet started when the caller is gone (`signal`: it hung up, or the request deadline
  *   answered) are not started either: no one reads their answers, and sent again they start then.
  */
@@ -20,6 +23,7 @@ import { OrderRequest } from '../../contract/schemas';
 import { temporarilyUnavailable, toApiError } from '../http';
 import type { Problem } from '../http';
 import { orderLocation, type OrderService, type OrderView } from './order.service';
+import { StartNotRun } from './start-gate';
 import { validateRequest } from '../http';
 
 export type BatchItemResult =
@@ -63,31 +67,36 @@ export async function submitBatch(
     return { status: apiError.status, body: apiError.toProblem({ requestId: options.requestId }) };
   };
 
+  const outOfTime = () =>
+    problem(
+      temporarilyUnavailable('Not submitted: the batch ran out of time before this order; submit it again.'),
+    );
+  const closed = (): BatchItemResult => {
+    // Not logged item by item: the request's own line says it was closed.
+    const closedError = temporarilyUnavailable(
+      'Not submitted: the request was closed before this order; submit it again.',
+    );
+    return { status: closedError.status, body: closedError.toProblem({ requestId: options.requestId }) };
+  };
+
   const submitOne = async (item: unknown): Promise<BatchItemResult> => {
-    if (now() > startBy) {
-      return problem(
-        temporarilyUnavailable(
-          'Not submitted: the batch ran out of time before this order; submit it again.',
-        ),
-      );
-    }
-    if (options.signal?.aborted) {
-      // Not logged item by item: the request's own line says it was closed.
-      const closed = temporarilyUnavailable(
-        'Not submitted: the request was closed before this order; submit it again.',
-      );
-      return { status: closed.status, body: closed.toProblem({ requestId: options.requestId }) };
-    }
+    if (now() > startBy) return outOfTime();
+    if (options.signal?.aborted) return closed();
     try {
       const { body } = validateRequest(
         { body: OrderRequest },
         { body: item, path: undefined, query: undefined },
       );
-      const { created, view } = await orders.submit(caller, body, options.log, 'batch');
+      const { created, view } = await orders.submit(caller, body, options.log, 'batch', {
+        // The gate's wait counts in real time (its timer), whatever `now` says.
+        startBy: Date.now() + (startBy - now()),
+        ...(options.signal && { signal: options.signal }),
+      });
       return created
         ? { status: 201, location: orderLocation(view.ref), body: view }
         : { status: 200, body: view };
     } catch (err) {
+      if (err instanceof StartNotRun) return err.reason === 'aborted' ? closed() : outOfTime();
       return problem(err);
     }
   };

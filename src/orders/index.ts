@@ -13,6 +13,21 @@ export { createOrderActivities, type OrderActivityOptions } from './order.activi
 export { ordersRouter } from './order.routes';
 export { OrderService, type OrderView } from './order.service';
 export { type PageTokens, pageTokensFromConfig } from './page-token';
+export {
+  type ClosedContinuation,
+  disputedSearchAttributes,
+  ownSearchAttributes,
+  reopenedInput,
+  reopenOrder,
+  type Reopening,
+  type ReopenMark,
+} from './reopen';
+export { FairStartGate, StartNotRun, type StartKind } from './start-gate';
 export { createSweepActivities } from './sweep.activities';
 export { ensureOrderSweepSchedule } from './sweep.schedule';
 export { timingsFromConfig } from './timings';
+export {
+  createGiftCardRecordsActivities,
+  FIGURES_MEMO_KEY,
+  type PlacementRecordsProvider,
+} from './gift-card-records.activities';

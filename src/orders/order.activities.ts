@@ -33,6 +33,9 @@ import { attemptDeadline, markAttemptStart, withinAttempt } from '../provider';
 import { toTemporalFailure } from '../provider';
 import type { AccountGate } from '../provider-account';
 
+import type { createGiftCardRecordsActivities } from './gift-card-records.activities';
+export type { PlacementSearch, PlacementSearchInput } from '../../contract/placement-records';
+
 /** What the check activities return: the provider's answers, as the workflows' adapters read them. */
 export type { GiftCardOrderCheck, InternetCheck, MobileCheck };
 
@@ -161,7 +164,8 @@ export function createOrderActivities({
       try {
         const { orderId } = await provider.placeGiftCardOrder(
           { productId: request.productId, typeId: request.typeId, quantity: request.quantity },
-          withinAttempt(),
+          // Informational: the provider takes no ref of ours (wire.ts CLIENT_REFERENCE_HEADER).
+          { ...withinAttempt(), clientReference: Context.current().info.workflowExecution?.workflowId ?? '' },
         );
         return { providerReference: orderId, alreadySent: false };
       } catch (err) {
@@ -187,7 +191,12 @@ export function createOrderActivities({
   };
 }
 
-export type OrderActivities = ReturnType<typeof createOrderActivities>;
+/**
+ * What the order workflows call: the order activities, and the search of the provider's records
+ * for a lost placement (gift-card-records.activities.ts), registered beside them.
+ */
+export type OrderActivities = ReturnType<typeof createOrderActivities> &
+  ReturnType<typeof createGiftCardRecordsActivities>;
 
 /** A gift-card placement attempt's last heartbeat: it certainly never reached the provider. */
 interface PlacementNotReached {

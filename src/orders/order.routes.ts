@@ -38,7 +38,10 @@ export function ordersRouter(
   router.post('/v1/orders', requireScope('orders:write'), ...jsonBody, async (req, res) => {
     const { body } = validateRequest({ body: OrderRequest }, parts(req));
     await options.chargeOrders(callerOf(res), 1, res);
-    const { created, view } = await orders.submit(callerOf(res), body, req.log);
+    // A caller gone while its order waits for a start slot: not started (start-gate.ts).
+    const { created, view } = await orders.submit(callerOf(res), body, req.log, 'single', {
+      signal: signalOf(res),
+    });
     if (created) res.status(201).location(orderLocation(view.ref));
     res.json(view);
   });

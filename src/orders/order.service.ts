@@ -46,7 +46,8 @@ import { providerRefFor } from './provider-ref';
 import { orderPriority, type OrderOrigin } from './priority';
 import { accessTo, assertMayForce, inOperatorReach, type Purpose } from './access';
 import { ApiError, type FieldError } from '../http';
-import { temporarilyUnavailable } from '../http';
+import { isTemporalUnavailable, temporarilyUnavailable } from '../http';
+import { StartNotRun, type FairStartGate } from './start-gate';
 import { FIGURES_MEMO, orderFigures } from './figures';
 import { OrderListing, type OrderList, type ScannedOrder } from './order-list.service';
 import { ReadCache } from '../http';
@@ -93,6 +94,11 @@ export interface OrderServiceOptions {
    * orders yet (health.ts searchAttributesNotReady), or undefined when it is.
    */
   notSetUp?: () => Promise<string | undefined>;
+  /**
+   * Hands out the workflow starts in flight towards Temporal, fairly across clients, singles first
+   * (start-gate.ts, API_START_CONCURRENCY); none: every start goes at once.
+   */
+  startGate?: FairStartGate;
   /** Seals and opens list page tokens (page-token.ts); default: a random key of this process. */
   pageTokens?: PageTokens;
   /**
@@ -162,6 +168,7 @@ export class OrderService {
   readonly #accepted: Counter<'order_type' | 'client'>;
   readonly #reader: OrderReader;
   readonly #reveals: RevealRecorder;
+  #setupAsked = false;
 
   constructor(options: OrderServiceOptions) {
     this.#o = options;
@@ -247,19 +254,30 @@ export class OrderService {
    * Starts the caller's order, or finds the one this ref already started for it. The workflow ID
    * is the idempotency key: Temporal refuses a second workflow with the same ID (REJECT_DUPLICATE
    * for closed ones, FAIL for a running one), so concurrent submissions start exactly one.
-   * `origin` sets the order's place in the task queue (src/orders/priority.ts).
+   * `origin` sets the order's place in the task queue (src/orders/priority.ts) and in the start
+   * gate (start-gate.ts). A single order waits for a start slot up to the Temporal call deadline,
+   * then answers 503; a batch item waits until `wait.startBy` (or until `wait.signal` aborts) and
+   * then throws StartNotRun, for the batch to answer that it was not tried.
    */
   async submit(
     caller: Caller,
     request: OrderRequest,
     log: Logger = this.#o.logger,
     origin: OrderOrigin = 'single',
+    wait: { startBy?: number; signal?: AbortSignal } = {},
   ): Promise<{ created: boolean; view: OrderView }> {
     await this.#o.intake?.check(request);
+    // Off the hot path: the first submission learns, in the background, whether the namespace is
+    // set up (kept once it is), so a start Temporal answers late need not wait on probes.
+    if (!this.#setupAsked) {
+      this.#setupAsked = true;
+      this.#o.notSetUp?.().catch(() => undefined);
+    }
     const address = { client: caller.id, ref: request.ref };
     const hash = requestHash(request);
     const providerRef = sendsRef(request.type) ? providerRefFor(caller.id, request.ref) : undefined;
-    const input: OrderInput = {
+    // Accepted when its start goes to Temporal, not when it began waiting for a slot.
+    const inputNow = (): OrderInput => ({
       request,
       acceptedAt: this.#o.clock().toISOString(),
       clientId: caller.id,
@@ -267,8 +285,9 @@ export class OrderService {
       timings: this.#o.timingsFor(request.type),
       // The workflow announces its status changes only for a client with endpoints (docs/integrators.md "Webhooks").
       ...(this.#o.clients.webhooksOf(caller.id).length > 0 ? { webhooks: true } : {}),
-    };
-    try {
+    });
+    const start = async (): Promise<OrderInput> => {
+      const input = inputNow();
       await this.#timed(() =>
         this.#o.client.workflow.start(workflowTypeByOrderType[request.type], {
           workflowId: this.workflowIdOf(address),
@@ -296,6 +315,19 @@ export class OrderService {
           ],
         }),
       );
+      return input;
+    };
+    try {
+      const waitMs =
+        origin === 'batch' && wait.startBy !== undefined ? wait.startBy - Date.now() : this.#o.timeoutMs;
+      const input = this.#o.startGate
+        ? await this.#o.startGate.run(
+            caller.id,
+            origin,
+            { waitMs, ...(wait.signal && { signal: wait.signal }) },
+            start,
+          )
+        : await start();
       this.#accepted.add({ order_type: request.type, client: caller.id });
       return {
         created: true,
@@ -307,6 +339,12 @@ export class OrderService {
         },
       };
     } catch (err) {
+      if (err instanceof StartNotRun && origin === 'single')
+        throw temporarilyUnavailable(
+          'Too many orders are being started right now; submit this order again.',
+          err,
+        );
+      if (err instanceof StartNotRun) throw err;
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw await this.#startRefused(err);
     }
 
@@ -331,7 +369,8 @@ export class OrderService {
    */
   async #startRefused(err: unknown): Promise<unknown> {
     // Whatever the error's code: a cluster with SQL visibility refuses such a start otherwise than the dev server.
-    if (!this.#o.notSetUp) return err;
+    // Temporal slow or away: that is the answer (503), and probes would only add to the load.
+    if (!this.#o.notSetUp || isTemporalUnavailable(err)) return err;
     const reason = await this.#o.notSetUp().catch(() => undefined);
     return reason ? temporarilyUnavailable(`Not ready: ${reason}.`, err) : err;
   }

@@ -2,23 +2,19 @@
  * The sweep's activity (src/orders/sweep.workflow.ts): finds every order whose latest workflow run
  * closed without a final status (terminated, timed out, failed, or cancelled by older code) and
  * starts a new run under the same workflow ID with the closed run's input and last view, marked
- * `resumed`: the new run looks the order up at the provider and never sends again unless the
+ * `resumed` (src/orders/reopen.ts): the new run looks the order up at the provider and never sends again unless the
  * provider certainly never had it (the settle rules of "Never send twice").
  */
 import { log } from '@temporalio/activity';
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import type { SearchAttributePair, TypedSearchAttributes } from '@temporalio/common';
+import type { Client } from '@temporalio/client';
 import {
-  defaultOrderTimings,
   finalStatuses,
   orderInputQuery,
   OrderStatusAttribute,
-  searchAttributeDefinitions,
   statusQuery,
   workflowTypeByOrderType,
-  type OrderInput,
-  type OrderView,
 } from '../../contract/order';
+import { ownSearchAttributes, reopenedInput, reopenOrder } from './reopen';
 
 /** The closed-run statuses a sweep resumes, as visibility queries name them. */
 const strandedStatuses = ['Terminated', 'TimedOut', 'Failed', 'Canceled'];
@@ -57,21 +53,19 @@ export function createSweepActivities(temporal: Client | undefined) {
         // sweep (a second worker's, a manual trigger) to resume the order and that run to close.
         const latest = await stillStranded();
         if (!latest) continue;
-        try {
-          await temporal.workflow.start(latest.type, {
-            workflowId: closed.workflowId,
-            taskQueue: latest.taskQueue,
-            args: [resumedInput(input, view, latest.status.name)],
-            workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-            // Never beside a run another sweep has just started.
-            workflowIdConflictPolicy: 'FAIL',
-            memo: latest.memo,
-            typedSearchAttributes: ownSearchAttributes(latest.typedSearchAttributes),
-          });
-        } catch (err) {
-          if (err instanceof WorkflowExecutionAlreadyStartedError) continue;
-          throw err;
-        }
+        const { started } = await reopenOrder(temporal, {
+          workflowId: closed.workflowId,
+          latest,
+          input: reopenedInput(
+            input,
+            view,
+            { resumed: { closedAs: latest.status.name, at: new Date().toISOString() } },
+            // The closed run's continuation goes on: the new run starts where the closed one was.
+            'carried',
+          ),
+          searchAttributes: ownSearchAttributes(latest.typedSearchAttributes),
+        });
+        if (!started) continue;
         log.warn('order resumed after its workflow closed without a final status', {
           workflowId: closed.workflowId,
           closedAs: latest.status.name,
@@ -84,35 +78,3 @@ export function createSweepActivities(temporal: Client | undefined) {
 }
 
 export type SweepActivities = ReturnType<typeof createSweepActivities>;
-
-/**
- * The closed run's search attributes the service owns (the order's type, client, status …), none
- * of Temporal's: the closed run's patch versions (`TemporalChangeVersion`) are not the new run's.
- */
-export function ownSearchAttributes(attributes: TypedSearchAttributes): SearchAttributePair[] {
-  return attributes.getAll().filter((pair) => Object.hasOwn(searchAttributeDefinitions, pair.key.name));
-}
-
-/**
- * The closed run's input with its last view: the new run starts where the closed one was, with a
- * deadline of a whole order from now (the closed run's deadline is not in its view).
- */
-function resumedInput(input: OrderInput, view: OrderView | undefined, closedAs: string): OrderInput {
-  // A reconciliation's dispute is reopened once: the resumed run carries its view, not the order to reopen again.
-  const { continued, reconciled: _reopenedOnce, ...rest } = input;
-  const { deadlineMs } = { ...defaultOrderTimings[input.request.type], ...input.timings };
-  const at = new Date().toISOString();
-  return {
-    ...rest,
-    resumed: { closedAs, at },
-    ...(view && {
-      continued: {
-        ...continued,
-        view,
-        deadlineAt: Date.now() + deadlineMs,
-        // Look the order up at once: that is what the new run is for.
-        nextCheckMs: 0,
-      },
-    }),
-  };
-}

@@ -52,7 +52,7 @@ export function markAttemptStart(now: number = Date.now()): void {
  * or when the activity is cancelled (worker shutdown, the workflow gave up on it). Already aborted
  * when no time is left, so the call is not even queued.
  */
-export function withinAttempt(now: number = Date.now()): Required<CallOptions> {
+export function withinAttempt(now: number = Date.now()): Required<Pick<CallOptions, 'signal'>> {
   const context = Context.current();
   if (!startedAt.has(context)) startedAt.set(context, now);
   const { info, cancellationSignal } = context;

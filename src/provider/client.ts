@@ -11,6 +11,7 @@ import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
 import {
   API_PREFIX,
+  CLIENT_REFERENCE_HEADER,
   Balance,
   Catalog,
   envelope,
@@ -72,6 +73,8 @@ export interface CallOptions {
    * request is cancelled, and if it had not left yet it never will. Already aborted: not sent.
    */
   signal?: AbortSignal;
+  /** Sent as CLIENT_REFERENCE_HEADER (wire.ts): informational, the provider documents no such field. */
+  clientReference?: string;
 }
 
 // Built once: the success envelopes of every endpoint.
@@ -416,6 +419,7 @@ export class ProviderClient {
     if (options.signal?.aborted) throw notStarted(operation, options.signal.reason);
     const headers: Record<string, string> = { 'x-access-token': this.#apiKey, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
+    if (options.clientReference) headers[CLIENT_REFERENCE_HEADER] = options.clientReference;
 
     // undici's timeouts start once the request is on a socket; time queued in a busy pool is
     // unbounded. A call that Temporal has long given up on must not go out late (a resend may

@@ -16,6 +16,7 @@ export { toTemporalFailure } from './provider-failures';
 /** The provider's wire: what the client sends and reads, and the sandbox answers. */
 export {
   API_PREFIX,
+  CLIENT_REFERENCE_HEADER,
   errorCodes,
   InternetSendBody,
   KeyScope,

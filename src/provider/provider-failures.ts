@@ -76,5 +76,6 @@ function detailsOf(err: ProviderError): ProviderFailureDetails {
   if (err.code !== undefined) details.code = err.code;
   if (err.retryAfterMs !== undefined) details.retryAfterMs = err.retryAfterMs;
   if (err.balance) details.balance = err.balance;
+  if (failureType(err) === ProviderFailureType.outcomeUnknown) details.endedAt = Date.now();
   return details;
 }

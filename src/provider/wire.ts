@@ -367,5 +367,12 @@ export const sandboxSpecialNumbers = {
   unknownError: '0600000003',
 } as const;
 
+/**
+ * Our header on a gift-card placement: the order's ref. The provider documents no such field and
+ * ignores unknown headers; placeOrder takes no ref of ours, so this is informational only (the
+ * sandbox keeps it, so a test can tell which order a placement was). Never a secret or personal data.
+ */
+export const CLIENT_REFERENCE_HEADER = 'x-client-reference';
+
 /** Gift-card types with a scripted sandbox outcome (fact sheet, gift cards). */
 export const sandboxTestTypes = { refund: 'TEST_REFUND', partial: 'TEST_PARTIAL' } as const;

@@ -4,7 +4,7 @@
  */
 import type { OperatorName } from '../provider';
 import type { FaultRule, FaultSpecInput, RouteName } from './faults';
-import type { OrderTimeline, RequestRecord, SandboxSettings, SendReport } from './state';
+import type { OrderTimeline, PlacedGiftCardOrder, RequestRecord, SandboxSettings, SendReport } from './state';
 
 /** The routes orders use; `validate` and the catalog only matter to readiness. */
 export const orderRoutes: readonly RouteName[] = [
@@ -46,6 +46,10 @@ export class SandboxAdmin {
   }
   clear(): Promise<{ removed: number }> {
     return this.#call('DELETE', '/admin/faults');
+  }
+  /** Every gift-card order the sandbox committed, with the caller's X-Client-Reference. */
+  async giftCardOrders(): Promise<PlacedGiftCardOrder[]> {
+    return (await this.#call<{ orders: PlacedGiftCardOrder[] }>('GET', '/admin/gift-card-orders')).orders;
   }
   sends(): Promise<SendReport> {
     return this.#call('GET', '/admin/sends');

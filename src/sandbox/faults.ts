@@ -43,13 +43,21 @@ export type RouteName = z.infer<typeof RouteName>;
 
 /** The routes that create something (money moves): the only ones a `late_commit` rule can target. */
 export const sendRouteNames = ['mobile.send', 'internet.send', 'giftcards.placeOrder'] as const;
-/** The routes that read a top-up or order back: the only ones a `lagging_reads` rule can target. */
+/**
+ * The routes that read a top-up or order back, the lists and the ledger included: the only ones a
+ * `lagging_reads` rule can target (a list or ledger read as of `lagMs` ago leaves out what was
+ * committed since, as a replica behind its primary would).
+ */
 export const readRouteNames = [
   'mobile.check',
   'mobile.checkId',
   'internet.check',
   'internet.checkId',
   'giftcards.checkOrder',
+  'mobile.list',
+  'internet.list',
+  'giftcards.list',
+  'account.transactions',
 ] as const;
 
 /** A latency longer than any sane client timeout is a hang: use kind `hang` for that. */

@@ -8,10 +8,8 @@
  * sends both spend the last of the balance. Without `uniqueRefs` the sandbox behaves like a
  * provider with no atomic uniqueness check: every send it receives is committed.
  *
- * The ledger is a list of rows, each dated: a send's debit when it commits, a refund when the
- * order's refund shows (at once for the scripted refunds, at the end of the timeline for the
- * sandbox's gift-card test types, when an outcome change falls due). The balance at a time is the
- * sum of the rows up to it, so a refund that is not due yet is not spendable yet.
+ * The ledger (the balance, its rows) is ledger.ts's, the rendering of check answers answers.ts's:
+ * this store holds the records and delegates to them.
  *
  * Orders belong to an `owner` (the key that created them): refs are unique per owner and per
  * family, and an owner never sees another's orders — which is why the production key, which can
@@ -22,49 +20,52 @@
  * and the request log are not kept: they are a test's set-up, not the provider's data.
  */
 import {
-  listLimits,
   operatorNames,
   operatorOfPlan,
-  sandboxTestTypes,
   type GiftCardOrderCheck,
   type InternetCheck,
-  type InternetSendBody,
   type KeyScope,
   type MobileCheck,
   type OperatorName,
-  type Pagination,
   type PlaceOrderBody,
   type PlaceOrderResult,
   type SendResult,
-  type SuggestedOffer,
   type Transaction,
 } from '../provider';
+import {
+  giftCardAnswer,
+  internetAnswer,
+  mobileAnswer,
+  scriptedGiftCardOutcome,
+  type AnswerContext,
+} from './answers';
 import { BadKeyTracker } from './auth';
 import { SandboxOffer, type OfferChange } from './catalog';
 import { duplicatedRef, insufficientBalance, notFound } from './errors';
 import { FaultStore, type RouteName } from './faults';
 import { Journal, type JournalRecord } from './journal';
+import { Ledger, ledgerTypes, roundDinars, type LedgerFamily } from './ledger';
 import {
   OutcomeChanges,
   type OutcomeChangeSpec,
   type OutcomeChange,
   type OutcomeTarget,
 } from './outcome-changes';
+import { inRange, paginate, type ListQuery, type Page } from './pages';
+import type { Created, Family, GiftCardOrder, InternetTopup, MobileTopup } from './records';
 import {
   CodeMaker,
   newId,
-  sandboxRefundMessages,
   scriptedMobileOutcome,
   documentedTimeline,
   handlingAfterMs,
   settleAfterMs,
-  timelineStatus,
   type Timeline,
   type TimelineFamily,
 } from './simulation';
-import type { ProviderStatus } from '../../contract/provider';
 
-export type Family = 'mobile' | 'internet';
+export type { ListQuery, Page } from './pages';
+export type { Family, InternetTopup, MobileTopup } from './records';
 
 export interface SendCounts {
   /** The family of the first send of this ref. */
@@ -132,33 +133,6 @@ export interface ReadView {
   lagMs?: number;
 }
 
-/** A mobile top-up as committed: the ref resolved, the amount credited (a fixed plan's own). */
-export interface MobileTopup {
-  plan_code: string;
-  MSSIDN: string;
-  amount: number;
-  ref: string;
-}
-export type InternetTopup = InternetSendBody & { ref: string };
-
-interface Created<B> {
-  id: string;
-  owner: string;
-  /** When it was committed: the start of its status timeline. */
-  createdAt: number;
-  body: B;
-  /** What the send debited (balance_amount before any refund). */
-  debit: number;
-  /** Sent while /v3/ping reported its operator down: accepted, then REFUNDED (docs/contributors.md). */
-  operatorDown?: boolean;
-  /** Drawn from the documented ranges (SandboxSettings.timings); absent: the spec's timeline. */
-  timeline?: Timeline;
-}
-
-interface GiftCardOrder extends Created<PlaceOrderBody> {
-  pricePerCard: number;
-}
-
 /** One family's top-ups, keyed by owner and ref; more than one per key only without `uniqueRefs`. */
 class TopupBook<B extends { ref: string }> {
   readonly #byKey = new Map<string, Created<B>[]>();
@@ -223,23 +197,6 @@ class TopupBook<B extends { ref: string }> {
   }
 }
 
-/** A ledger row before its running balances are known. */
-interface LedgerEntry {
-  id: string;
-  type: string;
-  /** Signed: negative for a debit. */
-  delta: number;
-  objid?: string;
-  note?: string;
-  at: number;
-}
-
-const ledgerTypes = {
-  mobile: { debit: 'FLEXY', refund: 'REFUND-FLEXY' },
-  internet: { debit: 'ADSL', refund: 'REFUND-ADSL' },
-  giftCard: { debit: 'ORDER', refund: 'REFUND-ORDER' },
-} as const;
-
 export interface SandboxStateOptions {
   /** Multiplies the spec's 5 s / 15 s delays. */
   timeScale: number;
@@ -286,22 +243,12 @@ export interface OrderTimeline {
 export interface PlacedGiftCardOrder extends PlaceOrderBody {
   orderId: string;
   placedAt: string;
+  /** The placement's X-Client-Reference, if it carried one: which of the client's orders placed it. */
+  clientRef?: string;
 }
 
 /** The sandbox account's login (the docs show a phone number in international form). */
 export const SANDBOX_USERNAME = '+213550000000';
-
-export interface ListQuery {
-  page: number;
-  pageSize: number;
-  from?: number;
-  to?: number;
-}
-
-export interface Page<T> {
-  items: T[];
-  pagination: Pagination;
-}
 
 export class SandboxState {
   readonly faults: FaultStore;
@@ -317,9 +264,7 @@ export class SandboxState {
   readonly #giftCardOrders = new Map<string, GiftCardOrder>();
   /** By ref alone (only the sandbox key can send, and refs are unique per family in practice). */
   readonly #sendCounts = new Map<string, SendCounts>();
-  #ledger: LedgerEntry[] = [];
-  /** Refunded amount per order id (objid), so a refund is never credited twice. */
-  readonly #refunded = new Map<string, number>();
+  readonly #ledger = new Ledger();
   #operators = upOperators();
   #settings: SandboxSettings = { ...defaultSandboxSettings };
   /** Documented timelines drawn per family since the timings settings last changed. */
@@ -363,7 +308,12 @@ export class SandboxState {
     return this.#send(this.#internet, 'internet', owner, body, debit);
   }
 
-  placeGiftCardOrder(owner: string, body: PlaceOrderBody, pricePerCard: number): PlaceOrderResult {
+  placeGiftCardOrder(
+    owner: string,
+    body: PlaceOrderBody,
+    pricePerCard: number,
+    clientRef?: string,
+  ): PlaceOrderResult {
     this.#assertCovers(pricePerCard * body.quantity);
     const orderId = newId();
     const timeline = this.#drawTimeline('giftCard');
@@ -374,6 +324,7 @@ export class SandboxState {
       createdAt: this.#now(),
       body,
       pricePerCard,
+      ...(clientRef && { clientRef }),
       ...(timeline && { timeline }),
     });
     return { orderId };
@@ -383,7 +334,8 @@ export class SandboxState {
 
   checkMobile(owner: string, ref: string, view: ReadView = {}): MobileCheck {
     const asOf = this.#asOf(view);
-    return this.#mobileAnswer(
+    return mobileAnswer(
+      this.#answers(),
       found(this.#mobile.get(owner, ref, asOf), `Top-up with reference '${ref}' not found`),
       asOf,
     );
@@ -391,7 +343,11 @@ export class SandboxState {
 
   checkMobileById(owner: string, id: string, view: ReadView = {}): MobileCheck {
     const asOf = this.#asOf(view);
-    return this.#mobileAnswer(found(this.#mobile.byId(owner, id, asOf), `Top-up '${id}' not found`), asOf);
+    return mobileAnswer(
+      this.#answers(),
+      found(this.#mobile.byId(owner, id, asOf), `Top-up '${id}' not found`),
+      asOf,
+    );
   }
 
   listMobile(owner: string, query: ListQuery, view: ReadView = {}): Page<MobileCheck> {
@@ -399,13 +355,14 @@ export class SandboxState {
     return paginate(
       this.#mobile.list(owner, asOf).filter((t) => inRange(t.createdAt, query)),
       query,
-      (t) => this.#mobileAnswer(t, asOf),
+      (t) => mobileAnswer(this.#answers(), t, asOf),
     );
   }
 
   checkInternet(owner: string, ref: string, view: ReadView = {}): InternetCheck {
     const asOf = this.#asOf(view);
-    return this.#internetAnswer(
+    return internetAnswer(
+      this.#answers(),
       found(this.#internet.get(owner, ref, asOf), `Top-up with reference '${ref}' not found`),
       asOf,
     );
@@ -413,7 +370,8 @@ export class SandboxState {
 
   checkInternetById(owner: string, id: string, view: ReadView = {}): InternetCheck {
     const asOf = this.#asOf(view);
-    return this.#internetAnswer(
+    return internetAnswer(
+      this.#answers(),
       found(this.#internet.byId(owner, id, asOf), `Top-up '${id}' not found`),
       asOf,
     );
@@ -424,14 +382,15 @@ export class SandboxState {
     return paginate(
       this.#internet.list(owner, asOf).filter((t) => inRange(t.createdAt, query)),
       query,
-      (t) => this.#internetAnswer(t, asOf),
+      (t) => internetAnswer(this.#answers(), t, asOf),
     );
   }
 
   checkGiftCardOrder(owner: string, orderId: string, view: ReadView = {}): GiftCardOrderCheck {
     const asOf = this.#asOf(view);
     const order = this.#giftCardOrders.get(orderId);
-    return this.#giftCardAnswer(
+    return giftCardAnswer(
+      this.#answers(),
       found(
         order?.owner === owner && order.createdAt <= asOf ? order : undefined,
         `Order '${orderId}' not found`,
@@ -445,39 +404,18 @@ export class SandboxState {
     const orders = [...this.#giftCardOrders.values()]
       .filter((o) => o.owner === owner && o.createdAt <= asOf && inRange(o.createdAt, query))
       .reverse();
-    return paginate(orders, query, (o) => this.#giftCardAnswer(o, asOf));
+    return paginate(orders, query, (o) => giftCardAnswer(this.#answers(), o, asOf));
   }
 
   // ---- account ----
 
   balance(at: number = this.#now()): number {
-    let balance = 0;
-    for (const entry of this.#ledger) if (entry.at <= at) balance += entry.delta;
-    return roundDinars(balance);
+    return this.#ledger.balance(at);
   }
 
-  /** Ledger rows up to now, newest first, with their running balances. */
-  transactions(query: ListQuery): Page<Transaction> {
-    const now = this.#now();
-    const rows: Transaction[] = [];
-    let balance = 0;
-    for (const entry of [...this.#ledger].filter((e) => e.at <= now).sort((a, b) => a.at - b.at)) {
-      const oldBalance = balance;
-      balance = roundDinars(balance + entry.delta);
-      if (!inRange(entry.at, query)) continue;
-      rows.push({
-        _id: entry.id,
-        type: entry.type,
-        operation: entry.delta < 0 ? 'debit' : 'credit',
-        amount: roundDinars(Math.abs(entry.delta)),
-        oldBalance,
-        newBalance: balance,
-        ...(entry.objid && { objid: entry.objid }),
-        ...(entry.note && { note: entry.note }),
-        time: new Date(entry.at).toISOString(),
-      });
-    }
-    return paginate(rows.reverse(), query, (row) => row);
+  /** Ledger rows up to now (as of `view.lagMs` ago), newest first, with their running balances. */
+  transactions(query: ListQuery, view: ReadView = {}): Page<Transaction> {
+    return this.#ledger.transactions(query, this.#asOf(view));
   }
 
   /** Admin: the balance becomes `balance` now (a DEPOSIT or WITHDRAW row of the difference). */
@@ -545,10 +483,11 @@ export class SandboxState {
   }
 
   giftCardOrders(): PlacedGiftCardOrder[] {
-    return [...this.#giftCardOrders.values()].map(({ id, createdAt, body }) => ({
+    return [...this.#giftCardOrders.values()].map(({ id, createdAt, body, clientRef }) => ({
       orderId: id,
       ...body,
       placedAt: new Date(createdAt).toISOString(),
+      ...(clientRef && { clientRef }),
     }));
   }
 
@@ -594,8 +533,7 @@ export class SandboxState {
     this.#internet.clear();
     this.#giftCardOrders.clear();
     this.#sendCounts.clear();
-    this.#ledger = [];
-    this.#refunded.clear();
+    this.#ledger.clear();
     this.#offer = new SandboxOffer();
     this.#operators = upOperators();
     this.#settings = { ...defaultSandboxSettings };
@@ -648,105 +586,14 @@ export class SandboxState {
     if (required > available) throw insufficientBalance(roundDinars(required), available);
   }
 
-  #mobileAnswer(topup: Created<MobileTopup>, asOf: number): MobileCheck {
-    const { id, createdAt, body, debit, timeline } = topup;
-    const changed = this.#changed({ ref: body.ref }, asOf);
-    const scripted = topup.operatorDown
-      ? { status: 'REFUNDED' as const, refund_message: sandboxRefundMessages.operatorDown }
-      : scriptedMobileOutcome(body.MSSIDN);
-    const outcome = changed
-      ? {
-          status: changed.status as ProviderStatus,
-          ...(changed.status === 'REFUNDED' && {
-            refund_message: changed.refund_message ?? sandboxRefundMessages.reversed,
-          }),
-        }
-      : (scripted ?? { status: this.#status(createdAt, asOf, 'mobile', timeline) });
+  /** What the answers (answers.ts) read of the store, now. */
+  #answers(): AnswerContext {
     return {
-      _id: id,
-      ref: body.ref,
-      status: outcome.status,
-      plan_code: body.plan_code,
-      MSSIDN: body.MSSIDN,
-      topup_amount: body.amount,
-      balance_amount: roundDinars(debit - this.#refundedAsOf(id, asOf)),
-      created_at: new Date(createdAt).toISOString(),
-      ...('refund_message' in outcome &&
-        outcome.refund_message && { refund_message: outcome.refund_message }),
-      ...('suggested_offers' in outcome &&
-        outcome.suggested_offers && { suggested_offers: outcome.suggested_offers }),
-      ...(outcome.status === 'FULFILLED' &&
-        isMenuPlan(body.plan_code) && { suggested_offers: this.#menuOffers(body.plan_code) }),
-    };
-  }
-
-  /**
-   * What a GETMENU_<Operator> plan returns (documented: "a number's available offers as
-   * suggested_offers"): here, the operator's enabled plans other than the menu itself, a fixed
-   * plan with its amount.
-   */
-  #menuOffers(menuCode: string): SuggestedOffer[] {
-    const menu = this.#offer.findPlan(menuCode);
-    const { dynamicPlans, fixedPlans } = this.#offer.plans();
-    const offered = (p: { isEnabled: boolean; operator: string; code: string }) =>
-      p.isEnabled && p.operator === menu?.plan.operator && !isMenuPlan(p.code);
-    return [
-      ...fixedPlans.filter(offered).map((p) => ({ typename: p.name, plan_code: p.code, amount: p.amount })),
-      ...dynamicPlans.filter(offered).map((p) => ({ typename: p.name, plan_code: p.code })),
-    ];
-  }
-
-  #internetAnswer(topup: Created<InternetTopup>, asOf: number): InternetCheck {
-    const { id, createdAt, body, timeline } = topup;
-    const changed = this.#changed({ ref: body.ref }, asOf);
-    const status = changed?.status ?? this.#status(createdAt, asOf, 'internet', timeline);
-    return {
-      _id: id,
-      ref: body.ref,
-      status,
-      type: body.type,
-      number: body.number,
-      topup_amount: body.value,
-      created_at: new Date(createdAt).toISOString(),
-      ...(status === 'FULFILLED' && {
-        card_code: this.#codes.digits(`${id}:card`, 16),
-        ...(!changed?.without?.includes('num_trans') && { num_trans: this.#codes.digits(`${id}:trans`, 12) }),
-        date_traitement: new Date(createdAt + settleAfterMs(this.#timeScale, timeline)).toISOString(),
-      }),
-      ...(status === 'REFUNDED' && {
-        refund_message: changed?.refund_message ?? sandboxRefundMessages.reversed,
-      }),
-    };
-  }
-
-  #giftCardAnswer(order: GiftCardOrder, asOf: number): GiftCardOrderCheck {
-    const { id, createdAt, body, pricePerCard, timeline } = order;
-    const changed = this.#changed({ orderId: id }, asOf);
-    const settled = asOf - createdAt >= settleAfterMs(this.#timeScale, timeline);
-    const scripted = settled ? scriptedGiftCardOutcome(body) : undefined;
-    const status = changed?.status ?? scripted?.status ?? this.#status(createdAt, asOf, 'giftCard', timeline);
-    const fulfilled =
-      status === 'FULFILLED'
-        ? body.quantity
-        : status === 'PARTIALLY_FILLED'
-          ? (scripted?.fulfilled ?? Math.floor(body.quantity / 2))
-          : 0;
-    return {
-      _id: id,
-      status,
-      quantity: body.quantity,
-      fulfilled_quantity: fulfilled,
-      fulfilled_amount: roundDinars(fulfilled * pricePerCard),
-      price_per_card: pricePerCard,
-      ...(fulfilled > 0 && {
-        cards: Array.from({ length: fulfilled }, (_, i) => ({
-          value: this.#codes.digits(`${id}:card:${i}`, 16),
-          serial: `SN${this.#codes.digits(`${id}:serial:${i}`, 12)}`,
-        })),
-      }),
-      product: body.productId,
-      type: body.typeId,
-      time: new Date(createdAt).toISOString(),
+      timeScale: this.#timeScale,
+      codes: this.#codes,
+      offer: this.#offer,
+      changed: (target, asOf) => this.#changed(target, asOf),
+      refundedAsOf: (objid, asOf) => this.#ledger.refundedAsOf(objid, asOf),
     };
   }
 
@@ -761,10 +608,14 @@ export class SandboxState {
     switch (record.t) {
       case 'sandbox':
         this.#codes = new CodeMaker(Buffer.from(record.codeSecret as string, 'base64'));
-        this.#credit('DEPOSIT', (record.startingBalance as number | undefined) ?? this.#startingBalance, {
-          at: (record.at as number | undefined) ?? 0,
-          note: 'starting balance',
-        });
+        this.#ledger.credit(
+          'DEPOSIT',
+          (record.startingBalance as number | undefined) ?? this.#startingBalance,
+          {
+            at: (record.at as number | undefined) ?? 0,
+            note: 'starting balance',
+          },
+        );
         return;
       case 'topup': {
         const { family, id, owner, createdAt, body, debit, operatorDown, timeline } =
@@ -780,7 +631,7 @@ export class SandboxState {
           ...(operatorDown && { operatorDown }),
           ...(timeline && { timeline }),
         });
-        this.#credit(ledgerTypes[family].debit, -spent, { at: createdAt, objid: id });
+        this.#ledger.credit(ledgerTypes[family].debit, -spent, { at: createdAt, objid: id });
         if (
           operatorDown ||
           (family === 'mobile' && scriptedMobileOutcome((body as MobileTopup).MSSIDN)?.status === 'REFUNDED')
@@ -799,6 +650,7 @@ export class SandboxState {
         const { id, owner, createdAt, body, timeline } = record as unknown as Created<PlaceOrderBody>;
         const pricePerCard = (record.pricePerCard as number | undefined) ?? 0;
         const debit = pricePerCard * body.quantity;
+        const clientRef = record.clientRef as string | undefined;
         this.#giftCardOrders.set(id, {
           id,
           owner,
@@ -806,10 +658,11 @@ export class SandboxState {
           body,
           debit,
           pricePerCard,
+          ...(clientRef && { clientRef }),
           ...(timeline && { timeline }),
         });
         this.#offer.take(body.productId, body.typeId, body.quantity);
-        this.#credit(ledgerTypes.giftCard.debit, -debit, { at: createdAt, objid: id });
+        this.#ledger.credit(ledgerTypes.giftCard.debit, -debit, { at: createdAt, objid: id });
         const scripted = scriptedGiftCardOutcome(body);
         if (scripted) {
           const refund = (body.quantity - scripted.fulfilled) * pricePerCard;
@@ -829,18 +682,9 @@ export class SandboxState {
         }
         return;
       }
-      case 'balance': {
-        const at = record.at as number;
-        const delta = (record.balance as number) - this.balance(at);
-        this.#ledger.push({
-          id: record.id as string,
-          type: delta < 0 ? 'WITHDRAW' : 'DEPOSIT',
-          delta,
-          at,
-          note: 'set by the sandbox admin',
-        });
+      case 'balance':
+        this.#ledger.setBalance(record.id as string, record.balance as number, record.at as number);
         return;
-      }
       case 'operators':
         this.#operators = {
           ...upOperators(),
@@ -865,34 +709,14 @@ export class SandboxState {
     };
   }
 
-  #credit(
-    type: string,
-    delta: number,
-    { at, objid, note }: { at: number; objid?: string; note?: string },
-  ): void {
-    this.#ledger.push({ id: newId(), type, delta, at, ...(objid && { objid }), ...(note && { note }) });
-  }
-
   /** Credits what is left of an order's debit, once (a second refund of one order credits nothing). */
-  #refund(family: Family | 'giftCard', objid: string, amount: number, at: number): void {
-    const debit = this.#debitOf(family, objid);
-    const left = Math.min(amount, debit - (this.#refunded.get(objid) ?? 0));
-    if (left <= 0) return;
-    this.#refunded.set(objid, (this.#refunded.get(objid) ?? 0) + left);
-    this.#credit(ledgerTypes[family].refund, left, { at, objid });
+  #refund(family: LedgerFamily, objid: string, amount: number, at: number): void {
+    this.#ledger.refund(family, objid, this.#debitOf(family, objid), amount, at);
   }
 
-  #debitOf(family: Family | 'giftCard', objid: string): number {
+  #debitOf(family: LedgerFamily, objid: string): number {
     if (family === 'giftCard') return this.#giftCardOrders.get(objid)?.debit ?? 0;
     return (family === 'mobile' ? this.#mobile.any(objid) : this.#internet.any(objid))?.debit ?? 0;
-  }
-
-  #refundedAsOf(objid: string, asOf: number): number {
-    let refunded = 0;
-    for (const entry of this.#ledger) {
-      if (entry.objid === objid && entry.delta > 0 && entry.at <= asOf) refunded += entry.delta;
-    }
-    return refunded;
   }
 
   #countsOf(ref: string, family: Family): SendCounts {
@@ -903,10 +727,6 @@ export class SandboxState {
 
   #asOf({ lagMs = 0 }: ReadView): number {
     return this.#now() - lagMs;
-  }
-
-  #status(createdAt: number, asOf: number, family: TimelineFamily, timeline?: Timeline): ProviderStatus {
-    return timelineStatus(asOf - createdAt, this.#timeScale, family, timeline);
   }
 
   /** The next documented timeline of `family`, when the settings ask for them. */
@@ -944,47 +764,8 @@ export class SandboxState {
   }
 }
 
-/** Documented: `GETMENU_<Operator>` plans return the number's offers. */
-function isMenuPlan(code: string): boolean {
-  return code.startsWith('GETMENU_');
-}
-
 function upOperators(): Record<OperatorName, 'up' | 'down'> {
   return Object.fromEntries(operatorNames.map((name) => [name, 'up'])) as Record<OperatorName, 'up' | 'down'>;
-}
-
-/** The documented sandbox types: TEST_REFUND refunded, TEST_PARTIAL half fulfilled. */
-function scriptedGiftCardOutcome(
-  body: PlaceOrderBody,
-): { status: 'REFUNDED' | 'PARTIALLY_FILLED'; fulfilled: number } | undefined {
-  if (body.typeId === sandboxTestTypes.refund) return { status: 'REFUNDED', fulfilled: 0 };
-  if (body.typeId !== sandboxTestTypes.partial) return undefined;
-  const fulfilled = Math.floor(body.quantity / 2);
-  // Half of one card is none: documented PARTIALLY_FILLED needs 0 < fulfilled < quantity.
-  return fulfilled > 0 ? { status: 'PARTIALLY_FILLED', fulfilled } : { status: 'REFUNDED', fulfilled: 0 };
-}
-
-/** Dinars with at most two decimals (the docs allow decimals in a balance). */
-function roundDinars(value: number): number {
-  return Math.round(value * 100) / 100;
-}
-
-function inRange(at: number, { from, to }: ListQuery): boolean {
-  return (from === undefined || at >= from) && (to === undefined || at <= to);
-}
-
-function paginate<S, T>(rows: S[], { page, pageSize }: ListQuery, map: (row: S) => T): Page<T> {
-  const size = Math.min(Math.max(1, pageSize), listLimits.maxPageSize);
-  const totalResults = rows.length;
-  return {
-    items: rows.slice((page - 1) * size, page * size).map(map),
-    pagination: {
-      page,
-      pageSize: size,
-      totalPages: Math.max(1, Math.ceil(totalResults / size)),
-      totalResults,
-    },
-  };
 }
 
 function found<T>(value: T | undefined, message: string): T {

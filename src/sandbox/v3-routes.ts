@@ -13,6 +13,7 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import {
   API_PREFIX,
+  CLIENT_REFERENCE_HEADER,
   InternetSendBody,
   keyScopes,
   listLimits,
@@ -134,7 +135,7 @@ export function v3Router(
       access: 'read',
       accept: (req) => {
         const query = listQuery(req);
-        return () => state.transactions(query);
+        return (view) => state.transactions(query, view);
       },
     },
     {
@@ -360,7 +361,10 @@ export function v3Router(
           throw outOfStock(`typeId: ${type.quantity} in stock, ${body.quantity} asked`);
         }
         const price = type.price;
-        return () => state.placeGiftCardOrder(role, body, price);
+        // Informational (our client sends the order's ref; the provider documents no such field):
+        // kept with the order so a test can tell which of its orders a placement was.
+        const clientRef = req.get(CLIENT_REFERENCE_HEADER)?.slice(0, 200);
+        return () => state.placeGiftCardOrder(role, body, price, clientRef);
       },
     },
     {

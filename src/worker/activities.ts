@@ -5,7 +5,11 @@
  */
 import type { Client } from '@temporalio/client';
 import { createOrderActivities, type OrderActivityOptions } from '../orders';
-import { createSweepActivities } from '../orders';
+import {
+  createGiftCardRecordsActivities,
+  createSweepActivities,
+  type PlacementRecordsProvider,
+} from '../orders';
 import { createBulkReviewActivities } from '../reviews';
 import { createReconciliationActivities, type ReconciliationProvider } from '../reconciliation';
 import { createStatementDaysActivities, type StatementDaysSummarizer } from '../statements';
@@ -48,6 +52,10 @@ export function createActivities({
     ...createBulkReviewActivities(temporal),
     ...createReconciliationActivities(reconciliation, temporal),
     ...createStatementDaysActivities(statementDays),
+    ...createGiftCardRecordsActivities(
+      'listGiftCardOrders' in orders.provider ? (orders.provider as PlacementRecordsProvider) : undefined,
+      temporal,
+    ),
     ...createOrderActivities({ ...orders, gate }),
   };
 }

@@ -73,6 +73,31 @@ describe('/readyz checks what a submission needs', () => {
     );
   });
 
+  it('once every search attribute was found known, a slow Temporal does not make the check say "not ready" (not asked again)', async () => {
+    // The run's namespace is set up. A connection of this case's own, whose probes are then made to time out.
+    const own = await Connection.connect({ address: temporal.address });
+    try {
+      const notSetUp = searchAttributesNotReady({
+        client: new Client({ connection: own, namespace: temporal.namespace }),
+        timeoutMs: 5_000,
+      });
+      assert.equal(await notSetUp(), undefined);
+      let probes = 0;
+      Object.assign(own.workflowService, {
+        countWorkflowExecutions: () => {
+          probes++;
+          return Promise.reject(
+            Object.assign(new Error('4 DEADLINE_EXCEEDED: Deadline exceeded'), { code: 4 }),
+          );
+        },
+      });
+      assert.equal(await notSetUp(), undefined);
+      assert.equal(probes, 0);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('a missing namespace → 503 naming it', async () => {
     const namespace = `readyz-missing-${randomUUID().slice(0, 8)}`;
     const client = new Client({ connection, namespace });

@@ -127,7 +127,7 @@ export function startOrder(
       args: [{ request, acceptedAt: acceptedAt.toISOString(), ...extra }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       // The API keeps a fingerprint of the request here; it must survive continue-as-new.
-      memo: { requestHash: `test-${request.ref}` },
+      memo: { requestHash: `test-${request.ref}`, [FIGURES_MEMO]: orderFigures(request) },
       typedSearchAttributes: [
         { key: OrderTypeAttribute, value: request.type },
         { key: OrderStatusAttribute, value: 'ACCEPTED' },

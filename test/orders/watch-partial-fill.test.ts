@@ -25,8 +25,11 @@ describe('the watch after a decision, when the provider then fills the gift-card
   before(async () => {
     stack = await startOrderStack({ name: 'partial-fill', workers: { main: {} } });
     sandbox = stack.sandbox;
-    // Every placement's answer is lost: the order goes to review without the provider's orderId.
+    // Every placement's answer is lost and the provider's gift-card list lags far behind (so the
+    // placement is not found there, src/orders/lifecycle/records.workflow.ts): the order goes to review without
+    // the provider's orderId.
     await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'] });
+    await sandbox.addFault({ kind: 'lagging_reads', lagMs: 120_000, routes: ['giftcards.list'] });
   });
   after(async () => {
     await stack?.stop();

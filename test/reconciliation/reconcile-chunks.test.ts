@@ -1,12 +1,12 @@
 /**
  * The reconciliation's matching hands over a day's mismatches a chunk at a time by a cursor
- * (src/reconciliation/reconciliation.activities.ts chunkOf): an outage's worth of mismatches, each with many ledger
+ * (src/reconciliation/matching.ts chunkOf): an outage's worth of mismatches, each with many ledger
  * rows, walks out in chunks that cover each mismatch once and stay far below Temporal's 2 MB per
  * payload, where the whole list in one result does not.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chunkOf } from '../../src/reconciliation/reconciliation.activities';
+import { chunkOf } from '../../src/reconciliation/matching';
 import type { LedgerRow, MatchChunk, Mismatch } from '../../contract/reconciliation';
 
 const TEMPORAL_PAYLOAD_LIMIT = 2 * 1024 * 1024;

@@ -5,7 +5,8 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mismatchOf, reconcileStatus } from '../../src/reconciliation/reconciliation.activities';
+import { mismatchOf } from '../../src/reconciliation/matching';
+import { reconcileStatus } from '../../src/reconciliation/reopening';
 import type { OrderView } from '../../contract/order';
 
 const order = (status: OrderView['status'], review?: OrderView['review']) => ({ status, review });

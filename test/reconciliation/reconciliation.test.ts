@@ -20,7 +20,7 @@ import {
 } from '../../contract/reconciliation';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { providerRefFor } from '../../src/orders/provider-ref';
-import { reconciliationDayOf, previousDay } from '../../src/reconciliation/reconciliation.activities';
+import { reconciliationDayOf, previousDay } from '../../src/reconciliation/day';
 import { mobileRequest, newRef, scaledTimings, startOrder, waitForView } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 import { ensureReconciliationSchedule } from '../../src/reconciliation/reconciliation.schedule';

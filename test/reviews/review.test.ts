@@ -6,7 +6,7 @@
  *
  * Four sandboxes, because fault rules apply to a whole sandbox: `main` behaves; on `lostSends`
  * every mobile send fails before reaching the provider (so it has no trace of the top-up); on
- * `flaky` a test turns the checks slow or failing; on `giftCards` every placement's answer is lost
+ * `flaky` a test turns the checks slow or failing; on `giftCards` every placement's answer is lost (and the gift-card list lags behind)
  * (so the order is in review without the provider's orderId).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -65,6 +65,8 @@ describe('review decisions checked against the provider', { concurrency: true },
     await Promise.all(stacks.map(async (s) => (sandboxes[s] = await startTestSandbox())));
     await sandboxes.lostSends.addFault({ kind: 'error', status: 503, routes: ['mobile.send'] });
     await sandboxes.giftCards.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'] });
+    // …and its gift-card list lags far behind: the lost placement is not found there (records.ts).
+    await sandboxes.giftCards.addFault({ kind: 'lagging_reads', lagMs: 120_000, routes: ['giftcards.list'] });
     const clients = Object.fromEntries(
       stacks.map((s) => {
         const provider = testProvider(sandboxes[s].url);

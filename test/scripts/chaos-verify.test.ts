@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { OrderView } from '../../src/orders/order.service';
 import type { OrderRequest } from '../../contract/schemas';
+import { orderWorkflowId } from '../../contract/order';
 import { LEGACY_CLIENT_ID } from '../../src/clients/model';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import type { ProviderRecords } from '../../scripts/chaos/provider-records';
@@ -67,6 +68,21 @@ async function verdictOf(records: OrderRecord[], provider: ProviderRecords) {
     provider,
     workflowCount: records.length,
     intakeStats: { retried: {}, internalErrors: 0 },
+    // Each gift card's placement is its own (the sandbox's truth, gift-card-truth.ts).
+    placements: records.flatMap((r) =>
+      r.planned.request.type === 'gift_card' && r.view?.providerReference
+        ? [
+            {
+              orderId: r.view.providerReference,
+              productId: r.planned.request.productId,
+              typeId: r.planned.request.typeId,
+              quantity: r.planned.request.quantity,
+              placedAt: new Date(0).toISOString(),
+              clientRef: orderWorkflowId(r.planned.request.ref),
+            },
+          ]
+        : [],
+    ),
     troubleOf: () => Promise.resolve('an activity failed'),
   });
 }

@@ -83,6 +83,7 @@ async function continueAsNewNow<R extends OrderRequest, C extends ProviderCheck>
       deadlineAt: o.deadlineAt,
       nextCheckMs: o.nextCheckMs,
       ...(o.watch && { watch: o.watch }),
+      ...(o.recordsWindow && { recordsWindow: o.recordsWindow }),
       ...(o.eventSequence > 0 ? { eventSequence: o.eventSequence } : {}),
       ...(o.webhookDurable !== 'all' && o.webhookDurable.length > 0
         ? { webhookDurable: o.webhookDurable }

@@ -20,6 +20,7 @@ import { askProvider, lookUp } from './provider.workflow';
 import type { Order } from './state.workflow';
 import type { Asked, ProviderCheck, QueuedDecision } from './types.workflow';
 import { startWatch } from './watch.workflow';
+import { recheckRecords } from './records.workflow';
 
 export async function reviewStep<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
@@ -50,6 +51,8 @@ async function recheck<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
   requestedBy?: ReviewDecision,
 ): Promise<void> {
+  // In review because its records could not be searched: searched again first (records.workflow.ts).
+  await recheckRecords(o);
   // One attempt's worth of retries: decisions queued behind a recheck should not wait long.
   const answer = await lookUp(o, o.timings.activityTimeoutMs, 'review re-check');
   if (typeof answer !== 'string') o.view.providerStatus = answer.status;

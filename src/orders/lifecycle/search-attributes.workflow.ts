@@ -15,6 +15,7 @@ import {
   HoldRequiredAttribute,
   OrderStatusAttribute,
   OrderTypeAttribute,
+  ProviderOrderIdAttribute,
   ReviewSinceAttribute,
   type OrderType,
   type OrderView,
@@ -44,6 +45,16 @@ export function publishSearchAttributes(view: OrderView, orderType: OrderType, i
     updates.push({ key: DebitAmountAttribute, value: debited ?? null });
   }
   updates.push(...holdUpdates(view));
+  // Only with another change (the status that comes with it, SUBMITTED): never an upsert, a
+  // command, of its own, so histories recorded before it replay as they were.
+  const providerOrderId = view.providerReference;
+  if (
+    updates.length > 0 &&
+    providerOrderId !== undefined &&
+    current.get(ProviderOrderIdAttribute) !== providerOrderId
+  ) {
+    updates.push({ key: ProviderOrderIdAttribute, value: providerOrderId });
+  }
   if (updates.length > 0) upsertSearchAttributes(updates);
 }
 

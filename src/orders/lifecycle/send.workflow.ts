@@ -14,7 +14,7 @@ import {
 } from '@temporalio/workflow';
 import type { OrderActivities } from '../order.activities';
 import { ProviderFailureType, type Submission } from '../../../contract/activity-outcomes';
-import type { OrderRequest } from '../../../contract/order';
+import { finalStatuses, type OrderRequest } from '../../../contract/order';
 import {
   describeFailure,
   isSafeToRepeat,
@@ -27,6 +27,7 @@ import {
 import { holdsTheOrder, holdUntilResumed } from './hold.workflow';
 import { lookUp } from './provider.workflow';
 import { cancelledBeforeSending } from './cancellation.workflow';
+import { settleFromRecords } from './records.workflow';
 import { RETRY_INITIAL_INTERVAL_MS, type Order } from './state.workflow';
 import type { ProviderCheck, SubmitHow } from './types.workflow';
 
@@ -83,6 +84,8 @@ async function place<R extends OrderRequest, C extends ProviderCheck>(
   let local = true;
   for (;;) {
     const earlier = local && first.earlierTaskMayHaveSent ? first : {};
+    // An earlier task's placement, if any, came after the order was accepted.
+    const startedAt = earlier.earlierTaskMayHaveSent ? Date.parse(o.order.acceptedAt) : Date.now();
     const viaQueue = () =>
       o.adapter.submit(placementActivities(o), o.order, {
         placeUntil: o.deadlineAt,
@@ -96,12 +99,26 @@ async function place<R extends OrderRequest, C extends ProviderCheck>(
       if (failure && holdsTheOrder(failure)) {
         // Certainly not placed: held, then placed through the task queue.
         const held = await holdUntilResumed(o, failure);
+        // Ended by giving up (FAILED) even if a cancel came meanwhile: a final status is never replaced.
+        if (held.next === 'ended' && finalStatuses.includes(o.view.status)) return;
         if (cancelledBeforeSending(o, 'held, nothing was placed') || held.next === 'ended') return;
         released = held.released;
         local = false;
         continue;
       }
-      if (!local || !failure || !isSafeToRepeat(failure.type)) return placementFailed(o, err);
+      if (!local || !failure || !isSafeToRepeat(failure.type)) {
+        if (failure?.type === ProviderFailureType.rejected || (failure && isSafeToRepeat(failure.type))) {
+          return placementFailed(o, err);
+        }
+        // It may have been placed: the provider's records tell (records.workflow.ts).
+        // The workflow's clock is its task's start: the call may have ended later — when it says
+        // so (the worker's clock), or, an attempt that timed out, at least a timeout after it began.
+        const endedAt = Math.max(
+          Date.now(),
+          failure?.details?.endedAt ?? startedAt + o.timings.activityTimeoutMs,
+        );
+        return settleFromRecords(o, { startedAt, endedAt }, describeFailure(err));
+      }
       const delayMs = failure.details?.retryAfterMs ?? RETRY_INITIAL_INTERVAL_MS;
       if (Date.now() + delayMs >= o.deadlineAt) return giveUpSubmitting(o, failure.message);
       await sleep(delayMs, { summary: 'wait, then place again (the provider was not reached)' });
@@ -180,7 +197,12 @@ async function sendSettled<R extends OrderRequest, C extends ProviderCheck>(
     if (failure && holdsTheOrder(failure)) {
       // Certainly not sent (the provider refused it for the balance, or the worker held it).
       const held = await holdUntilResumed(o, failure);
-      if (held.next === 'ended' && o.cancelRequestedAt === undefined) return;
+      // Ended: gave up (FAILED, final even if a cancel came meanwhile), or cancelled (the loop ends it).
+      if (
+        held.next === 'ended' &&
+        (o.cancelRequestedAt === undefined || finalStatuses.includes(o.view.status))
+      )
+        return;
       released = held.next === 'send' && held.released;
       repeats = 0;
       continue;

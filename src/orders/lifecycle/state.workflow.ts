@@ -27,6 +27,7 @@ import {
   type DecisionOutcome,
   type DecisionRefusal,
   type DecisionWatch,
+  type OrderContinuation,
   type OrderInput,
   type OrderRequest,
   type OrderStatus,
@@ -40,6 +41,7 @@ import { orderDetails, type ReviewNotice } from '../../../contract/ui-metadata';
 import { interpretCheck } from './interpret.workflow';
 import { recordSettlement } from './debit.workflow';
 import { publishSearchAttributes, reviewRunAttributes } from './search-attributes.workflow';
+import { assertLegalMove } from './transitions.workflow';
 import type {
   AdaptedOrder,
   Interpretation,
@@ -108,6 +110,8 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
   cancelRequestedAt: string | undefined;
   /** HELD: the account workflow let the order go (hold.ts). */
   resumeRequested = false;
+  /** In review because the provider's records could not be searched: where to look again (records.workflow.ts). */
+  recordsWindow: OrderContinuation['recordsWindow'];
 
   constructor(
     readonly orderType: OrderType,
@@ -146,6 +150,7 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
     // A run the sweep started after a closed one may follow a send: it looks the order up first.
     this.freshFirstTask = !input.resumed && workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH;
     this.watch = carried?.watch;
+    this.recordsWindow = carried?.recordsWindow;
     this.eventSequence = carried?.eventSequence ?? 0;
     // A run resumed by the sweep cannot know what the closed run handed off: all to the delivery workflow.
     this.webhookDurable =
@@ -211,6 +216,8 @@ export class Order<R extends OrderRequest, C extends ProviderCheck> {
     event: string,
     { at, publish = true }: { at?: string; publish?: boolean } = {},
   ): void {
+    // The lifecycle's table (transitions.workflow.ts): a move not in it fails the workflow task.
+    assertLegalMove(this.view.status, status);
     if (status === 'QUEUED' && this.view.status !== 'QUEUED') {
       // Delivery within 12–48 h (documented): checked at that pace, stuck only after a deadline of its own.
       this.deadlineAt = Date.now() + this.timings.queuedDeadlineMs;

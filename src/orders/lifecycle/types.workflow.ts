@@ -12,6 +12,7 @@ import type {
   ReviewDecision,
 } from '../../../contract/order';
 import type { PastableDecision, ReviewNotice } from '../../../contract/ui-metadata';
+import type { PlacementSearch, PlacementSearchInput } from '../../../contract/placement-records';
 
 /** The part of every provider check answer the lifecycle reads; the adapter reads the rest. */
 export interface ProviderCheck {
@@ -62,6 +63,15 @@ export interface OrderAdapter<R extends OrderRequest, C extends ProviderCheck> {
     providerReference: string | undefined,
     plan: PollPlan,
   ): Promise<PollOutcome<C>> | undefined;
+  /**
+   * A submission that cannot be looked up by ref (`once`) and whose answer was lost: looked for in
+   * the provider's records (records.workflow.ts). Absent: such a submission goes to review.
+   */
+  findInRecords?(
+    activities: OrderActivities,
+    order: AdaptedOrder<R>,
+    window: Omit<PlacementSearchInput, 'request'>,
+  ): Promise<PlacementSearch>;
   /** What a FULFILLED order delivered, or why that answer cannot be accepted as is. */
   fulfilledResult(check: C, request: R): OrderResult | { problem: string };
   /**

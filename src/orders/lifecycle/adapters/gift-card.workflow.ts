@@ -8,6 +8,12 @@ export const giftCardAdapter: OrderAdapter<GiftCardRequest, GiftCardOrderCheck> 
   // placeOrder carries no reference of ours: an attempt whose answer was lost cannot be looked up.
   submitRetry: 'once',
   submit: (activities, { request }, how) => activities.placeGiftCardOrder(request, how),
+  // …but the provider lists the account's orders: a lost placement is looked for there (records.workflow.ts).
+  findInRecords: (activities, { request }, window) =>
+    activities.findGiftCardPlacement({
+      request: { productId: request.productId, typeId: request.typeId, quantity: request.quantity },
+      ...window,
+    }),
   check: (activities, _request, orderId) => (orderId ? activities.checkGiftCardOrder(orderId) : undefined),
   poll: (activities, _request, orderId, plan) =>
     orderId ? activities.pollGiftCardOrder(orderId, plan) : undefined,
