@@ -14,14 +14,8 @@ import { SandboxAdmin } from '../../src/sandbox/admin-client';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import { ADMIN_TOKEN, mobileRequest, scaledTimings, testProvider, refsPrefixed } from '../helpers/orders';
-import {
-  clientOrders,
-  clientsWith,
-  eventually,
-  scrapeAccountGauges,
-  startWebhookStack,
-  type WebhookStack,
-} from '../helpers/webhooks';
+import { clientOrders, clientsWith, eventually, scrapeAccountGauges } from '../helpers/webhooks';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const KEY = 'test-key-access';
 const CLIENT = 'access';
@@ -31,20 +25,23 @@ const ELSEWHERE = '192.0.2.1';
 
 describe('a provider that will not talk to us is never an order’s fault', { timeout: 300_000 }, () => {
   const signingKey = randomBytes(32);
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
   let admin: SandboxAdmin;
   let provider: ReturnType<typeof testProvider>;
 
   before(async () => {
     receiver = await startReceiver({ secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)] });
-    stack = await startWebhookStack({
-      clients: clientsWith({
-        [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] },
-      }),
-      signingKey,
-      account: { checkMs: 500 },
-      timingsFor: () => scaledTimings({ deadlineMs: 60_000 }),
+    stack = await startOrderStack({
+      name: 'access',
+      workers: { orders: { account: { checkMs: 500 } } },
+      api: { timingsFor: () => scaledTimings({ deadlineMs: 60_000 }) },
+      webhooks: {
+        clients: clientsWith({
+          [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] },
+        }),
+        signingKey,
+      },
     });
     admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
     provider = testProvider(stack.sandbox.url);

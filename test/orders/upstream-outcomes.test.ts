@@ -14,13 +14,8 @@ import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import type { Statement } from '../../src/statements/statement.service';
 import { internetRequest, mobileRequest, scaledTimings, refsPrefixed } from '../helpers/orders';
-import {
-  clientOrders,
-  clientsWith,
-  eventually,
-  startWebhookStack,
-  type WebhookStack,
-} from '../helpers/webhooks';
+import { clientOrders, clientsWith, eventually } from '../helpers/webhooks';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const KEY = 'test-key-upstream';
 const CLIENT = 'upstream';
@@ -30,22 +25,28 @@ const QUEUED_RECHECK_MS = 2_000;
 
 describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout: 300_000 }, () => {
   const signingKey = randomBytes(32);
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
 
   before(async () => {
     receiver = await startReceiver({ secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)] });
-    stack = await startWebhookStack({
-      clients: clientsWith({
-        [CLIENT]: {
-          key: KEY,
-          scopes: ['orders:write', 'orders:read', 'audit:read', 'webhooks:read', 'webhooks:write'],
-          webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }],
-        },
-      }),
-      signingKey,
-      timingsFor: () =>
-        scaledTimings({ queuedRecheckMs: QUEUED_RECHECK_MS, queuedDeadlineMs: 8_000, deadlineMs: 4_000 }),
+    stack = await startOrderStack({
+      name: 'upstream',
+      workers: { orders: {} },
+      api: {
+        timingsFor: () =>
+          scaledTimings({ queuedRecheckMs: QUEUED_RECHECK_MS, queuedDeadlineMs: 8_000, deadlineMs: 4_000 }),
+      },
+      webhooks: {
+        clients: clientsWith({
+          [CLIENT]: {
+            key: KEY,
+            scopes: ['orders:write', 'orders:read', 'audit:read', 'webhooks:read', 'webhooks:write'],
+            webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }],
+          },
+        }),
+        signingKey,
+      },
     });
   });
   after(async () => {

@@ -21,14 +21,8 @@ import {
   testProvider,
   refsPrefixed,
 } from '../helpers/orders';
-import {
-  clientOrders,
-  clientsWith,
-  eventually,
-  scrapeAccountGauges,
-  startWebhookStack,
-  type WebhookStack,
-} from '../helpers/webhooks';
+import { clientOrders, clientsWith, eventually, scrapeAccountGauges } from '../helpers/webhooks';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const KEY = 'test-key-held';
 const newRef = refsPrefixed('HOLD');
@@ -44,7 +38,7 @@ interface Ready {
 
 describe('orders on hold while the provider account cannot take them', { timeout: 300_000 }, () => {
   const signingKey = randomBytes(32);
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
   let admin: SandboxAdmin;
   let timings: Partial<OrderTimings> = {};
@@ -52,11 +46,16 @@ describe('orders on hold while the provider account cannot take them', { timeout
 
   before(async () => {
     receiver = await startReceiver({ secrets: [endpointSecret(signingKey, 'held', 'main', 1)] });
-    stack = await startWebhookStack({
-      clients: clientsWith({ held: { key: KEY, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] } }),
-      signingKey,
-      account: { checkMs: ACCOUNT_CHECK_MS },
-      timingsFor: () => scaledTimings(timings),
+    stack = await startOrderStack({
+      name: 'held',
+      workers: { orders: { account: { checkMs: ACCOUNT_CHECK_MS } } },
+      api: { timingsFor: () => scaledTimings(timings) },
+      webhooks: {
+        clients: clientsWith({
+          held: { key: KEY, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] },
+        }),
+        signingKey,
+      },
     });
     admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
     provider = testProvider(stack.sandbox.url);

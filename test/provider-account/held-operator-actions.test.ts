@@ -17,13 +17,8 @@ import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver
 import { ensureOrderSweepSchedule } from '../../src/orders/sweep.schedule';
 import { orderWorkflowId, resolveReviewSignal, type OrderView } from '../../contract/order';
 import { ADMIN_TOKEN, mobileRequest, scaledTimings, refsPrefixed } from '../helpers/orders';
-import {
-  clientOrders,
-  clientsWith,
-  eventually,
-  startWebhookStack,
-  type WebhookStack,
-} from '../helpers/webhooks';
+import { clientOrders, clientsWith, eventually } from '../helpers/webhooks';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const KEY = 'test-key-held-actions';
 const CLIENT = 'heldops';
@@ -33,24 +28,27 @@ const ACCOUNT_CHECK_MS = 500;
 describe('operator actions on a HELD order', { timeout: 300_000 }, () => {
   const signingKey = randomBytes(32);
   const scheduleId = `order-sweep-held-${randomUUID()}`;
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
   let admin: SandboxAdmin;
 
   before(async () => {
     receiver = await startReceiver({ secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)] });
-    stack = await startWebhookStack({
-      clients: clientsWith({
-        [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] },
-      }),
-      signingKey,
-      account: { checkMs: ACCOUNT_CHECK_MS },
-      timingsFor: () => scaledTimings(),
+    stack = await startOrderStack({
+      name: 'held-actions',
+      workers: { orders: { account: { checkMs: ACCOUNT_CHECK_MS } } },
+      api: { timingsFor: () => scaledTimings() },
+      webhooks: {
+        clients: clientsWith({
+          [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] },
+        }),
+        signingKey,
+      },
     });
     admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
     // An hour apart: the test triggers the sweep itself.
     await ensureOrderSweepSchedule(stack.client, {
-      taskQueue: stack.taskQueue,
+      taskQueue: stack.taskQueues.orders,
       intervalMs: 60 * 60_000,
       scheduleId,
     });
