@@ -114,7 +114,7 @@ export interface StackWebhooks {
   deliveryState(orderWorkflowId: string): Promise<WebhookDeliveryState | undefined>;
 }
 
-export interface OrderStack<K extends string> {
+export interface OrderStack<K extends string = never> {
   temporal: TestTemporal;
   /** Absent with `sandbox: false`. */
   sandbox: TestSandbox;

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
 import { canonicalJson } from '../../src/orders/order.service';
 import { apiTestConfig, startTestApi, type TestApi } from '../helpers/api';
