@@ -6,16 +6,15 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { sandboxSpecialNumbers, sandboxTestTypes } from '../../src/provider/wire';
 import { sandboxRefundMessages } from '../../src/sandbox/simulation';
-import { endpointSecret } from '../../src/webhooks/secrets';
-import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
+import type { RunningReceiver } from '../../src/webhooks/receiver';
 import type { Statement } from '../../src/statements/statement.service';
 import { internetRequest, mobileRequest, scaledTimings, refsPrefixed } from '../helpers/orders';
-import { clientOrders, clientsWith, eventually } from '../helpers/webhooks';
-import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { clientOrders, eventually } from '../helpers/webhooks';
+import type { OrderStack } from '../helpers/stack';
+import { startHookedClient, type HookedClientStack } from '../helpers/hooked-client';
 
 const KEY = 'test-key-upstream';
 const CLIENT = 'upstream';
@@ -24,34 +23,22 @@ const newRef = refsPrefixed('UP');
 const QUEUED_RECHECK_MS = 2_000;
 
 describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout: 300_000 }, () => {
-  const signingKey = randomBytes(32);
   let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
+  let hooked: HookedClientStack;
 
   before(async () => {
-    receiver = await startReceiver({ secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)] });
-    stack = await startOrderStack({
+    ({ stack, receiver } = hooked = await startHookedClient({
       name: 'upstream',
-      workers: { orders: {} },
-      api: {
-        timingsFor: () =>
-          scaledTimings({ queuedRecheckMs: QUEUED_RECHECK_MS, queuedDeadlineMs: 8_000, deadlineMs: 4_000 }),
-      },
-      webhooks: {
-        clients: clientsWith({
-          [CLIENT]: {
-            key: KEY,
-            scopes: ['orders:write', 'orders:read', 'audit:read', 'webhooks:read', 'webhooks:write'],
-            webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }],
-          },
-        }),
-        signingKey,
-      },
-    });
+      id: CLIENT,
+      key: KEY,
+      scopes: ['orders:write', 'orders:read', 'audit:read', 'webhooks:read', 'webhooks:write'],
+      timingsFor: () =>
+        scaledTimings({ queuedRecheckMs: QUEUED_RECHECK_MS, queuedDeadlineMs: 8_000, deadlineMs: 4_000 }),
+    }));
   });
   after(async () => {
-    await stack?.stop();
-    await receiver?.close();
+    await hooked?.stop();
   });
 
   const { call, until, eventsOf } = clientOrders(
