@@ -13,20 +13,18 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startPart, waitForHttp, type ManagedProcess } from '../../scripts/lib/processes';
-import { testClientsFilePath, TEST_API_KEY } from '../helpers/api';
+import { TEST_API_KEY } from '../helpers/api';
 import { connectionCap, openFileLimit } from '../../src/api/server';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/temporal/dev-server';
-import { defaultOrderTimings, orderWorkflowId, type OrderView } from '../../contract/order';
-import { internetRequest, SANDBOX_KEY } from '../helpers/orders';
+import { orderWorkflowId } from '../../contract/order';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { freshOrderFinal, freshRequest, startApiProcess, type ApiProcess } from '../helpers/api-process';
 
 const SCALE = 0.2;
 const OPEN_FILES = 600;
@@ -38,43 +36,6 @@ const ATTACKER_ADDRESS = '127.0.0.2';
 /** Bounds of the attack, whatever happens: it stops by itself. */
 const ATTACK_MAX_MS = 40_000;
 const ATTACK_MAX_OPENS = 25_000;
-
-interface Answer {
-  status: number;
-  body: string;
-}
-
-/** One request on a connection of its own from 127.0.0.1: a caller that connects now, not one reusing a socket. */
-function freshRequest(
-  url: string,
-  options: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-    const req = httpRequest(
-      url,
-      {
-        method: options.method ?? 'GET',
-        agent: false,
-        localAddress: '127.0.0.1',
-        timeout: 5_000,
-        headers: {
-          ...options.headers,
-          ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('no answer within 5 s')));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 /** What the attack saw. */
 interface AttackStats {
@@ -147,11 +108,8 @@ describe(
   { timeout: 300_000 },
   () => {
     let stack: OrderStack<'main'>;
-    let api: ManagedProcess;
-    let apiUrl: string;
-    let apiPort: number;
+    let api: ApiProcess;
     let healthUrl: string;
-    const output: string[] = [];
     const run = randomUUID().slice(0, 8);
     const refs: string[] = [];
 
@@ -161,45 +119,18 @@ describe(
         sandbox: { timeScale: SCALE },
         workers: { main: {} },
       });
-      apiPort = await freePort();
       const healthPort = await freePort();
-      apiUrl = `http://127.0.0.1:${apiPort}`;
       healthUrl = `http://127.0.0.1:${healthPort}`;
-      const spec = defaultOrderTimings.internet_topup;
-      const env: NodeJS.ProcessEnv = {
-        ...process.env,
-        TEMPORAL_ADDRESS: stack.temporal.address,
-        TEMPORAL_NAMESPACE: stack.temporal.namespace,
-        TEMPORAL_TASK_QUEUE: stack.taskQueues.main,
-        PROVIDER_BASE_URL: stack.sandbox.url,
-        PROVIDER_API_KEY: SANDBOX_KEY,
-        PROVIDER_POOL_CONNECTIONS: '16',
-        PORT: String(apiPort),
-        API_HOST: '127.0.0.1',
-        API_CLIENTS_FILE: testClientsFilePath(),
-        API_HEALTH_ADDRESS: `127.0.0.1:${healthPort}`,
-        API_MAX_CONNECTIONS_PER_ADDRESS: String(PER_ADDRESS),
-        API_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-        // The sandbox runs at SCALE: the order timings follow.
-        POLL_FIRST_CHECK_MS: String(spec.firstCheckMs * SCALE),
-        POLL_HANDLING_CHECK_MS: String(spec.handlingCheckMs * SCALE),
-        POLL_MAX_INTERVAL_MS: String(spec.maxIntervalMs * SCALE),
-        POLL_INTERVAL_MS: String(spec.pollIntervalMs * SCALE),
-        POLL_PACE_MOBILE_MS: String(spec.pollPaceMs * SCALE),
-        PROVIDER_SETTLE_MS: String(spec.settleMs * SCALE),
-        REVIEW_WATCH_MS: '0',
-        LOG_LEVEL: 'warn',
-      };
-      for (const name of [
-        'API_KEYS',
-        'API_MAX_CONNECTIONS',
-        'PAYLOAD_ENCRYPTION_KEYS',
-        'OTEL_EXPORTER_OTLP_ENDPOINT',
-        'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
-      ])
-        delete env[name];
-      api = startPart('api', { env, openFiles: OPEN_FILES, onLine: (line) => output.push(line) });
-      await waitForHttp(`${apiUrl}/healthz`, { timeoutMs: 120_000 });
+      api = await startApiProcess(stack, {
+        scale: SCALE,
+        openFiles: OPEN_FILES,
+        env: {
+          PROVIDER_POOL_CONNECTIONS: '16',
+          API_HEALTH_ADDRESS: `127.0.0.1:${healthPort}`,
+          API_MAX_CONNECTIONS_PER_ADDRESS: String(PER_ADDRESS),
+          API_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+        },
+      });
     });
 
     after(async () => {
@@ -213,30 +144,15 @@ describe(
     const bearer = { authorization: `Bearer ${TEST_API_KEY}` };
 
     /** shop submits an internet top-up and reads it until it is final, each call on a new connection: ms it took. */
-    async function orderFinal(): Promise<number> {
+    function orderFinal(): Promise<number> {
       const ref = `FLOOD-${run}-${refs.length}`;
       refs.push(ref);
-      const started = Date.now();
-      const submitted = await freshRequest(`${apiUrl}/v1/orders`, {
-        method: 'POST',
-        body: internetRequest(ref),
-        headers: bearer,
-      });
-      assert.equal(submitted.status, 201, submitted.body);
-      let last = '';
-      while (Date.now() - started < 60_000) {
-        const read = await freshRequest(`${apiUrl}/v1/orders/${ref}`, { headers: bearer });
-        assert.equal(read.status, 200, read.body);
-        last = (JSON.parse(read.body) as OrderView).status;
-        if (last === 'FULFILLED') return Date.now() - started;
-        await sleep(100);
-      }
-      assert.fail(`the order ${ref} is ${last} after 60 s`);
+      return freshOrderFinal(api.url, ref);
     }
 
     it(`${ATTACK_CONNECTIONS} idle connections from one address: over the cap refused, the rest closed within seconds; another caller and the health endpoints answer; its order stays within 1.5× its idle final`, async () => {
       const idleMs = await orderFinal();
-      const attack = idleConnectionAttack(apiPort, ATTACKER_ADDRESS, ATTACK_CONNECTIONS);
+      const attack = idleConnectionAttack(api.port, ATTACKER_ADDRESS, ATTACK_CONNECTIONS);
       try {
         // Every attacking connection is open, accepted or refused, by then.
         await sleep(1_500);
@@ -254,8 +170,8 @@ describe(
           err instanceof Error ? err : new Error(String(err)),
         );
         for (let round = 0; round < 5; round++) {
-          await ask('another caller GET /v1/orders', `${apiUrl}/v1/orders?pageSize=1`, bearer);
-          await ask('API port /healthz', `${apiUrl}/healthz`);
+          await ask('another caller GET /v1/orders', `${api.url}/v1/orders?pageSize=1`, bearer);
+          await ask('API port /healthz', `${api.url}/healthz`);
           await ask('health listener /healthz', `${healthUrl}/healthz`);
           await ask('health listener /readyz', `${healthUrl}/readyz`);
           await sleep(500);
@@ -277,7 +193,7 @@ describe(
         assert.deepEqual(
           answers.filter((a) => !a.endsWith(': 200')),
           [],
-          `other callers' answers during the attack; the API's last lines:\n${output.slice(-10).join('\n')}`,
+          `other callers' answers during the attack; the API's last lines:\n${api.output.slice(-10).join('\n')}`,
         );
         assert.ok(
           stats.maxHeld <= PER_ADDRESS,

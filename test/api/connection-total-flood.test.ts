@@ -14,18 +14,15 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import express from 'express';
-import { startPart, waitForHttp, type ManagedProcess } from '../../scripts/lib/processes';
-import { testClientsFilePath, TEST_API_KEY } from '../helpers/api';
+import { TEST_API_KEY } from '../helpers/api';
 import { listen, type RunningServer } from '../../src/api/server';
-import { freePort } from '../../src/temporal/dev-server';
-import { defaultOrderTimings, orderWorkflowId, type OrderView } from '../../contract/order';
-import { internetRequest, SANDBOX_KEY } from '../helpers/orders';
+import { orderWorkflowId } from '../../contract/order';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { freshOrderFinal, freshRequest, startApiProcess, type ApiProcess } from '../helpers/api-process';
 
 const SCALE = 0.2;
 const TOTAL = 200;
@@ -33,50 +30,6 @@ const PER_ADDRESS = 64;
 const ATTACK_ADDRESSES = 8;
 const PER_ATTACK_ADDRESS = 60;
 const ATTACK_MAX_MS = 60_000;
-
-interface Answer {
-  status: number;
-  body: string;
-  headers: Record<string, string | string[] | undefined>;
-}
-
-/** One request on a connection of its own from 127.0.0.1. */
-function freshRequest(
-  url: string,
-  options: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-    const req = httpRequest(
-      url,
-      {
-        method: options.method ?? 'GET',
-        agent: false,
-        localAddress: '127.0.0.1',
-        timeout: 5_000,
-        headers: {
-          ...options.headers,
-          ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            body: Buffer.concat(chunks).toString(),
-            headers: res.headers,
-          }),
-        );
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('no answer within 5 s')));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 /** Idle connections from several addresses, each opened again 100 ms after it closed, until stopped. */
 function idleFlood(port: number, addresses: string[], perAddress: number) {
@@ -113,10 +66,7 @@ function idleFlood(port: number, addresses: string[], perAddress: number) {
 
 describe('idle connections from many addresses above the total cap', { timeout: 300_000 }, () => {
   let stack: OrderStack<'main'>;
-  let api: ManagedProcess;
-  let apiUrl: string;
-  let apiPort: number;
-  const output: string[] = [];
+  let api: ApiProcess;
   const run = randomUUID().slice(0, 8);
   const refs: string[] = [];
 
@@ -126,40 +76,13 @@ describe('idle connections from many addresses above the total cap', { timeout: 
       sandbox: { timeScale: SCALE },
       workers: { main: {} },
     });
-    apiPort = await freePort();
-    apiUrl = `http://127.0.0.1:${apiPort}`;
-    const spec = defaultOrderTimings.internet_topup;
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      TEMPORAL_ADDRESS: stack.temporal.address,
-      TEMPORAL_NAMESPACE: stack.temporal.namespace,
-      TEMPORAL_TASK_QUEUE: stack.taskQueues.main,
-      PROVIDER_BASE_URL: stack.sandbox.url,
-      PROVIDER_API_KEY: SANDBOX_KEY,
-      PORT: String(apiPort),
-      API_HOST: '127.0.0.1',
-      API_CLIENTS_FILE: testClientsFilePath(),
-      API_MAX_CONNECTIONS: String(TOTAL),
-      API_MAX_CONNECTIONS_PER_ADDRESS: String(PER_ADDRESS),
-      POLL_FIRST_CHECK_MS: String(spec.firstCheckMs * SCALE),
-      POLL_HANDLING_CHECK_MS: String(spec.handlingCheckMs * SCALE),
-      POLL_MAX_INTERVAL_MS: String(spec.maxIntervalMs * SCALE),
-      POLL_INTERVAL_MS: String(spec.pollIntervalMs * SCALE),
-      POLL_PACE_MOBILE_MS: String(spec.pollPaceMs * SCALE),
-      PROVIDER_SETTLE_MS: String(spec.settleMs * SCALE),
-      REVIEW_WATCH_MS: '0',
-      LOG_LEVEL: 'warn',
-    };
-    for (const name of [
-      'API_KEYS',
-      'API_HEADERS_TIMEOUT_MS',
-      'PAYLOAD_ENCRYPTION_KEYS',
-      'OTEL_EXPORTER_OTLP_ENDPOINT',
-      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
-    ])
-      delete env[name];
-    api = startPart('api', { env, onLine: (line) => output.push(line) });
-    await waitForHttp(`${apiUrl}/healthz`, { timeoutMs: 120_000 });
+    api = await startApiProcess(stack, {
+      scale: SCALE,
+      env: {
+        API_MAX_CONNECTIONS: String(TOTAL),
+        API_MAX_CONNECTIONS_PER_ADDRESS: String(PER_ADDRESS),
+      },
+    });
   });
 
   after(async () => {
@@ -172,31 +95,16 @@ describe('idle connections from many addresses above the total cap', { timeout: 
 
   const bearer = { authorization: `Bearer ${TEST_API_KEY}` };
 
-  async function orderFinal(): Promise<number> {
+  function orderFinal(): Promise<number> {
     const ref = `TOTAL-${run}-${refs.length}`;
     refs.push(ref);
-    const started = Date.now();
-    const submitted = await freshRequest(`${apiUrl}/v1/orders`, {
-      method: 'POST',
-      body: internetRequest(ref),
-      headers: bearer,
-    });
-    assert.equal(submitted.status, 201, submitted.body);
-    let last = '';
-    while (Date.now() - started < 60_000) {
-      const read = await freshRequest(`${apiUrl}/v1/orders/${ref}`, { headers: bearer });
-      assert.equal(read.status, 200, read.body);
-      last = (JSON.parse(read.body) as OrderView).status;
-      if (last === 'FULFILLED') return Date.now() - started;
-      await sleep(100);
-    }
-    assert.fail(`the order ${ref} is ${last} after 60 s`);
+    return freshOrderFinal(api.url, ref);
   }
 
   it(`${ATTACK_ADDRESSES} addresses × ${PER_ATTACK_ADDRESS} idle connections against a cap of ${TOTAL}: another caller gets its normal answers and its order stays within 1.5× its idle final`, async () => {
     const idleMs = await orderFinal();
     const addresses = Array.from({ length: ATTACK_ADDRESSES }, (_, i) => `127.0.0.${2 + i}`);
-    const flood = idleFlood(apiPort, addresses, PER_ATTACK_ADDRESS);
+    const flood = idleFlood(api.port, addresses, PER_ATTACK_ADDRESS);
     try {
       await sleep(1_500);
       const answers: string[] = [];
@@ -204,7 +112,7 @@ describe('idle connections from many addresses above the total cap', { timeout: 
         err instanceof Error ? err : new Error(String(err)),
       );
       for (let round = 0; round < 30; round++) {
-        const answer = await freshRequest(`${apiUrl}/v1/orders?pageSize=1`, { headers: bearer }).then(
+        const answer = await freshRequest(`${api.url}/v1/orders?pageSize=1`, { headers: bearer }).then(
           (res) => `${res.status}`,
           (err: Error & { code?: string }) => err.code ?? err.message,
         );
@@ -224,7 +132,7 @@ describe('idle connections from many addresses above the total cap', { timeout: 
       assert.deepEqual(
         answers.filter((a) => a !== '200'),
         [],
-        `another caller's answers during the flood; the API's last lines:\n${output.slice(-10).join('\n')}`,
+        `another caller's answers during the flood; the API's last lines:\n${api.output.slice(-10).join('\n')}`,
       );
       assert.ok(typeof result === 'number', `the order under the flood: ${String(result)}`);
       assert.ok(attackMs <= 1.5 * idleMs, `the order took ${attackMs} ms under the flood, ${idleMs} ms idle`);

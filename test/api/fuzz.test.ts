@@ -16,14 +16,14 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
 import type { ProviderPort } from '../../src/api/health';
-import { apiTestConfig, startTestApi, TEST_API_KEY, type ApiResponse, type TestApi } from '../helpers/api';
+import { apiTestConfig, TEST_API_KEY, type ApiResponse, type TestApi } from '../helpers/api';
 import { canonicalJson } from '../../src/orders/order.service';
 import { OrderRef, OrderRequest } from '../../contract/schemas';
 import { orderWorkflowId } from '../../contract/order';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_251_121);
 const NUM_RUNS = Number(process.env.FUZZ_RUNS ?? 200);
@@ -342,34 +342,33 @@ function fieldsOf(problem: Problem | undefined): string[] {
 }
 
 describe('intake API under generated hostile input', () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
+  let stack: OrderStack;
   let client: Client;
   let api: TestApi;
   /** Refs of the orders a 201 created: the only workflows that may exist on the task queue. */
   const created = new Set<string>();
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
     // A rate limit would turn most runs into 429s and hide what the edge does with the input.
-    api = await startTestApi({
-      client,
-      taskQueue,
-      provider,
-      config: apiTestConfig({
-        API_RATE_LIMIT_PER_MINUTE: '1000000',
-        API_ORDERS_PER_MINUTE: '1000000',
-        API_CONCURRENT_REQUESTS: '1000',
-      }),
+    stack = await startOrderStack({
+      name: 'api-fuzz',
+      sandbox: false,
+      api: {
+        taskQueue,
+        provider,
+        config: apiTestConfig({
+          API_RATE_LIMIT_PER_MINUTE: '1000000',
+          API_ORDERS_PER_MINUTE: '1000000',
+          API_CONCURRENT_REQUESTS: '1000',
+        }),
+      },
     });
+    client = stack.client;
+    api = stack.api;
   });
 
   after(async () => {
-    await api?.close();
-    await connection?.close();
-    await temporal?.stop();
+    await stack?.stop();
   });
 
   /** A refused request with this ref must not have started its workflow (describe is strongly consistent). */

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Express } from 'express';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import pino from 'pino';
 import { type z } from 'zod';
 import { createApp } from '../../src/api/app';
@@ -20,7 +20,7 @@ import {
   OrderViewQuery,
   RefParams,
 } from '../../src/http/schemas';
-import { apiTestConfig, startTestApi, testClients, type TestApi } from '../helpers/api';
+import { apiTestConfig, testClients, type TestApi } from '../helpers/api';
 import {
   GiftCardRequest,
   InternetTopupRequest,
@@ -28,7 +28,7 @@ import {
   ReviewRequest,
 } from '../../contract/schemas';
 import type { ProviderPort } from '../../src/api/health';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 interface Operation {
   description?: string;
@@ -94,8 +94,7 @@ function requiredKeys(schema: z.ZodObject): string[] {
 }
 
 describe('the OpenAPI document', () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
+  let stack: OrderStack;
   let client: Client;
   let api: TestApi;
   let doc: Document;
@@ -103,18 +102,15 @@ describe('the OpenAPI document', () => {
   const taskQueue = `api-openapi-${randomUUID()}`;
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
-    api = await startTestApi({ client, taskQueue, provider });
+    stack = await startOrderStack({ name: 'api-openapi', sandbox: false, api: { taskQueue, provider } });
+    client = stack.client;
+    api = stack.api;
     const res = await api.request<Document>('GET', '/openapi.json', { apiKey: null });
     assert.equal(res.status, 200);
     doc = res.body;
   });
   after(async () => {
-    await api?.close();
-    await connection?.close();
-    await temporal?.stop();
+    await stack?.stop();
   });
 
   it('is valid OpenAPI 3.1 according to @seriousme/openapi-schema-validator', async () => {

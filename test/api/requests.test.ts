@@ -25,8 +25,8 @@ import type { ProviderPort } from '../../src/api/health';
 import { keyDigest } from '../../src/clients/keys';
 import type { Catalog, KeyInfo } from '../../src/provider/wire';
 import { orderWorkflowId } from '../../contract/order';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
 import pino from 'pino';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const catalog: Catalog = {
   categories: [{ title: 'Cards', products: [{ id: 'P1', title: 'Product', enabled: true }] }],
@@ -90,23 +90,23 @@ function fields(problem: Problem): string[] {
 }
 
 describe('intake API: requests at the edge', () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
+  let stack: OrderStack;
   let client: Client;
   let api: TestApi;
   const stub = stubProvider();
   const logs = capturingLogger();
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
-    api = await startTestApi({ client, taskQueue, provider: stub.provider, logger: logs.logger });
+    stack = await startOrderStack({
+      name: 'api-requests',
+      sandbox: false,
+      api: { taskQueue, provider: stub.provider, logger: logs.logger },
+    });
+    client = stack.client;
+    api = stack.api;
   });
   after(async () => {
-    await api?.close();
-    await connection?.close();
-    await temporal?.stop();
+    await stack?.stop();
   });
 
   async function assertNoWorkflow(ref: string) {

@@ -7,14 +7,13 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
 import type { ProviderPort } from '../../src/api/health';
-import { capturingLogger, startTestApi, testClients, type TestApi } from '../helpers/api';
+import { capturingLogger, testClients, type TestApi } from '../helpers/api';
 import { ClientsFile } from '../../src/clients/model';
 import { PrometheusMetrics } from '../../src/observability/prometheus';
 import { mobileRequest } from '../helpers/orders';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const provider: ProviderPort = {
   getGiftCardCatalog: () => Promise.reject(new Error('not used')),
@@ -23,8 +22,7 @@ const provider: ProviderPort = {
 const PHONE = '0551239876';
 
 describe('GET /v1/orders/{ref}/audit?reveal=true needs audit:reveal', () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
+  let stack: OrderStack;
   let api: TestApi;
   const logs = capturingLogger();
   const metrics = new PrometheusMetrics({ processMetrics: false });
@@ -36,23 +34,22 @@ describe('GET /v1/orders/{ref}/audit?reveal=true needs audit:reveal', () => {
     (await metrics.registry.getSingleMetric('topup_audit_reveals_total')?.get())?.values ?? [];
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    const client = new Client({ connection, namespace: temporal.namespace });
-    api = await startTestApi({
-      client,
-      taskQueue: `audit-reveal-${randomUUID()}`,
-      provider,
-      logger: logs.logger,
-      metrics,
+    stack = await startOrderStack({
+      name: 'audit-reveal',
+      sandbox: false,
+      api: {
+        taskQueue: `audit-reveal-${randomUUID()}`,
+        provider,
+        logger: logs.logger,
+        metrics,
+      },
     });
+    api = stack.api;
     const res = await api.request('POST', '/v1/orders', { body: mobileRequest(ref, PHONE) });
     assert.equal(res.status, 201, res.text);
   });
   after(async () => {
-    await api?.close();
-    await connection?.close();
-    await temporal?.stop();
+    await stack?.stop();
   });
 
   it('audit:read without audit:reveal: masked 200, reveal=true 403 naming the scope, nothing recorded', async () => {

@@ -4,6 +4,7 @@
  * the story is read from encrypted history through the codec. The route × caller matrix is in
  * test/clients/clients-api.test.ts.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -48,7 +49,6 @@ import {
 import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
 import { makeTestVersionCurrent, versionedTestCode } from '../helpers/versioning';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ENCRYPTION_KEYS = `audit-test:${randomBytes(32).toString('base64')}`;
 const UI = 'http://temporal-ui.example:8233';
 const UNKNOWN = sandboxSpecialNumbers.unknownError;

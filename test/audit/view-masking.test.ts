@@ -11,7 +11,6 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Problem } from '../../src/http/errors';
 import type { OrderView } from '../../src/orders/order.service';
@@ -28,11 +27,11 @@ import type { OrderAudit } from '../../src/audit/order-audit';
 import { PrometheusMetrics } from '../../src/observability/prometheus';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import { internetRequest, mobileRequest, scaledTimings } from '../helpers/orders';
+import { internetRequest, mobileRequest, scaledTimings, refsPrefixed } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const MASKED = '[masked]';
-const newRef = (label: string) => `VM-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('VM');
 
 /**
  * What the provider tells the customer's side, naming three numbers: as a note would write one,

@@ -10,7 +10,6 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { MASKED } from '../../src/audit/mask';
@@ -47,11 +46,12 @@ import {
   waitForView,
   type TestSandbox,
   mobileResultBesidesDebit,
+  refsPrefixed,
 } from '../helpers/orders';
 import { rawHistory } from '../helpers/raw-history';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
-const newRef = (label: string) => `CL-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('CL');
 
 /**
  * The sandbox at a tenth of the spec's timings: a top-up is PENDING for 0.5 s and FULFILLED at 2 s.

@@ -11,6 +11,7 @@
  * a shared 2-core machine are noisy; the figures to judge are the bench's (`--noisy N`).
  * `npm run test:cluster -- noisy` runs it alone.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -31,7 +32,6 @@ const MIN_JUDGED = 4;
 const run = randomUUID().slice(0, 6).toUpperCase();
 /** The end the chaos checks allow: FULFILLED, or parked in review for an operator; never lost. */
 const settled = (status: string) => status === 'FULFILLED' || status === 'NEEDS_REVIEW';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface SendTime {
   workflowId: string;

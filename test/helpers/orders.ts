@@ -5,21 +5,16 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import {
-  Client,
-  Connection,
+  type Client,
   type WorkflowHandle,
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { bundleWorkflowCode, NativeConnection } from '@temporalio/worker';
+import { bundleWorkflowCode } from '@temporalio/worker';
 import { FIGURES_MEMO, orderFigures } from '../../src/orders/figures';
-import { createActivities } from '../../src/worker/activities';
-import { type OrderProvider } from '../../src/orders/order.activities';
-import type { AccountProvider } from '../../src/provider-account/account.activities';
-import { createOrderWorker, type WorkerTuning, type WorkflowCode } from '../../src/worker/worker';
-import { makeTestVersionCurrent, versionedTestCode } from './versioning';
+import type { WorkflowCode } from '../../src/worker/worker';
 import { workflowBundleOptions } from '../../src/worker/bundle';
-import { useTemporal, workflowCodeOptions, type TestTemporal } from './temporal';
+import { workflowCodeOptions } from './temporal';
 import { createProviderPool, ProviderClient } from '../../src/provider';
 import {
   AcceptedAtAttribute,
@@ -41,7 +36,6 @@ import {
 } from '../../contract/order';
 import {
   giftCardRequest,
-  installTestRuntime,
   internetRequest,
   mobileRequest,
   SANDBOX_KEY,
@@ -106,6 +100,12 @@ export function testProvider(
 export function newRef(label: string): string {
   return `${label}-${randomUUID().slice(0, 8)}`;
 }
+
+/** newRef with a file's prefix (`API-<label>-…`), so that a file's orders are easy to tell apart. */
+export const refsPrefixed =
+  (prefix: string) =>
+  (label: string): string =>
+    newRef(`${prefix}-${label}`);
 
 /** The owner startOrder records, as the intake API records the client that submitted an order. */
 export const TEST_ORDER_CLIENT = 'workflow_tests';
@@ -192,86 +192,6 @@ export function countingProvider<P extends object>(
     callsFor: (key) => counts.get(key) ?? {},
     total: () =>
       [...counts.values()].reduce((sum, c) => sum + Object.values(c).reduce((a, b) => a + b, 0), 0),
-  };
-}
-
-export interface OrderTestWorkers<K extends string> {
-  temporal: TestTemporal;
-  client: Client;
-  /** One task queue per worker. */
-  taskQueues: Record<K, string>;
-  stop(): Promise<void>;
-}
-
-/**
- * A Temporal server, a client and one worker per named provider (e.g. one with the sandbox key,
- * one with the production key), each with the real activities on a task queue of its own.
- */
-export async function startOrderTestWorkers<K extends string>(
-  providers: Record<K, OrderProvider>,
-  /** Workers that send only through the task queue (as with WORKER_PROVIDER_CALLS_PER_SECOND). */
-  {
-    queueSendsOnly = [],
-    account,
-    tuning,
-  }: {
-    queueSendsOnly?: NoInfer<K>[];
-    /** Workers that watch the provider account (held orders, the send gate), reading it this often. */
-    account?: { workers: NoInfer<K>[]; checkMs: number };
-    /** Every worker's concurrency settings (e.g. a workflow cache of one, to evict on every task). */
-    tuning?: Partial<WorkerTuning>;
-  } = {},
-): Promise<OrderTestWorkers<K>> {
-  installTestRuntime();
-  const [temporal, bundled] = await Promise.all([useTemporal(), bundledWorkflows()]);
-  const { workflowCode, deployment } = await versionedTestCode('orders-test', bundled);
-  const nativeConnection = await NativeConnection.connect({ address: temporal.address });
-  const connection = await Connection.connect({ address: temporal.address });
-  // The sweep's activity resumes orders through it (src/orders/sweep.activities.ts).
-  const client = new Client({ connection, namespace: temporal.namespace });
-  const entries = Object.entries(providers) as [K, OrderProvider][];
-  const workers = await Promise.all(
-    entries.map(async ([name, provider]) => {
-      const taskQueue = `orders-test-${name}-${randomUUID()}`;
-      const worker = await createOrderWorker({
-        connection: nativeConnection,
-        namespace: temporal.namespace,
-        taskQueue,
-        activities: createActivities({
-          provider,
-          localSends: !queueSendsOnly.includes(name),
-          temporal: client,
-          ...(account?.workers.includes(name) && {
-            account: {
-              provider: provider as unknown as AccountProvider,
-              checkMs: account.checkMs,
-              pingMaxAgeMs: account.checkMs,
-            },
-          }),
-        }),
-        workflowCode,
-        ...(tuning && { tuning }),
-        deployment,
-      });
-      return { name, taskQueue, worker, running: worker.run() };
-    }),
-  );
-  await makeTestVersionCurrent(
-    connection,
-    temporal.namespace,
-    deployment,
-    workers.map((w) => w.taskQueue),
-  );
-  return {
-    temporal,
-    client,
-    taskQueues: Object.fromEntries(workers.map((w) => [w.name, w.taskQueue])) as Record<K, string>,
-    async stop() {
-      for (const { worker } of workers) worker.shutdown();
-      await Promise.all(workers.map((w) => w.running));
-      await Promise.all([connection.close(), nativeConnection.close()]);
-      await temporal.stop();
-    },
   };
 }
 

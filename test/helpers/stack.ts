@@ -4,8 +4,12 @@
  * a Temporal client and the intake API. A test file starts it in `before()` and stops it in
  * `after()`; each part is optional, and payload encryption (`dataConverter`) and tracing
  * (`tracing`) reach every part that takes them, as src/worker/main.ts and src/api/main.ts wire them.
+ * With `webhooks`, the order workers announce their orders' events (the announcing local activity)
+ * to the delivery workflows, run by a webhook worker on a task queue of its own with the real
+ * sender over HTTP, and the API serves the same client registry: as the API and the worker share
+ * one clients file. Receivers are real HTTP servers (src/webhooks/receiver.ts).
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection, type ClientOptions } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -13,12 +17,20 @@ import { createActivities } from '../../src/worker/activities';
 import { type OrderProvider } from '../../src/orders/order.activities';
 import { StatementDays } from '../../src/statements/statement-days';
 import type { ProviderPort } from '../../src/api/health';
-import { startTestApi, type TestApi } from './api';
+import { apiTestConfig, startTestApi, type TestApi } from './api';
 import type { Tracing } from '../../src/observability/tracing';
 import type { AccountProvider } from '../../src/provider-account/account.activities';
 import type { ReconciliationProvider } from '../../src/reconciliation/reconciliation.activities';
 import { startDevServer, type DevServerOptions } from '../../src/temporal/dev-server';
-import { createOrderWorker } from '../../src/worker/worker';
+import { createOrderWorker, createWebhookWorker } from '../../src/worker/worker';
+import { createDeliveryActivities, type DirectDelivery } from '../../src/webhooks/webhook.activities';
+import { orderDeliveryRecords } from '../../src/webhooks/webhook-records.service';
+import { AddressPolicy, type LookupAll } from '../../src/webhooks/address-guard';
+import { endpointSecret } from '../../src/webhooks/secrets';
+import { WebhookSender } from '../../src/webhooks/sender';
+import { ClientRegistry } from '../../src/clients/registry';
+import type { ClientsFile } from '../../src/clients/model';
+import type { WebhookDeliveryPolicy, WebhookDeliveryState } from '../../contract/webhooks';
 import { makeTestVersionCurrent, versionedTestCode } from './versioning';
 import {
   bundledWorkflows,
@@ -28,6 +40,7 @@ import {
   type TestSandbox,
 } from './orders';
 import { useTemporal, type TestTemporal } from './temporal';
+import { TEST_WEBHOOK_POLICY, TEST_WEBHOOK_TIMEOUT_MS } from './webhooks';
 
 export interface StackWorker {
   /** The worker's provider, or how to make it on the stack's sandbox; default: the sandbox's provider client. */
@@ -63,6 +76,8 @@ export interface StackOptions<K extends string> {
   workers?: Record<K, StackWorker>;
   /** The intake API with these options (config, timings, logger…); absent: no API. */
   api?: StackApiOptions;
+  /** Webhooks: every order worker announces to a delivery worker, and the API serves these clients. */
+  webhooks?: StackWebhookOptions;
   /** Payload encryption for the workers and the client (and so the API). */
   dataConverter?: DataConverter;
   /** Tracing for the workers; the client's interceptors are the test's (`clientInterceptors`). */
@@ -70,7 +85,36 @@ export interface StackOptions<K extends string> {
   clientInterceptors?: ClientOptions['interceptors'];
 }
 
-export interface OrderStack<K extends string> {
+export interface StackWebhookOptions {
+  /** The clients and their endpoints (clientsWith in test/helpers/webhooks.ts). */
+  clients: ClientsFile;
+  /** Networks the sender may reach although not public (default: 127.0.0.1 only). */
+  allowedNetworks?: string[];
+  lookup?: LookupAll;
+  /** WEBHOOK_SIGNING_KEY (default: a random one), so receivers can be given their secrets first. */
+  signingKey?: Buffer;
+  /** Over TEST_WEBHOOK_POLICY. */
+  policy?: Partial<WebhookDeliveryPolicy>;
+  /** The announcements' direct tries (src/webhooks/webhook.activities.ts DirectDelivery): limits for a test. */
+  direct?: Omit<DirectDelivery, 'deliver'>;
+  /** The delivery worker's sender timeout, WEBHOOK_TIMEOUT_MS (default TEST_WEBHOOK_TIMEOUT_MS). */
+  senderTimeoutMs?: number;
+  /** The delivery worker's WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT (default: unbounded). */
+  maxInFlightPerEndpoint?: number;
+}
+
+export interface StackWebhooks {
+  /** The delivery workflows' task queue (WEBHOOK_TASK_QUEUE). */
+  taskQueue: string;
+  registry: ClientRegistry;
+  signingKey: Buffer;
+  /** The current secret of a client's endpoint. */
+  secretOf(client: string, endpoint: string, version?: number): string;
+  /** The order's delivery state as the routes read it (undefined while it has none). */
+  deliveryState(orderWorkflowId: string): Promise<WebhookDeliveryState | undefined>;
+}
+
+export interface OrderStack<K extends string = never> {
   temporal: TestTemporal;
   /** Absent with `sandbox: false`. */
   sandbox: TestSandbox;
@@ -81,6 +125,8 @@ export interface OrderStack<K extends string> {
   taskQueues: Record<K, string>;
   /** Absent without `api`. */
   api: TestApi;
+  /** Absent without `webhooks`. */
+  webhooks: StackWebhooks;
   /** The named worker while it runs. */
   worker(name: K): Worker | undefined;
   /** Starts the named worker (again, after stopWorker). */
@@ -105,7 +151,7 @@ export async function startOrderStack<K extends string = never>(
   const [nativeConnection, connection, bundled] = await Promise.all([
     NativeConnection.connect({ address: temporal.address }),
     Connection.connect({ address: temporal.address }),
-    workerSpecs.length > 0 ? bundledWorkflows() : undefined,
+    workerSpecs.length > 0 || options.webhooks ? bundledWorkflows() : undefined,
   ]);
   const versioned = bundled && (await versionedTestCode(options.name, bundled));
   const workflowCode = versioned?.workflowCode;
@@ -119,6 +165,8 @@ export async function startOrderStack<K extends string = never>(
   const taskQueues = Object.fromEntries(
     workerSpecs.map(([name]) => [name, `${options.name}-${name}-${randomUUID()}`]),
   ) as Record<K, string>;
+  const hooks =
+    options.webhooks && webhookDelivery(options.webhooks, `${options.name}-webhooks-${randomUUID()}`);
   const running = new Map<K, { worker: Worker; run: Promise<void> }>();
   const providers = new Map(
     workerSpecs.map(([name, spec]) => [
@@ -150,6 +198,7 @@ export async function startOrderStack<K extends string = never>(
             pingMaxAgeMs: spec.account.checkMs,
           },
         }),
+        ...(hooks && { webhooks: { ...hooks.announce, temporal: client } }),
       }),
       workflowCode,
       ...(spec.tuning && { tuning: spec.tuning }),
@@ -172,6 +221,22 @@ export async function startOrderStack<K extends string = never>(
   };
 
   await Promise.all(workerSpecs.filter(([, spec]) => !spec.deferred).map(([name]) => startWorker(name)));
+  let delivering: { worker: Worker; run: Promise<void> } | undefined;
+  if (hooks && workflowCode) {
+    const worker = await createWebhookWorker({
+      connection: nativeConnection,
+      namespace: temporal.namespace,
+      taskQueue: hooks.taskQueue,
+      activities: hooks.deliveryActivities,
+      workflowCode,
+      maxConcurrentDeliveries: 20,
+      ...(options.dataConverter && { dataConverter: options.dataConverter }),
+      ...(versioned && { deployment: versioned.deployment }),
+    });
+    delivering = { worker, run: worker.run() };
+    if (versioned)
+      await makeTestVersionCurrent(connection, temporal.namespace, versioned.deployment, [hooks.taskQueue]);
+  }
   const firstQueue = workerSpecs[0] && taskQueues[workerSpecs[0][0]];
   const { taskQueue = firstQueue ?? `${options.name}-${randomUUID()}`, ...apiOptions } = options.api ?? {};
   const apis: TestApi[] = [];
@@ -181,7 +246,21 @@ export async function startOrderStack<K extends string = never>(
   }: StackApiOptions = {}): Promise<TestApi> => {
     const apiProvider = rest.provider ?? provider?.client;
     if (!apiProvider) throw new Error('the API needs a provider: the sandbox or its own');
-    const started = await startTestApi({ ...rest, client, taskQueue: queue, provider: apiProvider });
+    const started = await startTestApi({
+      ...rest,
+      ...(hooks && {
+        clients: rest.clients ?? hooks.registry,
+        // The webhook tests call often and read the account gauges fresh.
+        config: {
+          ...(rest.config ??
+            apiTestConfig({ API_RATE_LIMIT_PER_MINUTE: '100000', API_ACCOUNT_REPORT_TTL_MS: '200' })),
+          WEBHOOK_TASK_QUEUE: hooks.taskQueue,
+        },
+      }),
+      client,
+      taskQueue: queue,
+      provider: apiProvider,
+    });
     apis.push(started);
     return started;
   };
@@ -196,6 +275,15 @@ export async function startOrderStack<K extends string = never>(
     client,
     taskQueues,
     api: api as TestApi,
+    webhooks: (hooks && {
+      taskQueue: hooks.taskQueue,
+      registry: hooks.registry,
+      signingKey: hooks.signingKey,
+      secretOf: (clientId, endpoint, version = 1) =>
+        endpointSecret(hooks.signingKey, clientId, endpoint, version),
+      // What the routes read: the order's own record of its direct deliveries with its delivery workflow's.
+      deliveryState: async (orderWorkflowId) => (await orderDeliveryRecords(client, orderWorkflowId)).merged,
+    }) as StackWebhooks,
     worker: (name) => running.get(name)?.worker,
     startWorker,
     startApi,
@@ -204,9 +292,57 @@ export async function startOrderStack<K extends string = never>(
       // A test may have closed one itself already.
       await Promise.allSettled(apis.map((started) => started.close()));
       await Promise.all([...running.keys()].map(stopWorker));
+      if (delivering) {
+        if (delivering.worker.getState() === 'RUNNING') delivering.worker.shutdown();
+        await delivering.run;
+      }
       await Promise.all([connection.close(), nativeConnection.close(), provider?.close(), sandbox?.close()]);
+      await Promise.all([hooks?.sender.close(), hooks?.directSender.close()]);
       await temporal.stop();
     },
+  };
+}
+
+/** The webhook parts of a stack: the registry, the senders and what the workers are given. */
+function webhookDelivery(options: StackWebhookOptions, taskQueue: string) {
+  const registry = new ClientRegistry(options.clients);
+  const signingKey = options.signingKey ?? randomBytes(32);
+  const addresses = () => new AddressPolicy(options.allowedNetworks ?? ['127.0.0.1/32']);
+  const sender = new WebhookSender({
+    timeoutMs: options.senderTimeoutMs ?? TEST_WEBHOOK_TIMEOUT_MS,
+    policy: addresses(),
+    lookup: options.lookup,
+  });
+  const directSender = new WebhookSender({
+    timeoutMs: TEST_WEBHOOK_TIMEOUT_MS,
+    policy: addresses(),
+    lookup: options.lookup,
+  });
+  return {
+    taskQueue,
+    registry,
+    signingKey,
+    sender,
+    directSender,
+    /** The order workers' AnnounceDeps but their client. */
+    announce: {
+      taskQueue,
+      endpoints: registry,
+      policy: { ...TEST_WEBHOOK_POLICY, ...options.policy },
+      direct: {
+        deliver: createDeliveryActivities({ endpoints: registry, signingKey, sender: directSender })
+          .deliverWebhook,
+        ...options.direct,
+      },
+    },
+    deliveryActivities: createDeliveryActivities({
+      endpoints: registry,
+      signingKey,
+      sender,
+      ...(options.maxInFlightPerEndpoint !== undefined && {
+        maxInFlightPerEndpoint: options.maxInFlightPerEndpoint,
+      }),
+    }),
   };
 }
 
@@ -227,3 +363,45 @@ export const mobileTopupBody = (ref: string) => ({
   msisdn: '0550000001',
   amount: 500,
 });
+
+export interface OrderTestWorkers<K extends string> {
+  temporal: TestTemporal;
+  client: Client;
+  /** One task queue per worker. */
+  taskQueues: Record<K, string>;
+  stop(): Promise<void>;
+}
+
+/**
+ * startOrderStack with workers only (no sandbox, no API): one worker per named provider (e.g. one
+ * with the sandbox key, one with the production key), each on a task queue of its own.
+ */
+export async function startOrderTestWorkers<K extends string>(
+  providers: Record<K, OrderProvider>,
+  {
+    queueSendsOnly = [],
+    account,
+    tuning,
+  }: {
+    /** Workers that send only through the task queue (as with WORKER_PROVIDER_CALLS_PER_SECOND). */
+    queueSendsOnly?: NoInfer<K>[];
+    /** Workers that watch the provider account (held orders, the send gate), reading it this often. */
+    account?: { workers: NoInfer<K>[]; checkMs: number };
+    /** Every worker's concurrency settings (e.g. a workflow cache of one, to evict on every task). */
+    tuning?: StackWorker['tuning'];
+  } = {},
+): Promise<OrderTestWorkers<K>> {
+  const workers = Object.fromEntries(
+    (Object.entries(providers) as [K, OrderProvider][]).map(([name, provider]) => [
+      name,
+      {
+        provider,
+        queueSendsOnly: queueSendsOnly.includes(name),
+        ...(account?.workers.includes(name) && { account: { checkMs: account.checkMs } }),
+        ...(tuning && { tuning }),
+      } satisfies StackWorker,
+    ]),
+  ) as Record<K, StackWorker>;
+  const stack = await startOrderStack<K>({ name: 'orders-test', sandbox: false, workers });
+  return { temporal: stack.temporal, client: stack.client, taskQueues: stack.taskQueues, stop: stack.stop };
+}

@@ -4,13 +4,14 @@
  * environment), the sandbox, a real Temporal server. Figures are checked by value, and every
  * metric the Grafana dashboard and the alert rules query must be among what the services export.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { parse } from 'yaml';
 import { testClients } from '../helpers/api';
 import {
@@ -26,22 +27,20 @@ import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { freePort } from '../../src/temporal/dev-server';
 import { projectRoot, startPart, waitForHttp, type ManagedProcess } from '../../scripts/lib/processes';
-import { defaultOrderTimings, workflowTypeByOrderType } from '../../contract/order';
+import { workflowTypeByOrderType } from '../../contract/order';
 import {
   giftCardRequest,
   mobileRequest,
   newRef,
-  startTestSandbox,
   testProvider,
   TIME_SCALE,
   type TestSandbox,
 } from '../helpers/orders';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { scaledTimingsEnv, stackProcessEnv } from '../helpers/api-process';
 import { clientsWith } from '../helpers/webhooks';
 
 const HOOKED_KEY = 'metrics-hooked-key';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Sample {
   name: string;
@@ -82,9 +81,8 @@ function metricNamesIn(expr: string): string[] {
 }
 
 describe('metrics of the API and the worker, after real orders', () => {
-  let temporal: TestTemporal;
+  let stack: OrderStack;
   let sandbox: TestSandbox;
-  let connection: Connection;
   let client: Client;
   let worker: ManagedProcess;
   let apiProcess: ManagedProcess;
@@ -97,7 +95,10 @@ describe('metrics of the API and the worker, after real orders', () => {
   let receiver: RunningReceiver;
 
   before(async () => {
-    [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox()]);
+    // No worker in this process: the worker and the API are the services' own processes.
+    stack = await startOrderStack({ name: 'metrics' });
+    sandbox = stack.sandbox;
+    client = stack.client;
     // A client with a webhook endpoint, for the delivery metrics.
     receiver = await startReceiver({ secrets: [endpointSecret(signingKey, 'hooked', 'main', 1)] });
     const clientsFile = join(mkdtempSync(join(tmpdir(), 'metrics-clients-')), 'clients.json');
@@ -111,14 +112,7 @@ describe('metrics of the API and the worker, after real orders', () => {
     apiUrl = `http://127.0.0.1:${port}`;
     apiMetricsUrl = `http://127.0.0.1:${apiMetricsPort}/metrics`;
     workerMetricsUrl = `http://127.0.0.1:${workerMetricsPort}/metrics`;
-    const spec = defaultOrderTimings.mobile_topup;
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      TEMPORAL_ADDRESS: temporal.address,
-      TEMPORAL_NAMESPACE: temporal.namespace,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      PROVIDER_BASE_URL: sandbox.url,
-      PROVIDER_API_KEY: 'sandbox-key',
+    const env = stackProcessEnv(stack, taskQueue, {
       ...(process.env.TEST_WORKFLOW_BUNDLE_PATH
         ? { WORKER_WORKFLOW_BUNDLE_PATH: process.env.TEST_WORKFLOW_BUNDLE_PATH }
         : {}),
@@ -132,34 +126,23 @@ describe('metrics of the API and the worker, after real orders', () => {
       API_METRICS_ADDRESS: `127.0.0.1:${apiMetricsPort}`,
       API_REVIEW_METRICS_TTL_MS: '1',
       // The sandbox runs at TIME_SCALE: the order timings follow.
-      POLL_FIRST_CHECK_MS: String(spec.firstCheckMs * TIME_SCALE),
-      POLL_HANDLING_CHECK_MS: String(spec.handlingCheckMs * TIME_SCALE),
-      POLL_MAX_INTERVAL_MS: String(spec.maxIntervalMs * TIME_SCALE),
-      POLL_INTERVAL_MS: String(spec.pollIntervalMs * TIME_SCALE),
-      POLL_PACE_MOBILE_MS: String(spec.pollPaceMs * TIME_SCALE),
-      PROVIDER_SETTLE_MS: String(spec.settleMs * TIME_SCALE),
+      ...scaledTimingsEnv('mobile_topup', TIME_SCALE),
       // A decision the provider has not confirmed is watched, quickly, so a dispute can follow.
       REVIEW_WATCH_MS: '60000',
       REVIEW_WATCH_FIRST_CHECK_MS: '200',
       LOG_LEVEL: 'warn',
-    };
-    for (const name of ['API_KEYS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'])
-      delete env[name];
+    });
     const onLine = (line: string) => output.push(line);
     worker = startPart('worker', { env, onLine });
     apiProcess = startPart('api', { env, onLine });
     await waitForHttp(`${apiUrl}/healthz`, { timeoutMs: 120_000 });
     await waitForHttp(workerMetricsUrl, { timeoutMs: 180_000, ok: (status) => status === 200 });
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
   });
 
   after(async () => {
     await Promise.all([apiProcess?.stop(), worker?.stop()]);
-    await connection?.close();
-    await sandbox?.close();
+    await stack?.stop();
     await receiver?.close();
-    await temporal?.stop();
   });
 
   async function api<T>(

@@ -4,6 +4,7 @@
  * endpoint is configured (src/observability/tracing.ts) but an in-memory exporter in its place.
  * And the gate in src/worker/interceptors.workflow.ts: an order started without a trace builds no spans.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -36,8 +37,6 @@ import {
 import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 import { makeTestVersionCurrent, versionedTestCode } from '../helpers/versioning';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('traces', () => {
   const exporter = new InMemorySpanExporter();

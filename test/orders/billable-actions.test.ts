@@ -15,14 +15,13 @@ import {
   mobileRequest,
   newRef,
   startOrder,
-  startOrderTestWorkers,
   startTestSandbox,
   testProvider,
   firstTaskTimedOut,
   LEAN_ORDER_EVENTS,
-  type OrderTestWorkers,
   type TestSandbox,
 } from '../helpers/orders';
+import { startOrderTestWorkers, type OrderTestWorkers } from '../helpers/stack';
 
 /** The target of issue 23 for a normal top-up. */
 const MAX_ACTIONS = 5;

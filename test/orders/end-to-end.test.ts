@@ -3,10 +3,11 @@
  * sandbox (100× faster than the spec) and a worker running the real workflows and activities on a
  * task queue of this file's own. Orders go from POST to FULFILLED through the API alone.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash, randomUUID } from 'node:crypto';
-import { type Client } from '@temporalio/client';
+import { createHash } from 'node:crypto';
+import type { Client } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
 import { canonicalJson } from '../../src/orders/order.service';
 import { apiTestConfig, startTestApi, type TestApi } from '../helpers/api';
@@ -27,12 +28,12 @@ import {
   type testProvider,
   type TestSandbox,
   mobileResultBesidesDebit,
+  refsPrefixed,
 } from '../helpers/orders';
 import type { TestTemporal } from '../helpers/temporal';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
-const newRef = (label: string) => `API-${label}-${randomUUID().slice(0, 8)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const newRef = refsPrefixed('API');
 
 describe('intake API end to end', () => {
   let stack: OrderStack<'main'>;

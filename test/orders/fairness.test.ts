@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { apiTestConfig, testClients, testClientsFile, type TestApi } from '../helpers/api';
 import { ClientRegistry } from '../../src/clients/registry';
 import { orderWorkflowId } from '../../contract/order';

@@ -5,19 +5,24 @@
  * documented) is accepted and fulfilled; the gift-card catalog is the provider's categories with
  * each product's types, price and stock.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
 import type { GiftCardCatalogView } from '../../src/orders/catalog';
 import { apiTestConfig, type TestApi } from '../helpers/api';
 import { orderWorkflowId, type OrderView } from '../../contract/order';
-import { ADMIN_TOKEN, mobileResultBesidesDebit, scaledTimings, type TestSandbox } from '../helpers/orders';
+import {
+  ADMIN_TOKEN,
+  mobileResultBesidesDebit,
+  scaledTimings,
+  type TestSandbox,
+  refsPrefixed,
+} from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
-const newRef = (label: string) => `INTAKE-${label}-${randomUUID().slice(0, 8)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const newRef = refsPrefixed('INTAKE');
 
 describe('intake refuses what the provider would refuse', () => {
   let stack: OrderStack<'main'>;

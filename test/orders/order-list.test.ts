@@ -5,19 +5,18 @@
  * close time), so the test closes a random half of the orders in random order: an API that
  * passed the store's order through would list them out of order.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import pLimit from 'p-limit';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { type TestApi } from '../helpers/api';
 import { orderWorkflowId } from '../../contract/order';
 import { giftCardRequest, internetRequest, mobileRequest } from '../helpers/orders';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
-import { idleProvider } from '../helpers/stack';
+import { idleProvider, startOrderStack, type OrderStack } from '../helpers/stack';
 
 const ORDERS = 300;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Summary {
   ref: string;
@@ -31,8 +30,7 @@ interface Page {
 }
 
 describe('GET /v1/orders: newest accepted first', () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
+  let stack: OrderStack;
   let client: Client;
   let api: TestApi;
   const run = randomUUID().slice(0, 8);
@@ -40,11 +38,14 @@ describe('GET /v1/orders: newest accepted first', () => {
   const testStartedAt = Date.now();
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
     // No worker polls this queue: the orders stay as submitted, and only the test closes them.
-    api = await startTestApi({ client, taskQueue: `order-list-${run}`, provider: idleProvider });
+    stack = await startOrderStack({
+      name: 'order-list',
+      sandbox: false,
+      api: { taskQueue: `order-list-${run}`, provider: idleProvider },
+    });
+    client = stack.client;
+    api = stack.api;
 
     const requests = Array.from({ length: ORDERS }, (_, i) => {
       const ref = `LIST-${run}-${String(i).padStart(3, '0')}`;
@@ -74,12 +75,10 @@ describe('GET /v1/orders: newest accepted first', () => {
   });
 
   after(async () => {
-    await api?.close();
     await Promise.allSettled(
       refs.map((ref) => client.workflow.getHandle(orderWorkflowId(ref)).terminate('order-list test done')),
     );
-    await connection?.close();
-    await temporal?.stop();
+    await stack?.stop();
   });
 
   /**

@@ -4,20 +4,19 @@
  * acceptance and completion times in a year of their own (2003 + a random offset), so other tests'
  * orders never fall in the ranges. The list keeps its order, tokens and reach rules.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
-import { startTestApi, testClients, type TestApi } from '../helpers/api';
+import { testClients, type TestApi } from '../helpers/api';
 import { orderWorkflowId } from '../../contract/order';
 import { mobileRequest, seedListedOrder } from '../helpers/orders';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
-import { idleProvider } from '../helpers/stack';
+import { idleProvider, startOrderStack, type OrderStack } from '../helpers/stack';
 
 const HOUR = 3_600_000;
 const ORDERS = 12;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Summary {
   ref: string;
@@ -31,8 +30,7 @@ interface Page {
 }
 
 describe('GET /v1/orders: date ranges', () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
+  let stack: OrderStack;
   let client: Client;
   let api: TestApi;
   const run = randomUUID().slice(0, 8);
@@ -48,10 +46,13 @@ describe('GET /v1/orders: date ranges', () => {
   const acme = { apiKey: testClients.acme.key };
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
-    api = await startTestApi({ client, taskQueue: `order-ranges-${run}`, provider: idleProvider });
+    stack = await startOrderStack({
+      name: 'order-ranges',
+      sandbox: false,
+      api: { taskQueue: `order-ranges-${run}`, provider: idleProvider },
+    });
+    client = stack.client;
+    api = stack.api;
     await Promise.all(
       orders.map((o) =>
         seedListedOrder(client, {
@@ -76,12 +77,10 @@ describe('GET /v1/orders: date ranges', () => {
   });
 
   after(async () => {
-    await api?.close();
     await Promise.allSettled(
       orders.map((o) => client.workflow.getHandle(orderWorkflowId(o.ref, 'acme')).terminate('test done')),
     );
-    await connection?.close();
-    await temporal?.stop();
+    await stack?.stop();
   });
 
   async function listAll(filter: string, pageSize = 3): Promise<Summary[]> {

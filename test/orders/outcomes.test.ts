@@ -25,17 +25,16 @@ import {
   NORMAL_NUMBER,
   scaledTimings,
   startOrder,
-  startOrderTestWorkers,
   startTestSandbox,
   TEST_ORDER_CLIENT,
   testProvider,
   waitForView,
   firstTaskTimedOut,
-  type OrderTestWorkers,
   type TestSandbox,
   mobileResultBesidesDebit,
   LEAN_ORDER_EVENTS,
 } from '../helpers/orders';
+import { startOrderTestWorkers, type OrderTestWorkers } from '../helpers/stack';
 
 /**
  * The checks a normal order may make: one per pace interval from the send until the sandbox settles

@@ -7,14 +7,14 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
 import type { ProviderPort } from '../../src/api/health';
 import { pageTokensFromConfig } from '../../src/orders/page-token';
 import { apiTestConfig, startTestApi, type TestApi } from '../helpers/api';
 import { AcceptedAtAttribute, OrderClientAttribute, workflowTypeByOrderType } from '../../contract/order';
 import { mobileRequest } from '../helpers/orders';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const provider: ProviderPort = {
   getGiftCardCatalog: () => Promise.reject(new Error('not used')),
@@ -48,8 +48,7 @@ function assertPageTokenRefused(res: { status: number; text: string; body: Probl
 }
 
 describe('GET /v1/orders page tokens', () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
+  let stack: OrderStack;
   let client: Client;
   const apis: TestApi[] = [];
   const oldKey = `k1:${newKey()}`;
@@ -68,9 +67,8 @@ describe('GET /v1/orders page tokens', () => {
   };
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
+    stack = await startOrderStack({ name: 'page-tokens', sandbox: false });
+    client = stack.client;
     const submitter = await api(oldKey);
     for (let i = 0; i < 3; i++) {
       const res = await submitter.request('POST', '/v1/orders', {
@@ -87,8 +85,7 @@ describe('GET /v1/orders page tokens', () => {
   });
   after(async () => {
     for (const a of apis) await a.close();
-    await connection?.close();
-    await temporal?.stop();
+    await stack?.stop();
   });
 
   it('a token minted without the server key (unkeyed checksum, cursor beyond the Date range) → 400 naming pageToken, not 500', async () => {

@@ -7,46 +7,36 @@
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { providerRefFor } from '../../src/orders/provider-ref';
-import { SandboxAdmin } from '../../src/sandbox/admin-client';
-import { endpointSecret } from '../../src/webhooks/secrets';
-import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
-import { ADMIN_TOKEN, mobileRequest, scaledTimings, testProvider } from '../helpers/orders';
-import {
-  clientOrders,
-  clientsWith,
-  eventually,
-  scrapeAccountGauges,
-  startWebhookStack,
-  type WebhookStack,
-} from '../helpers/webhooks';
+import type { SandboxAdmin } from '../../src/sandbox/admin-client';
+import type { RunningReceiver } from '../../src/webhooks/receiver';
+import { mobileRequest, scaledTimings, testProvider, refsPrefixed } from '../helpers/orders';
+import { clientOrders, eventually, scrapeAccountGauges } from '../helpers/webhooks';
+import type { OrderStack } from '../helpers/stack';
+import { startHookedClient, type HookedClientStack } from '../helpers/hooked-client';
 
 const KEY = 'test-key-access';
 const CLIENT = 'access';
-const newRef = (label: string) => `ACC-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('ACC');
 /** An address no test process has (TEST-NET-1). */
 const ELSEWHERE = '192.0.2.1';
 
 describe('a provider that will not talk to us is never an order’s fault', { timeout: 300_000 }, () => {
-  const signingKey = randomBytes(32);
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
+  let hooked: HookedClientStack;
   let admin: SandboxAdmin;
   let provider: ReturnType<typeof testProvider>;
 
   before(async () => {
-    receiver = await startReceiver({ secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)] });
-    stack = await startWebhookStack({
-      clients: clientsWith({
-        [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] },
-      }),
-      signingKey,
+    ({ stack, receiver, admin } = hooked = await startHookedClient({
+      name: 'access',
+      id: CLIENT,
+      key: KEY,
       account: { checkMs: 500 },
       timingsFor: () => scaledTimings({ deadlineMs: 60_000 }),
-    });
-    admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
+    }));
     provider = testProvider(stack.sandbox.url);
   });
   afterEach(async () => {
@@ -54,8 +44,7 @@ describe('a provider that will not talk to us is never an order’s fault', { ti
   });
   after(async () => {
     await provider?.close();
-    await stack?.stop();
-    await receiver?.close();
+    await hooked?.stop();
   });
 
   const { call, viewOf, until } = clientOrders(

@@ -26,12 +26,11 @@ import {
   mobileRequest,
   newRef,
   startOrder,
-  startOrderTestWorkers,
   startTestSandbox,
   testProvider,
-  type OrderTestWorkers,
   type TestSandbox,
 } from '../helpers/orders';
+import { startOrderTestWorkers, type OrderTestWorkers } from '../helpers/stack';
 
 /** Draws with every kind of timeline among the first few orders of each family (fixed, so a failure repeats). */
 const SEED = 32;

@@ -13,6 +13,7 @@
  * - identical reads in flight cost Temporal one read: 20 identical list requests make the visibility
  *   calls of one page, against at least one page each with the cache off.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -27,7 +28,6 @@ import type { OrderView } from '../../contract/order';
 import { mobileRequest, scaledTimings } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CACHE_MS = 2_000;
 const DAY = 86_400_000;
 

@@ -39,11 +39,17 @@ import {
   workflowTypeByOrderType,
   type OrderInput,
 } from '../../contract/order';
-import { giftCardRequest, mobileRequest, scaledTimings, type testProvider } from '../helpers/orders';
+import {
+  giftCardRequest,
+  mobileRequest,
+  scaledTimings,
+  type testProvider,
+  refsPrefixed,
+} from '../helpers/orders';
 import type { TestTemporal } from '../helpers/temporal';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
-const newRef = (label: string) => `RD-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('RD');
 
 type Caller = TestClientId | 'nobody';
 const keyOf = (caller: Caller) => (caller === 'nobody' ? null : testClients[caller].key);

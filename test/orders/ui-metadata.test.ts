@@ -5,6 +5,7 @@
  * and the ReviewSince search attribute. A real Temporal server, the sandbox, the order worker and
  * the API, with payload encryption on.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -37,7 +38,6 @@ import { internetRequest, mobileRequest, newRef, scaledTimings, type TestSandbox
 import type { TestTemporal } from '../helpers/temporal';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const UNKNOWN = sandboxSpecialNumbers.unknownError;
 
 /** What the SDK's built-in `__temporal_workflow_metadata` query answers (temporal.api.sdk.v1.WorkflowMetadata). */

@@ -6,51 +6,39 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { sandboxSpecialNumbers, sandboxTestTypes } from '../../src/provider/wire';
 import { sandboxRefundMessages } from '../../src/sandbox/simulation';
-import { endpointSecret } from '../../src/webhooks/secrets';
-import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
+import type { RunningReceiver } from '../../src/webhooks/receiver';
 import type { Statement } from '../../src/statements/statement.service';
-import { internetRequest, mobileRequest, scaledTimings } from '../helpers/orders';
-import {
-  clientOrders,
-  clientsWith,
-  eventually,
-  startWebhookStack,
-  type WebhookStack,
-} from '../helpers/webhooks';
+import { internetRequest, mobileRequest, scaledTimings, refsPrefixed } from '../helpers/orders';
+import { clientOrders, eventually } from '../helpers/webhooks';
+import type { OrderStack } from '../helpers/stack';
+import { startHookedClient, type HookedClientStack } from '../helpers/hooked-client';
 
 const KEY = 'test-key-upstream';
 const CLIENT = 'upstream';
-const newRef = (label: string) => `UP-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('UP');
 /** Short for the test; hours in production (ORDER_QUEUED_RECHECK_MS). */
 const QUEUED_RECHECK_MS = 2_000;
 
 describe('QUEUED and PARTIALLY_FILLED as the provider documents them', { timeout: 300_000 }, () => {
-  const signingKey = randomBytes(32);
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
+  let hooked: HookedClientStack;
 
   before(async () => {
-    receiver = await startReceiver({ secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)] });
-    stack = await startWebhookStack({
-      clients: clientsWith({
-        [CLIENT]: {
-          key: KEY,
-          scopes: ['orders:write', 'orders:read', 'audit:read', 'webhooks:read', 'webhooks:write'],
-          webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }],
-        },
-      }),
-      signingKey,
+    ({ stack, receiver } = hooked = await startHookedClient({
+      name: 'upstream',
+      id: CLIENT,
+      key: KEY,
+      scopes: ['orders:write', 'orders:read', 'audit:read', 'webhooks:read', 'webhooks:write'],
       timingsFor: () =>
         scaledTimings({ queuedRecheckMs: QUEUED_RECHECK_MS, queuedDeadlineMs: 8_000, deadlineMs: 4_000 }),
-    });
+    }));
   });
   after(async () => {
-    await stack?.stop();
-    await receiver?.close();
+    await hooked?.stop();
   });
 
   const { call, until, eventsOf } = clientOrders(

@@ -16,7 +16,8 @@ import { accountWorkflowId } from '../../contract/account';
 import { orderWorkflowId } from '../../contract/order';
 import type { OrderView } from '../../src/orders/order.service';
 import { ADMIN_TOKEN, mobileRequest, scaledTimings } from '../helpers/orders';
-import { clientsWith, eventually, startWebhookStack, type WebhookStack } from '../helpers/webhooks';
+import { clientsWith, eventually } from '../helpers/webhooks';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const KEY = 'test-key-held-burst';
 const CLIENT = 'burst';
@@ -31,14 +32,17 @@ interface Ready {
 }
 
 describe('a burst of orders held for the balance', { timeout: 600_000 }, () => {
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let admin: SandboxAdmin;
 
   before(async () => {
-    stack = await startWebhookStack({
-      clients: clientsWith({ [CLIENT]: { key: KEY, webhooks: [] } }),
-      account: { checkMs: ACCOUNT_CHECK_MS },
-      timingsFor: () => scaledTimings({ deadlineMs: 120_000 }),
+    stack = await startOrderStack({
+      name: 'held-burst',
+      workers: { orders: { account: { checkMs: ACCOUNT_CHECK_MS } } },
+      api: { timingsFor: () => scaledTimings({ deadlineMs: 120_000 }) },
+      webhooks: {
+        clients: clientsWith({ [CLIENT]: { key: KEY, webhooks: [] } }),
+      },
     });
     admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
   });
@@ -52,7 +56,9 @@ describe('a burst of orders held for the balance', { timeout: 600_000 }, () => {
   const viewOf = async (ref: string) => (await call<OrderView>('GET', `/v1/orders/${ref}`)).body;
   const heldOnQueue = () =>
     stack.client.workflow
-      .count(`OrderStatus = 'HELD' AND ExecutionStatus = 'Running' AND TaskQueue = '${stack.taskQueue}'`)
+      .count(
+        `OrderStatus = 'HELD' AND ExecutionStatus = 'Running' AND TaskQueue = '${stack.taskQueues.orders}'`,
+      )
       .then((c) => c.count);
 
   it(`${ORDERS} held at once resume in acceptance order as the balance covers them; the account's history does not grow with them; a cancelled and a terminated one are never sent`, async () => {
@@ -66,7 +72,7 @@ describe('a burst of orders held for the balance', { timeout: 600_000 }, () => {
       refs.push(ref);
     }
     await eventually(heldOnQueue, (n) => n === ORDERS, `all ${ORDERS} HELD`, 180_000);
-    const account = stack.client.workflow.getHandle(accountWorkflowId(stack.taskQueue));
+    const account = stack.client.workflow.getHandle(accountWorkflowId(stack.taskQueues.orders));
     const views: OrderView[] = [];
     // One at a time: the API limits each client's rate.
     for (const ref of refs)

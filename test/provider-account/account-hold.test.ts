@@ -6,31 +6,24 @@
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SandboxAdmin } from '../../src/sandbox/admin-client';
-import { endpointSecret } from '../../src/webhooks/secrets';
-import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
+import type { SandboxAdmin } from '../../src/sandbox/admin-client';
+import type { RunningReceiver } from '../../src/webhooks/receiver';
 import type { OrderTimings } from '../../contract/order';
 import {
-  ADMIN_TOKEN,
   giftCardRequest,
   internetRequest,
   mobileRequest,
   scaledTimings,
   testProvider,
+  refsPrefixed,
 } from '../helpers/orders';
-import {
-  clientOrders,
-  clientsWith,
-  eventually,
-  scrapeAccountGauges,
-  startWebhookStack,
-  type WebhookStack,
-} from '../helpers/webhooks';
+import { clientOrders, eventually, scrapeAccountGauges } from '../helpers/webhooks';
+import type { OrderStack } from '../helpers/stack';
+import { startHookedClient, type HookedClientStack } from '../helpers/hooked-client';
 
 const KEY = 'test-key-held';
-const newRef = (label: string) => `HOLD-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('HOLD');
 /** The account workflow reads the balance and /v3/ping this often. */
 const ACCOUNT_CHECK_MS = 500;
 
@@ -42,22 +35,21 @@ interface Ready {
 }
 
 describe('orders on hold while the provider account cannot take them', { timeout: 300_000 }, () => {
-  const signingKey = randomBytes(32);
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
+  let hooked: HookedClientStack;
   let admin: SandboxAdmin;
   let timings: Partial<OrderTimings> = {};
   let provider: ReturnType<typeof testProvider>;
 
   before(async () => {
-    receiver = await startReceiver({ secrets: [endpointSecret(signingKey, 'held', 'main', 1)] });
-    stack = await startWebhookStack({
-      clients: clientsWith({ held: { key: KEY, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] } }),
-      signingKey,
+    ({ stack, receiver, admin } = hooked = await startHookedClient({
+      name: 'held',
+      id: 'held',
+      key: KEY,
       account: { checkMs: ACCOUNT_CHECK_MS },
       timingsFor: () => scaledTimings(timings),
-    });
-    admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
+    }));
     provider = testProvider(stack.sandbox.url);
   });
   afterEach(async () => {
@@ -67,8 +59,7 @@ describe('orders on hold while the provider account cannot take them', { timeout
   });
   after(async () => {
     await provider?.close();
-    await stack?.stop();
-    await receiver?.close();
+    await hooked?.stop();
   });
 
   const { call, viewOf, until, eventsOf } = clientOrders(

@@ -20,12 +20,11 @@ import {
   newRef,
   scaledTimings,
   startOrder,
-  startOrderTestWorkers,
   startTestSandbox,
   testProvider,
-  type OrderTestWorkers,
   type TestSandbox,
 } from '../helpers/orders';
+import { startOrderTestWorkers, type OrderTestWorkers } from '../helpers/stack';
 import { eventually } from '../helpers/webhooks';
 
 const RUNS = Number(process.env.HELD_EVICTION_RUNS ?? 2);

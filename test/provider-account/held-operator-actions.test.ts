@@ -8,49 +8,41 @@
  */
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { temporal as proto } from '@temporalio/proto';
-import { SandboxAdmin } from '../../src/sandbox/admin-client';
-import { endpointSecret } from '../../src/webhooks/secrets';
-import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
+import type { SandboxAdmin } from '../../src/sandbox/admin-client';
+import type { RunningReceiver } from '../../src/webhooks/receiver';
 import { ensureOrderSweepSchedule } from '../../src/orders/sweep.schedule';
 import { orderWorkflowId, resolveReviewSignal, type OrderView } from '../../contract/order';
-import { ADMIN_TOKEN, mobileRequest, scaledTimings } from '../helpers/orders';
-import {
-  clientOrders,
-  clientsWith,
-  eventually,
-  startWebhookStack,
-  type WebhookStack,
-} from '../helpers/webhooks';
+import { mobileRequest, scaledTimings, refsPrefixed } from '../helpers/orders';
+import { clientOrders, eventually } from '../helpers/webhooks';
+import type { OrderStack } from '../helpers/stack';
+import { startHookedClient, type HookedClientStack } from '../helpers/hooked-client';
 
 const KEY = 'test-key-held-actions';
 const CLIENT = 'heldops';
-const newRef = (label: string) => `HELDOPS-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('HELDOPS');
 const ACCOUNT_CHECK_MS = 500;
 
 describe('operator actions on a HELD order', { timeout: 300_000 }, () => {
-  const signingKey = randomBytes(32);
   const scheduleId = `order-sweep-held-${randomUUID()}`;
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
+  let hooked: HookedClientStack;
   let admin: SandboxAdmin;
 
   before(async () => {
-    receiver = await startReceiver({ secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)] });
-    stack = await startWebhookStack({
-      clients: clientsWith({
-        [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: `${receiver.url}/hooks` }] },
-      }),
-      signingKey,
+    ({ stack, receiver, admin } = hooked = await startHookedClient({
+      name: 'held-actions',
+      id: CLIENT,
+      key: KEY,
       account: { checkMs: ACCOUNT_CHECK_MS },
       timingsFor: () => scaledTimings(),
-    });
-    admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
+    }));
     // An hour apart: the test triggers the sweep itself.
     await ensureOrderSweepSchedule(stack.client, {
-      taskQueue: stack.taskQueue,
+      taskQueue: stack.taskQueues.orders,
       intervalMs: 60 * 60_000,
       scheduleId,
     });
@@ -58,8 +50,7 @@ describe('operator actions on a HELD order', { timeout: 300_000 }, () => {
   afterEach(() => admin.settings({ balance: 1_000_000 }));
   after(async () => {
     await stack?.client.schedule.getHandle(scheduleId).delete();
-    await stack?.stop();
-    await receiver?.close();
+    await hooked?.stop();
   });
 
   const { call, viewOf, until, eventsOf } = clientOrders(

@@ -3,6 +3,7 @@
  * ledger over HTTP and the API's GET /v1/reconciliations/{date}. Each test reconciles a window of
  * its own (the orders it made), under a date of its own, so the tests do not see each other's rows.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -42,7 +43,6 @@ async function recordFixture(name: string, handle: WorkflowHandle): Promise<void
   );
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
 
 describe('the nightly reconciliation against the provider ledger', () => {

@@ -9,10 +9,10 @@
  * `flaky` a test turns the checks slow or failing; on `giftCards` every placement's answer is lost (and the gift-card list lags behind)
  * (so the order is in review without the provider's orderId).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -36,16 +36,15 @@ import {
   internetRequest,
   mobileRequest,
   scaledTimings,
-  startOrderTestWorkers,
   startTestSandbox,
   testProvider,
-  type OrderTestWorkers,
   type TestSandbox,
   mobileResultBesidesDebit,
+  refsPrefixed,
 } from '../helpers/orders';
+import { startOrderTestWorkers, type OrderTestWorkers } from '../helpers/stack';
 
-const newRef = (label: string) => `REV-${label}-${randomUUID().slice(0, 8)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const newRef = refsPrefixed('REV');
 const run = promisify(execFile);
 
 type Stack = 'main' | 'lostSends' | 'flaky' | 'giftCards';

@@ -5,6 +5,7 @@
  * sent by an operator: the back office that owns the orders, which the refunds would pay, may not
  * force them (403 naming `force`). A real Temporal dev server, a real worker and the sandbox over HTTP.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -17,7 +18,6 @@ import { mobileRequest, scaledTimings } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const ORDERS = 3;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const guidance = /UNKNOWN_ERROR: its support resolves it to FULFILLED or REFUNDED within 1-24 h/;
 
 describe('POST /v1/reviews/bulk: REFUNDED on UNKNOWN_ERROR is refused per order, and applied with force', () => {

@@ -5,6 +5,7 @@
  * decideReview update, with a result per order and the bulk's update ID in each history. The
  * orders re-check the provider on their own only after an hour here, so only the bulk settles them.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -17,7 +18,6 @@ import { mobileRequest, scaledTimings, type TestSandbox } from '../helpers/order
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const ORDERS = 200;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
 
 describe('POST /v1/reviews/bulk: one RECHECK after a provider outage', () => {

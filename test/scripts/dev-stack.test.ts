@@ -4,6 +4,7 @@
  * Ctrl-C (SIGINT to the whole process group, as a terminal sends it). Nothing may be left running. The restart test stops the stack while an
  * order is in flight and starts it again on the same data directory: the order finishes.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
@@ -17,7 +18,6 @@ import { providerRefFor } from '../../src/orders/provider-ref';
 import { startSandbox } from '../../src/sandbox/server';
 
 const root = resolve(__dirname, '..', '..');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const STARTUP_TIMEOUT_MS = 240_000;
 
 interface RunningStack {

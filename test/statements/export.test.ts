@@ -4,6 +4,7 @@
  * are exported as NDJSON and CSV, resumed from a row's position, revealed only with audit:reveal,
  * and reached only as the list reaches them.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -20,7 +21,6 @@ import {
 } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
 type Row = Record<string, string | number | undefined>;
 

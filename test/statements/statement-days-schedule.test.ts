@@ -4,6 +4,7 @@
  * the kept days' workflows end at once on that worker; a statement over those days then reads them
  * and has the figures of listing every order.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -22,7 +23,6 @@ import { mobileRequest, seedListedOrder } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const DAY = 86_400_000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const date = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 describe('the nightly precompute of statements’ days (Schedule)', () => {

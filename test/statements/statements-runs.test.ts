@@ -6,6 +6,7 @@
  * statement that lists every order and by one that reads kept days (its clock moved a day on, so
  * today is a kept day: one summed while the order was FULFILLED must not keep that figure).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -39,7 +40,6 @@ import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `client`, its visibility listing each page's runs in reverse order. */
 function reversedListing(client: Client): Client {

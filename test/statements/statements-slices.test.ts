@@ -4,10 +4,11 @@
  * slices' edges, on `from` and on `to`, some open and accepted before the range. Its totals are
  * also checked against a plain sum of what was seeded.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { ClientRegistry } from '../../src/clients/registry';
 import { StatementService, type Statement } from '../../src/statements/statement.service';
 import { testClientsFile } from '../helpers/api';
@@ -19,11 +20,10 @@ import {
   type OrderSettlement,
 } from '../../contract/order';
 import { seedListedOrder, statementMixOrder } from '../helpers/orders';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Seed {
   request: OrderRequest;
@@ -34,8 +34,7 @@ interface Seed {
 }
 
 describe('statements: time slices read at once against one listing', () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
+  let stack: OrderStack;
   let client: Client;
   const run = randomUUID().slice(0, 8);
   const owner = `slices-${run}`;
@@ -74,9 +73,8 @@ describe('statements: time slices read at once against one listing', () => {
   });
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
+    stack = await startOrderStack({ name: 'statements-slices', sandbox: false });
+    client = stack.client;
     await Promise.all(
       seeds.map((seed) =>
         seedListedOrder(client, {
@@ -104,8 +102,7 @@ describe('statements: time slices read at once against one listing', () => {
         client.workflow.getHandle(orderWorkflowId(s.request.ref, owner)).terminate('test done'),
       ),
     );
-    await connection?.close();
-    await temporal?.stop();
+    await stack?.stop();
   });
 
   const statement = (slices: number) =>

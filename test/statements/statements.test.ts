@@ -4,13 +4,14 @@
  * polls, completed on two days of 2004 (+ a random offset, so no other test's orders fall in the
  * range); the statement's sums are checked against figures worked out by hand.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
 import type { Statement } from '../../src/statements/statement.service';
-import { startTestApi, testClients, type TestApi } from '../helpers/api';
+import { testClients, type TestApi } from '../helpers/api';
 import type { OrderStatus } from '../../contract/schemas';
 import {
   OrderClientAttribute,
@@ -19,17 +20,14 @@ import {
   type OrderSettlement,
 } from '../../contract/order';
 import { giftCardRequest, internetRequest, mobileRequest, seedListedOrder } from '../helpers/orders';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
-import { idleProvider } from '../helpers/stack';
+import { idleProvider, startOrderStack, type OrderStack } from '../helpers/stack';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = (client: keyof typeof testClients) => ({ apiKey: testClients[client].key });
 
 describe('GET /v1/statements', () => {
-  let temporal: TestTemporal;
-  let connection: Connection;
+  let stack: OrderStack;
   let client: Client;
   let api: TestApi;
   const run = randomUUID().slice(0, 8);
@@ -119,10 +117,13 @@ describe('GET /v1/statements', () => {
   const range = `from=${from}&to=${to}`;
 
   before(async () => {
-    temporal = await useTemporal();
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
-    api = await startTestApi({ client, taskQueue: `statements-${run}`, provider: idleProvider });
+    stack = await startOrderStack({
+      name: 'statements',
+      sandbox: false,
+      api: { taskQueue: `statements-${run}`, provider: idleProvider },
+    });
+    client = stack.client;
+    api = stack.api;
     await Promise.all(
       seeds.map((seed) =>
         seedListedOrder(client, {
@@ -151,14 +152,12 @@ describe('GET /v1/statements', () => {
   });
 
   after(async () => {
-    await api?.close();
     await Promise.allSettled(
       seeds.map((s) =>
         client.workflow.getHandle(orderWorkflowId(s.request.ref, 'ledger')).terminate('test done'),
       ),
     );
-    await connection?.close();
-    await temporal?.stop();
+    await stack?.stop();
   });
 
   const expected = (): Omit<Statement, 'open'> & { open: Statement['open'] } => ({

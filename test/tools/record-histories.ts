@@ -54,14 +54,14 @@ import {
   LEAN_ORDER_EVENTS,
   PARTIAL_SPLIT_MEMO_EVENTS,
   startOrder,
-  startOrderTestWorkers,
   startTestSandbox,
   testProvider,
   waitForView,
   type TestSandbox,
 } from '../helpers/orders';
+import { startOrderTestWorkers, startOrderStack, type OrderStack } from '../helpers/stack';
 import { historiesDir, historyToJson } from '../helpers/histories';
-import { clientsWith, eventually, startWebhookStack } from '../helpers/webhooks';
+import { clientsWith, eventually } from '../helpers/webhooks';
 import { startReceiver } from '../../src/webhooks/receiver';
 import { endpointSecret } from '../../src/webhooks/secrets';
 import { orderWorkflowId } from '../../contract/order';
@@ -739,21 +739,27 @@ async function recordWebhookScenarios(
     },
   });
   const prompt = await startReceiver({ secrets: [endpointSecret(signingKey, 'recorder', 'prompt', 1)] });
-  const stack = await startWebhookStack({
-    clients: clientsWith({
-      recorder: {
-        key: 'recorder-key',
-        webhooks: [
-          { id: 'main', url: receiver.url },
-          { id: 'prompt', url: prompt.url },
-        ],
-      },
-    }),
-    signingKey,
-    sandboxTimeScale: timeScale,
-    // No watch: the decided order closes with its decision.
-    timingsFor: () => scaled(timeScale, noWatch),
-    policy: { idleCloseMs: 2_000 },
+  const stack = await startOrderStack({
+    name: 'record-webhooks',
+    sandbox: { timeScale },
+    workers: { orders: {} },
+    api: {
+      // No watch: the decided order closes with its decision.
+      timingsFor: () => scaled(timeScale, noWatch),
+    },
+    webhooks: {
+      clients: clientsWith({
+        recorder: {
+          key: 'recorder-key',
+          webhooks: [
+            { id: 'main', url: receiver.url },
+            { id: 'prompt', url: prompt.url },
+          ],
+        },
+      }),
+      signingKey,
+      policy: { idleCloseMs: 2_000 },
+    },
   });
   const rows: string[] = [];
   const write = async (name: string, workflowId: string) => {
@@ -820,11 +826,14 @@ async function recordAccountScenarios(
   const names = accountScenarios.filter(wanted);
   if (names.length === 0) return [];
   const checkMs = 1_000;
-  const stack = await startWebhookStack({
-    clients: clientsWith({ recorder: { key: 'recorder-key', webhooks: [] } }),
-    sandboxTimeScale: timeScale,
-    timingsFor: () => scaled(timeScale, noWatch),
-    account: { checkMs },
+  const stack = await startOrderStack({
+    name: 'record-account',
+    sandbox: { timeScale },
+    workers: { orders: { account: { checkMs } } },
+    api: { timingsFor: () => scaled(timeScale, noWatch) },
+    webhooks: {
+      clients: clientsWith({ recorder: { key: 'recorder-key', webhooks: [] } }),
+    },
   });
   const admin = new SandboxAdmin(stack.sandbox.url, ADMIN_TOKEN);
   const submit = async (label: string) => {
@@ -852,7 +861,7 @@ async function recordAccountScenarios(
     await waitForView(third, (v) => v.status === 'HELD', 60_000);
     await admin.operators({ djezzy: 'up' });
     await waitForView(third, (v) => v.status === 'FULFILLED', 60_000);
-    const account = stack.client.workflow.getHandle(accountWorkflowId(stack.taskQueue));
+    const account = stack.client.workflow.getHandle(accountWorkflowId(stack.taskQueues.orders));
     await eventually(
       async () => (await account.describe()).status.name,
       (status) => status === 'COMPLETED',
@@ -887,16 +896,20 @@ async function recordDeferredScenario(
     secrets: [endpointSecret(signingKey, 'recorder', 'main', 1)],
     answer: () => ({ status: 204, delayMs: 600 }),
   });
-  const stack = await startWebhookStack({
-    clients: clientsWith({
-      recorder: { key: 'recorder-key', webhooks: [{ id: 'main', url: receiver.url }] },
-    }),
-    signingKey,
-    sandboxTimeScale: timeScale,
-    timingsFor: () => scaled(timeScale, noWatch),
-    policy: { idleCloseMs: 2_000 },
-    direct: { maxInFlight: 0 },
-    maxInFlightPerEndpoint: 1,
+  const stack = await startOrderStack({
+    name: 'record-deferred',
+    sandbox: { timeScale },
+    workers: { orders: {} },
+    api: { timingsFor: () => scaled(timeScale, noWatch) },
+    webhooks: {
+      clients: clientsWith({
+        recorder: { key: 'recorder-key', webhooks: [{ id: 'main', url: receiver.url }] },
+      }),
+      signingKey,
+      policy: { idleCloseMs: 2_000 },
+      direct: { maxInFlight: 0 },
+      maxInFlightPerEndpoint: 1,
+    },
   });
   try {
     const { ids, results } = await twoOrdersDeliveries(stack, 'wh-deferred');
@@ -918,7 +931,7 @@ async function recordDeferredScenario(
  * each starts with its order's first event (a signal-with-start from the order's first task).
  */
 async function twoOrdersDeliveries(
-  stack: Awaited<ReturnType<typeof startWebhookStack>>,
+  stack: OrderStack<'orders'>,
   refPrefix: string,
 ): Promise<{ ids: string[]; results: WebhookDeliveryState[] }> {
   const ids = await Promise.all(
@@ -973,17 +986,21 @@ async function recordDeferralExpiredScenario(
       return { status: 204, delayMs };
     },
   });
-  const stack = await startWebhookStack({
-    clients: clientsWith({
-      recorder: { key: 'recorder-key', webhooks: [{ id: 'main', url: receiver.url }] },
-    }),
-    signingKey,
-    sandboxTimeScale: timeScale,
-    timingsFor: () => scaled(timeScale, noWatch),
-    policy: { attemptTimeoutMs: 30_000, retryMaxIntervalMs: 1_000, retryForMs: 3_000, idleCloseMs: 2_000 },
-    senderTimeoutMs: 30_000,
-    direct: { maxInFlight: 0 },
-    maxInFlightPerEndpoint: 1,
+  const stack = await startOrderStack({
+    name: 'record-expired',
+    sandbox: { timeScale },
+    workers: { orders: {} },
+    api: { timingsFor: () => scaled(timeScale, noWatch) },
+    webhooks: {
+      clients: clientsWith({
+        recorder: { key: 'recorder-key', webhooks: [{ id: 'main', url: receiver.url }] },
+      }),
+      signingKey,
+      policy: { attemptTimeoutMs: 30_000, retryMaxIntervalMs: 1_000, retryForMs: 3_000, idleCloseMs: 2_000 },
+      senderTimeoutMs: 30_000,
+      direct: { maxInFlight: 0 },
+      maxInFlightPerEndpoint: 1,
+    },
   });
   try {
     const { ids, results } = await twoOrdersDeliveries(stack, 'wh-expired');

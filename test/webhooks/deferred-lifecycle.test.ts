@@ -28,15 +28,10 @@ import {
   type WebhookDeliveryState,
   type WebhookEvent,
 } from '../../contract/webhooks';
-import { mobileRequest, newRef } from '../helpers/orders';
+import { mobileRequest, newRef, scaledTimings } from '../helpers/orders';
 import type { OrderView } from '../../src/orders/order.service';
-import {
-  clientsWith,
-  eventually,
-  startWebhookStack,
-  statusEvents,
-  type WebhookStack,
-} from '../helpers/webhooks';
+import { clientsWith, eventually, statusEvents } from '../helpers/webhooks';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const CLIENT = 'deferring';
 const KEY = 'test-key-deferring';
@@ -57,7 +52,7 @@ describe(
   { timeout: 600_000 },
   () => {
     const signingKey = randomBytes(32);
-    let stack: WebhookStack;
+    let stack: OrderStack<'orders'>;
     let receiver: RunningReceiver;
     /** Event ids the receiver answers only after HOLD_MS. */
     const held = new Set<string>();
@@ -67,14 +62,19 @@ describe(
         secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)],
         answer: (d) => (held.has(d.id) ? { status: 204, delayMs: HOLD_MS } : { status: 204 }),
       });
-      stack = await startWebhookStack({
-        clients: clientsWith({ [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: receiver.url }] } }),
-        signingKey,
-        // No first tries: every event goes to its order's delivery workflow, whose attempts meet the cap.
-        direct: { maxInFlight: 0 },
-        maxInFlightPerEndpoint: 1,
-        senderTimeoutMs: 60_000,
-        policy: POLICY,
+      stack = await startOrderStack({
+        name: 'deferred-lifecycle',
+        workers: { orders: {} },
+        api: { timingsFor: () => scaledTimings() },
+        webhooks: {
+          clients: clientsWith({ [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: receiver.url }] } }),
+          signingKey,
+          // No first tries: every event goes to its order's delivery workflow, whose attempts meet the cap.
+          direct: { maxInFlight: 0 },
+          maxInFlightPerEndpoint: 1,
+          senderTimeoutMs: 60_000,
+          policy: POLICY,
+        },
       });
     });
     after(async () => {
@@ -101,7 +101,7 @@ describe(
       const input: WebhookDeliveryInput = { orderWorkflowId: event.orderWorkflowId, client: CLIENT, policy };
       return stack.client.workflow.signalWithStart(webhookDeliveryWorkflowType, {
         workflowId: webhookDeliveryWorkflowId(event.orderWorkflowId),
-        taskQueue: stack.webhookTaskQueue,
+        taskQueue: stack.webhooks.taskQueue,
         args: [input],
         signal: webhookEventSignal,
         signalArgs: [event],

@@ -15,8 +15,9 @@ import { endpointSecret } from '../../src/webhooks/secrets';
 import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
 import { orderWorkflowId } from '../../contract/order';
 import type { WebhookDeliveryState } from '../../contract/webhooks';
-import { mobileRequest } from '../helpers/orders';
-import { clientsWith, eventually, startWebhookStack, type WebhookStack } from '../helpers/webhooks';
+import { mobileRequest, scaledTimings } from '../helpers/orders';
+import { clientsWith, eventually } from '../helpers/webhooks';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const KEY = 'test-key-capped';
 const ORDERS = 4;
@@ -24,7 +25,7 @@ const ANSWER_MS = 600;
 
 describe('an endpoint at its cap of attempts in flight', { timeout: 300_000 }, () => {
   const signingKey = randomBytes(32);
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
   let inFlight = 0;
   let mostInFlight = 0;
@@ -39,14 +40,19 @@ describe('an endpoint at its cap of attempts in flight', { timeout: 300_000 }, (
       },
       answer: () => ({ status: 204, delayMs: ANSWER_MS }),
     });
-    stack = await startWebhookStack({
-      clients: clientsWith({ capped: { key: KEY, webhooks: [{ id: 'main', url: receiver.url }] } }),
-      signingKey,
-      // No first tries: every event goes to its order's delivery workflow, whose attempts meet the cap.
-      direct: { maxInFlight: 0 },
-      maxInFlightPerEndpoint: 1,
-      // Well above the receiver's answer time: on a loaded machine an attempt is never cut short.
-      senderTimeoutMs: 5_000,
+    stack = await startOrderStack({
+      name: 'endpoint-cap',
+      workers: { orders: {} },
+      api: { timingsFor: () => scaledTimings() },
+      webhooks: {
+        clients: clientsWith({ capped: { key: KEY, webhooks: [{ id: 'main', url: receiver.url }] } }),
+        signingKey,
+        // No first tries: every event goes to its order's delivery workflow, whose attempts meet the cap.
+        direct: { maxInFlight: 0 },
+        maxInFlightPerEndpoint: 1,
+        // Well above the receiver's answer time: on a loaded machine an attempt is never cut short.
+        senderTimeoutMs: 5_000,
+      },
     });
   });
   after(async () => {
@@ -65,7 +71,7 @@ describe('an endpoint at its cap of attempts in flight', { timeout: 300_000 }, (
     const states: WebhookDeliveryState[] = [];
     for (const ref of refs) {
       const state = await eventually(
-        () => stack.deliveryState(orderWorkflowId(ref, 'capped')),
+        () => stack.webhooks.deliveryState(orderWorkflowId(ref, 'capped')),
         (state) =>
           !!state?.orderFinal &&
           state.events.every((e) => e.deliveries.every((d) => d.state === 'delivered')),

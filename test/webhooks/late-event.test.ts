@@ -22,8 +22,9 @@ import {
   type WebhookDeliveryState,
   type WebhookEvent,
 } from '../../contract/webhooks';
-import { mobileRequest, newRef } from '../helpers/orders';
-import { clientsWith, eventually, startWebhookStack, type WebhookStack } from '../helpers/webhooks';
+import { mobileRequest, newRef, scaledTimings } from '../helpers/orders';
+import { clientsWith, eventually } from '../helpers/webhooks';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const CLIENT = 'late';
 const KEY = 'test-key-late';
@@ -40,7 +41,7 @@ type Deliveries = { ref: string; events: EventDeliveryView[] };
 
 describe('a late event after the delivery workflow completed', { timeout: 300_000 }, () => {
   const signingKey = randomBytes(32);
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
 
   before(async () => {
@@ -48,12 +49,17 @@ describe('a late event after the delivery workflow completed', { timeout: 300_00
       secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)],
       answer: () => ({ status: 204 }),
     });
-    stack = await startWebhookStack({
-      clients: clientsWith({ [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: receiver.url }] } }),
-      signingKey,
-      // No first tries: every event is handed off to the order's delivery workflow.
-      direct: { maxInFlight: 0 },
-      policy: POLICY,
+    stack = await startOrderStack({
+      name: 'late-event',
+      workers: { orders: {} },
+      api: { timingsFor: () => scaledTimings() },
+      webhooks: {
+        clients: clientsWith({ [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: receiver.url }] } }),
+        signingKey,
+        // No first tries: every event is handed off to the order's delivery workflow.
+        direct: { maxInFlight: 0 },
+        policy: POLICY,
+      },
     });
   });
   after(async () => {
@@ -109,7 +115,7 @@ describe('a late event after the delivery workflow completed', { timeout: 300_00
     const input: WebhookDeliveryInput = { orderWorkflowId: orderWfId, client: CLIENT, policy: POLICY };
     const second = await stack.client.workflow.signalWithStart(webhookDeliveryWorkflowType, {
       workflowId,
-      taskQueue: stack.webhookTaskQueue,
+      taskQueue: stack.webhooks.taskQueue,
       args: [input],
       signal: webhookEventSignal,
       signalArgs: [later],
@@ -133,7 +139,7 @@ describe('a late event after the delivery workflow completed', { timeout: 300_00
       assert.equal(d.lastError, undefined, JSON.stringify(e));
     }
     assert.deepEqual(
-      (await stack.deliveryState(orderWfId))?.events.map((e) => e.deliveries[0]!.state),
+      (await stack.webhooks.deliveryState(orderWfId))?.events.map((e) => e.deliveries[0]!.state),
       view.events.map(() => 'delivered'),
       'the test helper reads as the routes do',
     );

@@ -7,7 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { lookup as dnsLookup } from 'node:dns';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { Webhook } from 'standardwebhooks';
@@ -21,17 +21,12 @@ import { startReceiver, type ReceivedWebhook, type RunningReceiver } from '../..
 import type { LookupAll } from '../../src/webhooks/address-guard';
 import { orderWorkflowId } from '../../contract/order';
 import { webhookDeliveryWorkflowId, type WebhookDeliveryState } from '../../contract/webhooks';
-import { internetRequest, mobileRequest, scaledTimings } from '../helpers/orders';
-import {
-  clientsWith,
-  eventually,
-  startWebhookStack,
-  statusEvents,
-  type WebhookStack,
-} from '../helpers/webhooks';
+import { internetRequest, mobileRequest, scaledTimings, refsPrefixed } from '../helpers/orders';
+import { clientsWith, eventually, statusEvents } from '../helpers/webhooks';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
 import { freePort } from '../../src/temporal/dev-server';
 
-const newRef = (label: string) => `WH-${label}-${randomUUID().slice(0, 8)}`;
+const newRef = refsPrefixed('WH');
 const KEYS = {
   hooked: 'test-key-hooked',
   flaky: 'test-key-flaky',
@@ -77,7 +72,7 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
   const signingKey = randomBytes(32);
   const secret = (client: string, endpoint: string, version = 1) =>
     endpointSecret(signingKey, client, endpoint, version);
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   const receivers: Record<string, RunningReceiver> = {};
   let downPort: number;
   let movedFromPort: number;
@@ -146,12 +141,16 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
       prompt: { key: KEYS.prompt, webhooks: [{ id: 'main', url: prompt.url }] },
       plain: { key: KEYS.plain },
     });
-    stack = await startWebhookStack({
-      clients,
-      signingKey,
-      lookup: fakeDns,
-      sandboxTimeScale: SANDBOX_TIME_SCALE,
-      timingsFor: orderTimings,
+    stack = await startOrderStack({
+      name: 'webhooks',
+      sandbox: { timeScale: SANDBOX_TIME_SCALE },
+      workers: { orders: {} },
+      api: { timingsFor: orderTimings },
+      webhooks: {
+        clients,
+        signingKey,
+        lookup: fakeDns,
+      },
     });
   });
 
@@ -177,7 +176,7 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
     );
   }
 
-  const stateOf = (client: string, ref: string) => stack.deliveryState(orderWorkflowId(ref, client));
+  const stateOf = (client: string, ref: string) => stack.webhooks.deliveryState(orderWorkflowId(ref, client));
 
   async function deliveriesAt(
     receiver: RunningReceiver,
@@ -574,12 +573,14 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
       ...file,
       clients: file.clients.map((c) => (c.id === 'moving' ? { ...c, webhooks } : c)),
     });
-    stack.registry.replace(movedTo(clients, [{ id: 'main', url: `${receivers.moved!.url}/new` }]));
+    stack.webhooks.registry.replace(movedTo(clients, [{ id: 'main', url: `${receivers.moved!.url}/new` }]));
     const got = await deliveriesAt(receivers.moved!, ref, events.length);
     assert.ok(got.every((d) => d.verified && d.path === '/new'));
 
     const next = newRef('removed');
-    stack.registry.replace(movedTo(clients, [{ id: 'main', url: `http://127.0.0.1:${movedFromPort}/old` }]));
+    stack.webhooks.registry.replace(
+      movedTo(clients, [{ id: 'main', url: `http://127.0.0.1:${movedFromPort}/old` }]),
+    );
     await submit('moving', mobileRequest(next));
     await finalView('moving', next);
     await eventually(
@@ -587,14 +588,14 @@ describe('webhooks end to end', { timeout: 600_000 }, () => {
       (s) => (s?.events[0]?.deliveries[0]?.attempts ?? 0) >= 1,
       'a failed attempt',
     );
-    stack.registry.replace(movedTo(clients, []));
+    stack.webhooks.registry.replace(movedTo(clients, []));
     const skipped = await eventually(
       () => stateOf('moving', next),
       (s) => s?.events.every((e) => e.deliveries[0]!.state === 'skipped') ?? false,
       'skipped once removed',
     );
     assert.equal(skipped!.events[0]!.deliveries[0]!.lastError, 'the endpoint is no longer configured');
-    stack.registry.replace(clients);
+    stack.webhooks.registry.replace(clients);
   });
 
   it('a redelivery sends the same id and body again, while the delivery workflow runs and after it has closed', async () => {

@@ -12,11 +12,12 @@ import { join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { ProviderFailureType } from '../../contract/activity-outcomes';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { useTemporal, type TestTemporal } from '../helpers/temporal';
+import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { stackProcessEnv } from '../helpers/api-process';
 import {
   RECONCILE_DAY_WORKFLOW,
   reconciliationWorkflowId,
@@ -27,10 +28,8 @@ import { workflowBundleOptions } from '../../src/worker/bundle';
 import {
   mobileRequest,
   newRef,
-  SANDBOX_KEY,
   scaledTimings,
   startOrder,
-  startTestSandbox,
   testProvider,
   type TestSandbox,
 } from '../helpers/orders';
@@ -46,9 +45,8 @@ const childHttpTimeouts = {
 const ACTIVITY_TIMEOUT_MS = 6_000;
 
 describe('a worker process killed while an order is in flight', () => {
-  let temporal: TestTemporal;
+  let stack: OrderStack;
   let sandbox: TestSandbox;
-  let connection: Connection;
   let client: Client;
   let scratch: string | undefined;
   let bundlePath: string;
@@ -56,16 +54,15 @@ describe('a worker process killed while an order is in flight', () => {
   const children = new Set<ChildProcess>();
 
   before(async () => {
-    [temporal, sandbox] = await Promise.all([useTemporal(), startTestSandbox()]);
-    connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
+    // The workers are `npm run worker` processes of the tests' own.
+    stack = await startOrderStack({ name: 'orders-restart' });
+    sandbox = stack.sandbox;
+    client = stack.client;
     bundlePath = process.env.TEST_WORKFLOW_BUNDLE_PATH ?? (await buildBundle());
   });
   after(async () => {
     for (const child of children) child.kill('SIGKILL');
-    await connection.close();
-    await sandbox.close();
-    await temporal.stop();
+    await stack?.stop();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
@@ -81,18 +78,12 @@ describe('a worker process killed while an order is in flight', () => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'worker', 'main.ts')], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: {
-        ...process.env,
+      env: stackProcessEnv(stack, taskQueue, {
         LOG_LEVEL: 'info',
-        TEMPORAL_ADDRESS: temporal.address,
-        TEMPORAL_NAMESPACE: temporal.namespace,
-        TEMPORAL_TASK_QUEUE: taskQueue,
-        PROVIDER_BASE_URL: sandbox.url,
-        PROVIDER_API_KEY: SANDBOX_KEY,
         WORKER_WORKFLOW_BUNDLE_PATH: bundlePath,
         ...childHttpTimeouts,
         ...env,
-      },
+      }),
     });
     children.add(child);
     child.once('exit', () => children.delete(child));
@@ -118,6 +109,23 @@ describe('a worker process killed while an order is in flight', () => {
       assert.ok(Date.now() < deadline, 'the send started');
       await new Promise((r) => setTimeout(r, 50));
     }
+  }
+
+  /** The nightly reconciliation of `date` over the orders since `from` (epoch ms) until now. */
+  function startReconcileDay(date: string, from: number) {
+    const input: ReconcileDayInput = {
+      date,
+      timeZone: 'UTC',
+      from: new Date(from).toISOString(),
+      to: new Date(Date.now() + 1).toISOString(),
+      lookbackMs: 0,
+      heartbeatTimeoutMs: 3_000,
+    };
+    return client.workflow.start(RECONCILE_DAY_WORKFLOW, {
+      workflowId: reconciliationWorkflowId(`${input.date}-${randomUUID()}`),
+      taskQueue,
+      args: [input],
+    });
   }
 
   /** The workflow's history: event type names, and the activities it scheduled in order. */
@@ -236,19 +244,7 @@ describe('a worker process killed while an order is in flight', () => {
     // The first ledger page takes 1.5 s: the worker is killed while it waits for it.
     await sandbox.addFault({ kind: 'latency', latencyMs: 1_500, routes: ['account.transactions'], times: 1 });
     const since = Date.now();
-    const input: ReconcileDayInput = {
-      date: '2001-03-01',
-      timeZone: 'UTC',
-      from: new Date(from).toISOString(),
-      to: new Date(Date.now() + 1).toISOString(),
-      lookbackMs: 0,
-      heartbeatTimeoutMs: 3_000,
-    };
-    const handle = await client.workflow.start(RECONCILE_DAY_WORKFLOW, {
-      workflowId: reconciliationWorkflowId(`${input.date}-${randomUUID()}`),
-      taskQueue,
-      args: [input],
-    });
+    const handle = await startReconcileDay('2001-03-01', from);
     const deadline = Date.now() + 10_000;
     while (!(await sandbox.requests('account.transactions')).some((r) => r.receivedAt >= since)) {
       assert.ok(Date.now() < deadline, 'the ledger read started');
@@ -297,19 +293,7 @@ describe('a worker process killed while an order is in flight', () => {
     // Each ledger page takes a second: the worker is killed in the middle of the read.
     await sandbox.addFault({ kind: 'latency', latencyMs: 1_000, routes: ['account.transactions'] });
     const since = Date.now();
-    const input: ReconcileDayInput = {
-      date: '2001-03-02',
-      timeZone: 'UTC',
-      from: new Date(from).toISOString(),
-      to: new Date(Date.now() + 1).toISOString(),
-      lookbackMs: 0,
-      heartbeatTimeoutMs: 3_000,
-    };
-    const handle = await client.workflow.start(RECONCILE_DAY_WORKFLOW, {
-      workflowId: reconciliationWorkflowId(`${input.date}-${randomUUID()}`),
-      taskQueue,
-      args: [input],
-    });
+    const handle = await startReconcileDay('2001-03-02', from);
     // Killed once Temporal holds a heartbeat past page 1 of a read that is not done.
     let cursor = 0;
     for (const deadline = Date.now() + 20_000; cursor < 2; await new Promise((r) => setTimeout(r, 50))) {

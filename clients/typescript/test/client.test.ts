@@ -17,12 +17,8 @@ import { hashApiKey } from '../../../src/clients/keys';
 import { ensureTemporalSetup } from '../../../src/temporal/setup';
 import { startReceiver, type ReceivedWebhook, type RunningReceiver } from '../../../src/webhooks/receiver';
 import { mobileRequest, scaledTimings, testProvider } from '../../../test/helpers/orders';
-import {
-  clientsWith,
-  eventually,
-  startWebhookStack,
-  type WebhookStack,
-} from '../../../test/helpers/webhooks';
+import { clientsWith, eventually } from '../../../test/helpers/webhooks';
+import { startOrderStack, type OrderStack } from '../../../test/helpers/stack';
 import {
   isProblem,
   ProblemError,
@@ -53,7 +49,7 @@ const headersOf = (d: ReceivedWebhook) => ({
 
 describe('the TypeScript client library against the API', { timeout: 600_000 }, () => {
   const signingKey = randomBytes(32);
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
   let bo: TopupClient;
   let secret: string;
@@ -82,21 +78,25 @@ describe('the TypeScript client library against the API', { timeout: 600_000 }, 
         extra('auditor', KEYS.auditor, {}, ['orders:read', 'audit:read', 'audit:reveal']),
       ],
     };
-    stack = await startWebhookStack({
-      clients,
-      signingKey,
-      sandboxTimeScale: 0.25,
-      // The worker's Temporal client (bulk decisions find their orders through it) comes with the account.
-      account: { checkMs: 60_000 },
-      timingsFor: () =>
-        scaledTimings({
-          firstCheckMs: 1_250,
-          handlingCheckMs: 3_750,
-          maxIntervalMs: 5_000,
-          deadlineMs: 120_000,
-        }),
+    stack = await startOrderStack({
+      name: 'client-lib',
+      sandbox: { timeScale: 0.25 },
+      workers: { orders: {} },
+      api: {
+        timingsFor: () =>
+          scaledTimings({
+            firstCheckMs: 1_250,
+            handlingCheckMs: 3_750,
+            maxIntervalMs: 5_000,
+            deadlineMs: 120_000,
+          }),
+      },
+      webhooks: {
+        clients,
+        signingKey,
+      },
     });
-    secret = stack.secretOf('bo', 'main');
+    secret = stack.webhooks.secretOf('bo', 'main');
     bo = new TopupClient({ baseUrl: stack.api.url, apiKey: KEYS.bo, deadlineMs: 20_000 });
   });
 
@@ -251,13 +251,7 @@ describe('the TypeScript client library against the API', { timeout: 600_000 }, 
     await bo.submitBatch(refs.map((ref) => mobileRequest(ref, UNKNOWN_NUMBER)));
     await Promise.all(refs.map((ref) => finalOrder(bo, ref, 'NEEDS_REVIEW')));
     // An API that waits 100 ms for a bulk before answering 202: the decisions take longer.
-    const impatient = await startTestApi({
-      client: stack.client,
-      taskQueue: stack.taskQueue,
-      provider: testProvider(stack.sandbox.url).client,
-      clients: stack.registry,
-      config: apiTestConfig({ WEBHOOK_TASK_QUEUE: stack.webhookTaskQueue, API_REQUEST_TIMEOUT_MS: '2100' }),
-    });
+    const impatient = await stack.startApi({ config: apiTestConfig({ API_REQUEST_TIMEOUT_MS: '2100' }) });
     try {
       const operator = new TopupClient({ baseUrl: impatient.url, apiKey: testClients.operator.key });
       const request = {
@@ -317,7 +311,7 @@ describe('the TypeScript client library against the API', { timeout: 600_000 }, 
       });
     await refusedFor(fresh(), tampered, headersOf(last), 'bad-signature');
     await refusedFor(
-      new WebhookVerifier({ secrets: stack.secretOf('bo', 'main', 2) }),
+      new WebhookVerifier({ secrets: stack.webhooks.secretOf('bo', 'main', 2) }),
       last.rawBody,
       headersOf(last),
       'bad-signature',
@@ -325,7 +319,7 @@ describe('the TypeScript client library against the API', { timeout: 600_000 }, 
     // Rotation: the new secret and the old one given, a delivery signed with the old verifies.
     assert.equal(
       (
-        await new WebhookVerifier({ secrets: [stack.secretOf('bo', 'main', 2), secret] }).verify(
+        await new WebhookVerifier({ secrets: [stack.webhooks.secretOf('bo', 'main', 2), secret] }).verify(
           last.rawBody,
           headersOf(last),
         )

@@ -11,23 +11,31 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../../src/temporal/dev-server';
 import { scaledTimings } from '../../../test/helpers/orders';
-import { clientsWith, startWebhookStack, type WebhookStack } from '../../../test/helpers/webhooks';
+import { clientsWith } from '../../../test/helpers/webhooks';
+import { startOrderStack, type OrderStack } from '../../../test/helpers/stack';
 
 const example = resolve(__dirname, '..', 'examples', 'back-office.ts');
 const KEY = 'test-key-example';
 
 describe('the example back office', { timeout: 300_000 }, () => {
-  let stack: WebhookStack;
+  let stack: OrderStack<'orders'>;
   let port: number;
 
   before(async () => {
     port = await freePort();
-    stack = await startWebhookStack({
-      clients: clientsWith({
-        backoffice: { key: KEY, webhooks: [{ id: 'erp', url: `http://127.0.0.1:${port}/` }] },
-      }),
-      sandboxTimeScale: 0.25,
-      timingsFor: () => scaledTimings({ firstCheckMs: 1_250, handlingCheckMs: 3_750, maxIntervalMs: 5_000 }),
+    stack = await startOrderStack({
+      name: 'client-example',
+      sandbox: { timeScale: 0.25 },
+      workers: { orders: {} },
+      api: {
+        timingsFor: () =>
+          scaledTimings({ firstCheckMs: 1_250, handlingCheckMs: 3_750, maxIntervalMs: 5_000 }),
+      },
+      webhooks: {
+        clients: clientsWith({
+          backoffice: { key: KEY, webhooks: [{ id: 'erp', url: `http://127.0.0.1:${port}/` }] },
+        }),
+      },
     });
   });
   after(async () => stack?.stop());
@@ -48,7 +56,7 @@ describe('the example back office', { timeout: 300_000 }, () => {
         ...process.env,
         API_URL: stack.api.url,
         API_KEY: KEY,
-        WEBHOOK_SECRET: stack.secretOf('backoffice', 'erp'),
+        WEBHOOK_SECRET: stack.webhooks.secretOf('backoffice', 'erp'),
         WEBHOOK_PORT: String(port),
       },
       timeout: 120_000,
