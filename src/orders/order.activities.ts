@@ -113,7 +113,12 @@ export function createOrderActivities({
 
     /** Checks until the top-up is no longer PENDING / HANDLING; see pollUntilSettled. */
     pollMobileTopup(ref: string, plan: PollPlan): Promise<PollOutcome<MobileCheck>> {
-      return pollUntilSettled(plan, () => provider.checkMobileTopup(ref, withinAttempt()), holdPolls);
+      return pollUntilSettled(
+        plan,
+        () => provider.checkMobileTopup(ref, withinAttempt()),
+        holdPolls,
+        clockEstimate,
+      );
     },
 
     sendInternetTopup(
@@ -134,7 +139,12 @@ export function createOrderActivities({
     },
 
     pollInternetTopup(ref: string, plan: PollPlan): Promise<PollOutcome<InternetCheck>> {
-      return pollUntilSettled(plan, () => provider.checkInternetTopup(ref, withinAttempt()), holdPolls);
+      return pollUntilSettled(
+        plan,
+        () => provider.checkInternetTopup(ref, withinAttempt()),
+        holdPolls,
+        clockEstimate,
+      );
     },
 
     /**
@@ -193,7 +203,12 @@ export function createOrderActivities({
     },
 
     pollGiftCardOrder(orderId: string, plan: PollPlan): Promise<PollOutcome<GiftCardOrderCheck>> {
-      return pollUntilSettled(plan, () => provider.checkGiftCardOrder(orderId, withinAttempt()), holdPolls);
+      return pollUntilSettled(
+        plan,
+        () => provider.checkGiftCardOrder(orderId, withinAttempt()),
+        holdPolls,
+        clockEstimate,
+      );
     },
   };
 }
@@ -363,9 +378,10 @@ async function pollUntilSettled<C extends { status: string }>(
   plan: PollPlan,
   call: () => Promise<C>,
   holds: boolean,
+  clockEstimate: ServerClockEstimate,
 ): Promise<PollOutcome<C>> {
   const context = Context.current();
-  const now = serverClock(context.info);
+  const now = serverClock(context.info, clockEstimate);
   markAttemptStart();
   // A rate-limited worker (no holds) makes one check per attempt: the pace would cost one attempt
   // and one heartbeat per check, so it keeps the provider's schedule.
@@ -508,15 +524,24 @@ function handOver<C>(progress: PollProgress<C>, checked: boolean, failure: Appli
 }
 
 /**
- * The polling's clock: the worker's, but never behind the time the server scheduled this attempt
- * (advanced by the attempt's own elapsed time). Due times and the deadline come from the server and
- * the workflow, so a worker whose clock runs behind (or a time-skipping test server) neither waits
- * past a due check nor polls past the deadline; with clocks that agree it is the worker's clock,
- * which also counts the time the attempt waited in the task queue.
+ * The polling's clock: the server's as this worker estimates it (its own clock, less the offset
+ * src/temporal/server-clock.ts measured; never ahead of the server's), and never behind the time
+ * the server scheduled this attempt (advanced by the attempt's own elapsed time). Due times and the
+ * deadline come from the server and the workflow, so a worker whose clock runs behind (or a
+ * time-skipping test server) neither waits past a due check nor polls past the deadline, and one
+ * whose clock runs ahead does not take the deadline for passed; with clocks that agree it is the
+ * worker's clock, which also counts the time the attempt waited in the task queue.
  */
-function serverClock(info: { currentAttemptScheduledTimestampMs: number }): () => number {
+function serverClock(
+  info: { currentAttemptScheduledTimestampMs: number },
+  estimate: ServerClockEstimate,
+): () => number {
   const startedLocally = Date.now();
-  return () => Math.max(Date.now(), info.currentAttemptScheduledTimestampMs + (Date.now() - startedLocally));
+  return () =>
+    Math.max(
+      estimate.toServerClock(Date.now()),
+      info.currentAttemptScheduledTimestampMs + (Date.now() - startedLocally),
+    );
 }
 
 function stillOpen(message: string, nextRetryDelayMs: number): ApplicationFailure {

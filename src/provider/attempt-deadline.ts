@@ -14,6 +14,7 @@
 import { Context, type Info } from '@temporalio/activity';
 import type { CallOptions } from './client';
 import { deadline } from './deadline';
+import { workerServerClock } from '../temporal';
 
 /**
  * Time left to report the outcome to Temporal before it times the attempt out. A tenth of the
@@ -23,15 +24,22 @@ export function marginMs(startToCloseTimeoutMs: number): number {
   return Math.min(1_000, Math.max(50, startToCloseTimeoutMs / 10));
 }
 
-type AttemptTimes = Pick<Info, 'startToCloseTimeoutMs' | 'scheduledTimestampMs' | 'scheduleToCloseTimeoutMs'>;
+type AttemptTimes = Pick<
+  Info,
+  'startToCloseTimeoutMs' | 'scheduledTimestampMs' | 'scheduleToCloseTimeoutMs' | 'isLocal'
+>;
 
 /**
  * Epoch ms by which a provider call made in an attempt that started at `startedAt` must be over;
- * schedule-to-close counts when set (0: none).
+ * schedule-to-close counts when set (0: none). `startedAt` and the result are on the clock of
+ * `serverOffsetMs`'s reader: a regular activity's scheduled time is the server's, so on a worker
+ * whose clock is `serverOffsetMs` ahead (src/temporal/server-clock.ts) its schedule-to-close ends
+ * that much later; a local activity's scheduled time is the worker's own.
  */
-export function attemptDeadline(info: AttemptTimes, startedAt: number): number {
+export function attemptDeadline(info: AttemptTimes, startedAt: number, serverOffsetMs = 0): number {
   const ends = [startedAt + info.startToCloseTimeoutMs];
-  if (info.scheduleToCloseTimeoutMs > 0) ends.push(info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs);
+  const scheduledAt = info.scheduledTimestampMs + (info.isLocal ? 0 : serverOffsetMs);
+  if (info.scheduleToCloseTimeoutMs > 0) ends.push(scheduledAt + info.scheduleToCloseTimeoutMs);
   return Math.min(...ends) - marginMs(info.startToCloseTimeoutMs);
 }
 
@@ -58,7 +66,7 @@ export function withinAttempt(now: number = Date.now()): Required<Pick<CallOptio
   const { info, cancellationSignal } = context;
   // Its own timer holds it until the attempt's deadline; nothing to clear before that.
   const { signal } = deadline(
-    attemptDeadline(info, startedAt.get(context) ?? now) - now,
+    attemptDeadline(info, startedAt.get(context) ?? now, workerServerClock.offsetMs() ?? 0) - now,
     'the activity attempt has no time left',
     cancellationSignal,
   );

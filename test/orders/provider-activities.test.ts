@@ -110,7 +110,12 @@ describe('top-up send activity: one send, never repeated by Temporal', () => {
 });
 
 describe('provider calls end within their activity attempt', () => {
-  const times = { startToCloseTimeoutMs: 30_000, scheduledTimestampMs: 40_000, scheduleToCloseTimeoutMs: 0 };
+  const times = {
+    startToCloseTimeoutMs: 30_000,
+    scheduledTimestampMs: 40_000,
+    scheduleToCloseTimeoutMs: 0,
+    isLocal: false,
+  };
 
   it('the deadline is when the attempt started plus start-to-close, minus a margin', () => {
     assert.equal(attemptDeadline(times, 100_000), 130_000 - 1_000);
@@ -120,6 +125,19 @@ describe('provider calls end within their activity attempt', () => {
 
   it('an earlier schedule-to-close deadline wins', () => {
     assert.equal(attemptDeadline({ ...times, scheduleToCloseTimeoutMs: 80_000 }, 100_000), 120_000 - 1_000);
+  });
+
+  it('on a worker whose clock is ahead, a regular activity’s schedule-to-close ends that much later on it; a local one’s is on its own clock already', () => {
+    const closing = { ...times, scheduleToCloseTimeoutMs: 80_000 };
+    // 3 minutes ahead: the server scheduled it at 40 s, which this worker reads as 220 s, and the
+    // attempt started at 221 s on the worker's clock; its start-to-close ends at 251 s.
+    assert.equal(attemptDeadline(closing, 221_000, 180_000), 251_000 - 1_000);
+    // Its schedule-to-close of 20 s ends at 240 s on this clock, before the start-to-close.
+    assert.equal(
+      attemptDeadline({ ...closing, scheduleToCloseTimeoutMs: 20_000 }, 221_000, 180_000),
+      240_000 - 1_000,
+    );
+    assert.equal(attemptDeadline({ ...closing, isLocal: true }, 100_000, 180_000), 120_000 - 1_000);
   });
 
   it('inside an activity, the call gets a signal that fires at that deadline; a later call of the same attempt shares it', async () => {
