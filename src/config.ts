@@ -196,9 +196,12 @@ const schema = z.object({
   /**
    * Order starts in flight towards Temporal from this API process, all clients together, handed
    * out round-robin by client with single orders first (src/orders/start-gate.ts): one client's
-   * batches cannot saturate Temporal and time out everyone's starts.
+   * batches cannot saturate Temporal and time out everyone's starts. Temporal serves its calls
+   * first come, first served (priority and fairness order only its task queues), so every start in
+   * flight is one more call ahead of another client's own order's steps: kept small, a flood's
+   * starts queue here, in the gate's fair order, not inside Temporal (docs/deployers.md "Fair under load").
    */
-  API_START_CONCURRENCY: positiveInt.max(1_024).default(32),
+  API_START_CONCURRENCY: positiveInt.max(1_024).default(4),
   /** Per-client limits, for clients without their own in the clients file (src/api/limits.ts). */
   API_RATE_LIMIT_PER_MINUTE: positiveInt.default(600),
   API_ORDERS_PER_MINUTE: positiveInt.default(3_000),

@@ -6,7 +6,7 @@
  * FULFILLED); then the flooder submits batches of `--batch` mobile top-ups from `--loops` parallel
  * loops, as fast as its limits let it (a 429 waits its Retry-After), and reads its orders list
  * meanwhile; after `--warmup` seconds the victim submits the same single order and batch again.
- * Prints both timings, the flood's counts and the victim's read latency.
+ * Prints both timings (with the victim's refs), the flood's counts and the victim's read latency.
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -95,7 +95,8 @@ async function victimOrders(key: string, label: string) {
     finalAfter(key, [single], startedSingle),
     finalAfter(key, accepted, startedBatch),
   ]);
-  return { singleS, batchS, batchItems, submitMs: s.ms, batchSubmitMs: b.ms };
+  // The refs: their workflow histories show where the time went (temporal workflow show).
+  return { singleS, batchS, batchItems, submitMs: s.ms, batchSubmitMs: b.ms, refs: [single, ...batchRefs] };
 }
 
 async function main() {

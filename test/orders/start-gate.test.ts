@@ -6,6 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { loadConfig } from '../../src/config';
 import { FairStartGate, StartNotRun, type StartKind } from '../../src/orders/start-gate';
 
 const long = { waitMs: 60_000 };
@@ -124,5 +125,47 @@ describe('FairStartGate', () => {
     );
     assert.equal(gate.inFlight, 0);
     assert.equal(await gate.run('x', 'single', long, () => Promise.resolve('ok')), 'ok');
+  });
+
+  // Issue 34: Temporal serves its calls first come, first served (priority and fairness order its
+  // task queues only), so each flood start in flight is one more call ahead of another client's
+  // order at Temporal. Counted, not timed: how many of the flood's starts are running when the
+  // other client's start runs.
+  it('with the default API_START_CONCURRENCY, another client’s start has at most 3 of a flood’s starts ahead of it at Temporal', async () => {
+    const capacity = loadConfig({}).API_START_CONCURRENCY;
+    const { ran, start, free } = harness(capacity);
+    const flood = Array.from({ length: 200 }, (_, i) => start('flooder', 'batch', `f${i}`));
+    await sleep(0);
+    const freed = new Set<string>();
+    const aheadOf = async (name: string, run: Promise<string>) => {
+      // The flood's starts finish in the order they began, until the other client's runs.
+      for (const f of ran) {
+        if (ran.includes(name)) break;
+        if (!freed.has(f)) {
+          freed.add(f);
+          await free(f);
+        }
+      }
+      const ahead = ran.slice(0, ran.indexOf(name)).filter((f) => !freed.has(f)).length;
+      freed.add(name);
+      await free(name);
+      await run;
+      return ahead;
+    };
+    assert.equal(await aheadOf('single', start('other', 'single', 'single')), capacity - 1);
+    assert.equal(await aheadOf('item', start('other', 'batch', 'item')), capacity - 1);
+    assert.ok(
+      capacity - 1 <= 3,
+      `${capacity - 1} of the flood's starts in flight at Temporal ahead of the other client's start`,
+    );
+    // The rest of the flood runs out.
+    while (freed.size < ran.length || ran.length < 202) {
+      for (const f of [...ran]) {
+        if (freed.has(f)) continue;
+        freed.add(f);
+        await free(f);
+      }
+    }
+    await Promise.all(flood);
   });
 });
