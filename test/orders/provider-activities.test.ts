@@ -118,6 +118,24 @@ describe('provider calls end within their activity attempt', () => {
     assert.equal(marginMs(2_000), 200);
   });
 
+  it("a local attempt counts from when the worker scheduled it, if its code started later, and keeps a quarter of its time to report before the SDK core's timeout", () => {
+    const local = {
+      startToCloseTimeoutMs: 5_000,
+      scheduledTimestampMs: 100_000,
+      scheduleToCloseTimeoutMs: 0,
+    };
+    // Its code started 800 ms after the schedule (a busy event loop): the core's clock started no later.
+    assert.equal(
+      attemptDeadline({ ...local, isLocal: true, currentAttemptScheduledTimestampMs: 100_000 }, 100_800),
+      105_000 - 1_250,
+    );
+    // Not local: from its start, with the usual margin.
+    assert.equal(
+      attemptDeadline({ ...local, isLocal: false, currentAttemptScheduledTimestampMs: 100_000 }, 100_800),
+      105_800 - 500,
+    );
+  });
+
   it('an earlier schedule-to-close deadline wins', () => {
     assert.equal(attemptDeadline({ ...times, scheduleToCloseTimeoutMs: 80_000 }, 100_000), 120_000 - 1_000);
   });
