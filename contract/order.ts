@@ -275,8 +275,8 @@ export interface OrderContinuation {
   /** The watch after an operator's decision, when one is running. */
   watch?: DecisionWatch;
   /**
-   * In review because a lost placement's records could not be searched: the window it was to be
-   * looked for in (epoch ms), so the review's rechecks search them again (src/orders/lifecycle/records.workflow.ts).
+   * In review because a lost placement's records could not be searched or did not show it: the
+   * window it was to be looked for in (epoch ms), so the review's rechecks search them again (src/orders/lifecycle/records.workflow.ts).
    */
   recordsWindow?: { from: number; to: number; settleMs: number };
 }

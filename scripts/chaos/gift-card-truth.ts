@@ -26,6 +26,11 @@ export interface GiftCardTruth {
     notFound: number;
     /** …of which the sandbox had in truth committed (the list lagged behind): the rest were never placed. */
     notFoundPlaced: number;
+    /**
+     * The "not in the list" orders by the failure that lost their placement's answer (the review
+     * evidence before the search's own words, numbers masked), with how many of each were placed.
+     */
+    notFoundCauses: Record<string, { orders: number; placed: number }>;
     other: number;
   };
   /** Adopted from the provider's gift-card list after a lost answer. */
@@ -44,7 +49,15 @@ export function checkGiftCards(records: OrderRecord[], placements: PlacedGiftCar
   for (const p of placements)
     if (p.clientRef) placedBy.set(p.clientRef, (placedBy.get(p.clientRef) ?? 0) + 1);
   const truth: GiftCardTruth = {
-    inReview: { total: 0, recordDecidable: 0, ambiguous: 0, notFound: 0, notFoundPlaced: 0, other: 0 },
+    inReview: {
+      total: 0,
+      recordDecidable: 0,
+      ambiguous: 0,
+      notFound: 0,
+      notFoundPlaced: 0,
+      notFoundCauses: {},
+      other: 0,
+    },
     settledFromRecords: 0,
     wronglySettled: 0,
     placedTwice: 0,
@@ -81,8 +94,20 @@ export function checkGiftCards(records: OrderRecord[], placements: PlacedGiftCar
       else if (reason === placementReviewReasons.notFound) {
         truth.inReview.notFound++;
         if (placed > 0) truth.inReview.notFoundPlaced++;
+        const cause = (truth.inReview.notFoundCauses[causeOf(view.review?.evidence)] ??= {
+          orders: 0,
+          placed: 0,
+        });
+        cause.orders++;
+        if (placed > 0) cause.placed++;
       } else truth.inReview.other++;
     }
   }
   return truth;
+}
+
+/** The failure that lost a placement's answer, from its review evidence: numbers masked, so like ones count together. */
+function causeOf(evidence: string | undefined): string {
+  const failure = evidence?.split("; not in the provider's gift-card list")[0] ?? '(no evidence)';
+  return failure.replace(/\d+/g, 'N').slice(0, 240);
 }

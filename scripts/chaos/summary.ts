@@ -52,6 +52,9 @@ export function formatSummary(s: ChaosSummary): string {
     `  top-ups in NEEDS_REVIEW: ${underFaults.topupsInReview}; gift cards in NEEDS_REVIEW (uncertain placement): ${underFaults.giftCardsInReview}; FAILED with nothing sent: ${underFaults.failedNothingSent}; REFUNDED by the provider for an operator down: ${underFaults.refundedOperatorDown}`,
     ...Object.entries(underFaults.reviewReasons).map(([reason, n]) => `    ${n} × ${reason}`),
     `gift cards in NEEDS_REVIEW: ${s.giftCards.inReview.total} of ${sandbox.giftCardOrders} (${percent(s.giftCards.inReview.total, sandbox.giftCardOrders)}): for a reason the provider's records could settle ${s.giftCards.inReview.recordDecidable} (${percent(s.giftCards.inReview.recordDecidable, sandbox.giftCardOrders)}), ambiguous in the records ${s.giftCards.inReview.ambiguous}, not in the list ${s.giftCards.inReview.notFound} (placed in truth ${s.giftCards.inReview.notFoundPlaced}), other ${s.giftCards.inReview.other}`,
+    ...Object.entries(s.giftCards.inReview.notFoundCauses).map(
+      ([cause, n]) => `    not in the list, ${n.orders} (placed ${n.placed}) × ${cause}`,
+    ),
     `gift cards settled from the provider's records: ${s.giftCards.settledFromRecords}, wrongly settled (the sandbox's truth): ${s.giftCards.wronglySettled}; placed twice: ${s.giftCards.placedTwice}`,
     `orders HELD during the run: ${s.held.orders} (for the balance ${s.held.balance}, for an operator down ${s.held.operator}); most held at once on /readyz: balance ${chaos.heldSeen.balance}, operator ${chaos.heldSeen.operator}`,
     `money check: ${s.money.providerFulfilled} sends the provider fulfilled, reported FAILED or REFUNDED: ${s.money.reportedFailedOrRefunded}`,

@@ -158,6 +158,8 @@ export function createOrderActivities({
       request: GiftCardRequest,
       options: Pick<SendOptions, 'notAfter' | 'placeUntil' | 'released' | 'earlierTaskMayHaveSent'> = {},
     ): Promise<Submission<GiftCardOrderCheck>> {
+      // The attempt starts now, not at the call: the gate's reading counts in its time.
+      markAttemptStart();
       mayRunThisSend(options, localSends, clockEstimate);
       await gate?.beforeSend(request, 'placeGiftCardOrder', options.released);
       const { attempt, heartbeatDetails } = Context.current().info;

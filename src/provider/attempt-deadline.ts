@@ -24,23 +24,44 @@ export function marginMs(startToCloseTimeoutMs: number): number {
   return Math.min(1_000, Math.max(50, startToCloseTimeoutMs / 10));
 }
 
+/**
+ * A local activity's margin: a quarter of its start-to-close. Its timeout is kept by the worker's
+ * SDK core, off the event loop, while its outcome is reported from the event loop: a busy loop runs
+ * the attempt's own deadline late, and an attempt that misses the core's timeout leaves only a bare
+ * timeout, never the "not sent" it could have proved.
+ */
+export function localMarginMs(startToCloseTimeoutMs: number): number {
+  return Math.max(marginMs(startToCloseTimeoutMs), startToCloseTimeoutMs / 4);
+}
+
 type AttemptTimes = Pick<
   Info,
-  'startToCloseTimeoutMs' | 'scheduledTimestampMs' | 'scheduleToCloseTimeoutMs' | 'isLocal'
->;
+  'startToCloseTimeoutMs' | 'scheduledTimestampMs' | 'scheduleToCloseTimeoutMs'
+> &
+  Partial<Pick<Info, 'isLocal' | 'currentAttemptScheduledTimestampMs'>>;
 
 /**
  * Epoch ms by which a provider call made in an attempt that started at `startedAt` must be over;
- * schedule-to-close counts when set (0: none). `startedAt` and the result are on the clock of
- * `serverOffsetMs`'s reader: a regular activity's scheduled time is the server's, so on a worker
- * whose clock is `serverOffsetMs` ahead (src/temporal/server-clock.ts) its schedule-to-close ends
- * that much later; a local activity's scheduled time is the worker's own.
+ * schedule-to-close counts when set (0: none). A local attempt counts from when this worker
+ * scheduled it if that is earlier (the same machine's clock; the core starts it no sooner), so a
+ * loop that started its code late does not push its deadline past the core's.
+ *
+ * `startedAt` and the result are on the clock of `serverOffsetMs`'s reader: a regular activity's
+ * scheduled time is the server's, so on a worker whose clock is `serverOffsetMs` ahead
+ * (src/temporal/server-clock.ts) its schedule-to-close ends that much later; a local activity's
+ * times are the worker's own.
  */
 export function attemptDeadline(info: AttemptTimes, startedAt: number, serverOffsetMs = 0): number {
-  const ends = [startedAt + info.startToCloseTimeoutMs];
-  const scheduledAt = info.scheduledTimestampMs + (info.isLocal ? 0 : serverOffsetMs);
+  const local = info.isLocal === true;
+  const from =
+    local && info.currentAttemptScheduledTimestampMs !== undefined
+      ? Math.min(startedAt, info.currentAttemptScheduledTimestampMs)
+      : startedAt;
+  const ends = [from + info.startToCloseTimeoutMs];
+  const scheduledAt = info.scheduledTimestampMs + (local ? 0 : serverOffsetMs);
   if (info.scheduleToCloseTimeoutMs > 0) ends.push(scheduledAt + info.scheduleToCloseTimeoutMs);
-  return Math.min(...ends) - marginMs(info.startToCloseTimeoutMs);
+  const margin = local ? localMarginMs(info.startToCloseTimeoutMs) : marginMs(info.startToCloseTimeoutMs);
+  return Math.min(...ends) - margin;
 }
 
 /** When each running activity made its first provider call, i.e. when it started (see above). */

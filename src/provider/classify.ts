@@ -19,6 +19,9 @@ export const CALL_CANCELLED = 'CALL_CANCELLED';
 /** The caller's signal had fired before the call began: nothing was sent. */
 export const CALL_NOT_STARTED = 'CALL_NOT_STARTED';
 
+/** The call ended before its request was written to a socket: nothing was sent. */
+export const CALL_NOT_SENT = 'CALL_NOT_SENT';
+
 /** Long enough for any real provider message, short enough to keep log lines and histories small. */
 const MAX_PROVIDER_MESSAGE_LENGTH = 200;
 
@@ -98,6 +101,19 @@ export function notStarted(operation: string, reason: unknown): ProviderError {
   return new ProviderError(
     { kind: 'not_reached', operation, code: CALL_NOT_STARTED },
     `${operation}: not sent, the caller's time was already up (${why})`,
+  );
+}
+
+/**
+ * The call ended (its deadline, a cancel, a failed connection) before undici handed the request to
+ * a socket: still queued for a connection, or connecting. Not a byte of it was written.
+ */
+export function notSent(operation: string, err: unknown): ProviderError {
+  const why = transportErrorCode(err) ?? 'UNKNOWN';
+  return new ProviderError(
+    { kind: 'not_reached', operation, code: CALL_NOT_SENT },
+    `${operation}: not sent, the request never left this process (${why})`,
+    { cause: err },
   );
 }
 

@@ -37,7 +37,16 @@ import {
   type PlaceOrderBody,
   type Transaction,
 } from './wire';
-import { bodyReadFailure, invalidResponse, notStarted, statusFailure, transportFailure } from './classify';
+import {
+  bodyReadFailure,
+  CALL_CANCELLED,
+  CALL_DEADLINE_EXCEEDED,
+  invalidResponse,
+  notSent,
+  notStarted,
+  statusFailure,
+  transportFailure,
+} from './classify';
 import { deadline as callDeadline } from './deadline';
 import { isProviderError } from './errors';
 import type { InternetLineType, ProviderFailureKind } from '../../contract/provider';
@@ -454,10 +463,12 @@ export class ProviderClient {
     deadline: AbortSignal,
   ): Promise<T> {
     let response: Dispatcher.ResponseData;
+    // Whether undici handed the request to a socket: until it does, nothing of it has left.
+    const written = { yet: false };
     try {
       response = await untilAborted(
         deadline,
-        this.#dispatcher.request({
+        this.#dispatcher.compose(markWritten(written)).request({
           // `origin` is ignored by a Pool (it has one) and required by an Agent or MockAgent.
           origin: this.#origin,
           path: `${this.#pathPrefix}${API_PREFIX}${path}`,
@@ -470,7 +481,11 @@ export class ProviderClient {
         }),
       );
     } catch (err) {
-      throw transportFailure(operation, err);
+      // Our deadline or a cancel ended a call undici had not yet handed to a socket (still queued
+      // for a connection, or connecting): it is dropped unwritten, so it never left.
+      const failure = transportFailure(operation, err);
+      const endedByUs = failure.code === CALL_DEADLINE_EXCEEDED || failure.code === CALL_CANCELLED;
+      throw endedByUs && !written.yet ? notSent(operation, err) : failure;
     }
 
     const { statusCode: status } = response;
@@ -511,6 +526,27 @@ function describeIssues(error: z.ZodError): string {
   const shown = error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(root)'}: ${i.code}`);
   const more = error.issues.length > shown.length ? `, +${error.issues.length - shown.length} more` : '';
   return `${shown.join(', ')}${more}`;
+}
+
+/**
+ * An interceptor that notes when undici is about to write the request to a socket (`onRequestStart`,
+ * undici's `onConnect`: called in the same tick, just before the request's first byte is written,
+ * and never after the request was aborted — a request whose signal fired is dropped unwritten).
+ * So a call that failed without it certainly never left this process.
+ */
+function markWritten(written: { yet: boolean }): Dispatcher.DispatcherComposeInterceptor {
+  return (dispatch) => (options, handler) =>
+    dispatch(options, {
+      onRequestStart(controller, context) {
+        written.yet = true;
+        handler.onRequestStart?.(controller, context);
+      },
+      onRequestUpgrade: (...args) => handler.onRequestUpgrade?.(...args),
+      onResponseStart: (...args) => handler.onResponseStart?.(...args),
+      onResponseData: (...args) => handler.onResponseData?.(...args),
+      onResponseEnd: (...args) => handler.onResponseEnd?.(...args),
+      onResponseError: (...args) => handler.onResponseError?.(...args),
+    });
 }
 
 /** `promise`, or the signal's reason as soon as it aborts (the promise is then left to settle unobserved). */

@@ -131,20 +131,36 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
     );
   });
 
-  it('the placement committed but the list lags behind it: not in the list twice, so review with when it was read; never placed again', async () => {
+  it("the placement committed but the list lags behind it: not in the list twice, so review with when it was read, never placed again; the review's recheck searches again once the list shows it and settles the order", async () => {
     await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
     await sandbox.addFault({ kind: 'lagging_reads', lagMs: 120_000, routes: ['giftcards.list'] });
-    const handle = await start(giftCardRequest(newRef('records-lagging'), 4));
-    const view = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 60_000);
+    const handle = await start(giftCardRequest(newRef('records-lagging'), 4), { reviewRecheckMs: 2_000 });
+    const inReview = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 60_000);
 
-    assert.equal(view.review?.reason, placementReviewReasons.notFound, view.review?.evidence);
+    assert.equal(inReview.review?.reason, placementReviewReasons.notFound, inReview.review?.evidence);
     assert.match(
-      view.review?.evidence ?? '',
+      inReview.review?.evidence ?? '',
       /not in the provider's gift-card list between \S+ and \S+, read at \S+ and \S+/,
     );
-    assert.equal(view.providerReference, undefined);
+    assert.equal(inReview.providerReference, undefined);
+    // A recheck while the list still lags: noted, nothing placed.
+    const stillLagging = await waitForView(
+      handle,
+      (v) => v.timeline.some((e) => e.event.startsWith("Recheck: not in the provider's gift-card list")),
+      30_000,
+    );
+    assert.equal(stillLagging.status, 'NEEDS_REVIEW');
     assert.equal((await placedFor(handle.workflowId)).length, 1, 'placed once, never again');
-    await handle.terminate('test over');
+
+    await sandbox.clearFaults();
+    const view = await waitForView(handle, (v) => v.status !== 'NEEDS_REVIEW', 60_000);
+    assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
+    const placed = await placedFor(handle.workflowId);
+    assert.equal(placed.length, 1, 'placed once');
+    assert.equal(view.providerReference, placed[0]!.orderId);
+    assert.ok(
+      view.timeline.some((e) => e.event.startsWith("Recheck: found in the provider's gift-card list")),
+    );
   });
 
   it('the placement failed before the provider committed it: not in the list twice, so review; not placed again, not FAILED', async () => {

@@ -123,12 +123,31 @@ describe('provider calls end within their activity attempt', () => {
     assert.equal(marginMs(2_000), 200);
   });
 
+  it("a local attempt counts from when the worker scheduled it, if its code started later, and keeps a quarter of its time to report before the SDK core's timeout", () => {
+    const local = {
+      startToCloseTimeoutMs: 5_000,
+      scheduledTimestampMs: 100_000,
+      scheduleToCloseTimeoutMs: 0,
+    };
+    // Its code started 800 ms after the schedule (a busy event loop): the core's clock started no later.
+    assert.equal(
+      attemptDeadline({ ...local, isLocal: true, currentAttemptScheduledTimestampMs: 100_000 }, 100_800),
+      105_000 - 1_250,
+    );
+    // Not local: from its start, with the usual margin.
+    assert.equal(
+      attemptDeadline({ ...local, isLocal: false, currentAttemptScheduledTimestampMs: 100_000 }, 100_800),
+      105_800 - 500,
+    );
+  });
+
   it('an earlier schedule-to-close deadline wins', () => {
     assert.equal(attemptDeadline({ ...times, scheduleToCloseTimeoutMs: 80_000 }, 100_000), 120_000 - 1_000);
   });
 
   it('on a worker whose clock is ahead, a regular activity’s schedule-to-close ends that much later on it; a local one’s is on its own clock already', () => {
     const closing = { ...times, scheduleToCloseTimeoutMs: 80_000 };
+    // (A local one keeps a quarter of its start-to-close to report: localMarginMs.)
     // 3 minutes ahead: the server scheduled it at 40 s, which this worker reads as 220 s, and the
     // attempt started at 221 s on the worker's clock; its start-to-close ends at 251 s.
     assert.equal(attemptDeadline(closing, 221_000, 180_000), 251_000 - 1_000);
@@ -137,7 +156,7 @@ describe('provider calls end within their activity attempt', () => {
       attemptDeadline({ ...closing, scheduleToCloseTimeoutMs: 20_000 }, 221_000, 180_000),
       240_000 - 1_000,
     );
-    assert.equal(attemptDeadline({ ...closing, isLocal: true }, 100_000, 180_000), 120_000 - 1_000);
+    assert.equal(attemptDeadline({ ...closing, isLocal: true }, 100_000, 180_000), 120_000 - 7_500);
   });
 
   it('inside an activity, the call gets a signal that fires at that deadline; a later call of the same attempt shares it', async () => {

@@ -539,7 +539,7 @@ describe('ProviderClient over real sockets (local node:http server)', () => {
     });
   }
 
-  it('a call stuck in the pool queue behind a slow one gives up at its deadline (outcome_unknown), never going out late', async () => {
+  it('a call stuck in the pool queue behind a slow one gives up at its deadline, unsent (not_reached), never going out late', async () => {
     let arrivals = 0;
     handler = (_req, res) => {
       arrivals += 1;
@@ -565,11 +565,31 @@ describe('ProviderClient over real sockets (local node:http server)', () => {
     const started = Date.now();
     const queued = await providerError(() => impatient.getGiftCardCatalog());
 
-    assert.equal(queued.kind, 'outcome_unknown');
-    assert.equal(queued.code, 'CALL_DEADLINE_EXCEEDED');
+    // Never handed to the socket: certainly not sent, so safe to send again.
+    assert.equal(queued.kind, 'not_reached');
+    assert.equal(queued.code, 'CALL_NOT_SENT');
+    assert.match(queued.message, /never left this process \(CALL_DEADLINE_EXCEEDED\)/);
     assert.ok(Date.now() - started < 3_000, 'gave up at its 1 s deadline, not after the slow call');
     await slow;
     assert.equal(arrivals, 1, 'the queued call never reached the provider');
+  });
+
+  it('a call written to the socket whose answer never comes ends at its deadline as outcome_unknown (it may have been acted on)', async () => {
+    let arrivals = 0;
+    handler = () => {
+      arrivals += 1; // never answers
+    };
+    const client = clientFor({ headersTimeoutMs: 5_000, bodyTimeoutMs: 5_000 });
+    const err = await providerError(() =>
+      client.placeGiftCardOrder(
+        { productId: 'P', typeId: 'T', quantity: 1 },
+        { signal: AbortSignal.timeout(300) },
+      ),
+    );
+
+    assert.equal(arrivals, 1, 'the request reached the server');
+    assert.equal(err.kind, 'outcome_unknown');
+    assert.equal(err.code, 'CALL_DEADLINE_EXCEEDED');
   });
 
   it('drains error bodies: on one connection, many error answers do not stall the next request', async () => {

@@ -9,7 +9,7 @@
  * - more than one, or a rival of ours: review, with the candidates as evidence;
  * - none: looked for again a settle window later; none twice: review, with when the list was read
  *   (the provider documents no bound on its list's lag, so it is never read as "never placed":
- *   nothing is placed again, nothing ends FAILED on it).
+ *   nothing is placed again, nothing ends FAILED on it); the review's rechecks keep looking.
  * A search that fails is retried until the order's deadline; still failing then: review.
  * Deterministic workflow code: the search is an activity, every wait a durable timer.
  */
@@ -90,6 +90,8 @@ export async function settleFromRecords<R extends OrderRequest, C extends Provid
     // None: the provider documents no bound on its list's lag, so "not shown" is never "never
     // placed" — placing again could send it twice, FAILED could hide a delivered card.
     if (firstLook !== undefined || Date.now() >= o.deadlineAt) {
+      // The review's rechecks look again (recheckRecords): a list that lagged settles it then.
+      o.recordsWindow = window;
       return o.toReview(
         placementReviewReasons.notFound,
         `${failure}; ${describeNotFound(search, window, firstLook ?? lookedAt, lookedAt)}`,
@@ -102,8 +104,8 @@ export async function settleFromRecords<R extends OrderRequest, C extends Provid
 }
 
 /**
- * A review's recheck of an order in review because its records could not be searched: searched
- * again (one attempt's retries: decisions queued behind a recheck should not wait long). Found: the
+ * A review's recheck of an order in review because its records could not be searched, or did not
+ * show the placement (the list may lag): searched again (one attempt's retries: decisions queued behind a recheck should not wait long). Found: the
  * order takes that provider order id, and the recheck asks the provider about it (review.ts); the
  * records showing more than one: noted for the operator, not searched again; none: noted, searched
  * again at the next recheck.

@@ -51,7 +51,7 @@ async function recheck<R extends OrderRequest, C extends ProviderCheck>(
   o: Order<R, C>,
   requestedBy?: ReviewDecision,
 ): Promise<void> {
-  // In review because its records could not be searched: searched again first (records.workflow.ts).
+  // In review because its records could not be searched or did not show the placement: searched again first (records.workflow.ts).
   await recheckRecords(o);
   // One attempt's worth of retries: decisions queued behind a recheck should not wait long.
   const answer = await lookUp(o, o.timings.activityTimeoutMs, 'review re-check');
