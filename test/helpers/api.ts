@@ -46,6 +46,13 @@ export const testClients = {
 } satisfies Record<string, { key: string; scopes: Scope[]; operator?: boolean }>;
 export type TestClientId = keyof typeof testClients;
 
+/** Who calls a route in a test: one of the test clients, or `nobody` (no key). */
+export type TestCaller = TestClientId | 'nobody';
+
+/** The API key `caller` sends: none for `nobody`. */
+export const testCallerKey = (caller: TestCaller): string | null =>
+  caller === 'nobody' ? null : testClients[caller].key;
+
 export const testClientsFile: ClientsFile = {
   defaultClient: 'shop',
   clients: Object.entries(testClients).map(([id, c]) => ({
