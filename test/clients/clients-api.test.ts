@@ -28,6 +28,7 @@ import {
   type TestClientId,
   testCallerKey,
   type TestCaller,
+  apiViewUntil,
 } from '../helpers/api';
 import { keyDigest } from '../../src/clients/keys';
 import { providerRefFor } from '../../src/orders/provider-ref';
@@ -112,18 +113,8 @@ describe('clients, scopes and tenant isolation', () => {
     return call<OrderView>(caller, 'GET', `/v1/orders/${ref}${query}`);
   }
 
-  async function waitForStatus(caller: TestClientId, ref: string, done: (v: OrderView) => boolean) {
-    const deadline = Date.now() + 30_000;
-    let last: OrderView | undefined;
-    while (Date.now() < deadline) {
-      const res = await api.request<OrderView>('GET', `/v1/orders/${ref}`, { apiKey: testCallerKey(caller) });
-      assert.equal(res.status, 200, res.text);
-      last = res.body;
-      if (done(last)) return last;
-      await sleep(100);
-    }
-    throw new Error(`${ref}: not there in time; last ${JSON.stringify(last?.timeline)}`);
-  }
+  const waitForStatus = (caller: TestClientId, ref: string, done: (v: OrderView) => boolean) =>
+    apiViewUntil(api, ref, done, { timeoutMs: 30_000, apiKey: testCallerKey(caller) });
 
   interface Listed {
     orders: { ref: string; client?: string; status?: string }[];
