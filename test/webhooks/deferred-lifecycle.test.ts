@@ -29,7 +29,7 @@ import {
 } from '../../contract/webhooks';
 import { mobileRequest, newRef, scaledTimings } from '../helpers/orders';
 import type { OrderView } from '../../src/orders/order.service';
-import { eventually, statusEvents } from '../helpers/webhooks';
+import { eventually, statusEvents, fabricatedEvent } from '../helpers/webhooks';
 import type { OrderStack } from '../helpers/stack';
 import { startHookedClient, type HookedClientStack } from '../helpers/hooked-client';
 
@@ -79,16 +79,14 @@ describe(
     /** An event for the endpoint, of an order only the delivery workflow knows (no order workflow). */
     function fabricated(orderWorkflowId: string): WebhookEvent {
       const ref = orderWorkflowId.split(':').at(-1)!;
-      return {
-        id: webhookEventId(orderWorkflowId, 1),
+      return fabricatedEvent({
         orderWorkflowId,
-        targets: ['main'],
-        sequence: 1,
-        type: 'order.fulfilled',
-        timestamp: new Date().toISOString(),
         client: CLIENT,
-        view: { ref, status: 'FULFILLED', timeline: [] },
-      } as unknown as WebhookEvent;
+        targets: ['main'],
+        type: 'order.fulfilled',
+        ref,
+        status: 'FULFILLED',
+      });
     }
 
     async function startDelivery(event: WebhookEvent, policy: WebhookDeliveryPolicy = POLICY) {

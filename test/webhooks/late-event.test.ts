@@ -7,7 +7,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RunningReceiver } from '../../src/webhooks/receiver';
-import { webhookEventId } from '../../src/webhooks/message';
 import type { EventDeliveryView } from '../../src/webhooks/webhook.service';
 import { orderWorkflowId } from '../../contract/order';
 import { REVIEW_DECISION_EVENT } from '../../contract/event-types';
@@ -18,10 +17,9 @@ import {
   type WebhookDeliveryInput,
   type WebhookDeliveryPolicy,
   type WebhookDeliveryState,
-  type WebhookEvent,
 } from '../../contract/webhooks';
 import { mobileRequest, newRef, scaledTimings } from '../helpers/orders';
-import { eventually } from '../helpers/webhooks';
+import { eventually, fabricatedEvent } from '../helpers/webhooks';
 import type { OrderStack } from '../helpers/stack';
 import { startHookedClient, type HookedClientStack } from '../helpers/hooked-client';
 
@@ -92,16 +90,15 @@ describe('a late event after the delivery workflow completed', { timeout: 300_00
 
     // The later event, handed off as an announcement hands it off: a new run, nothing carried.
     const sequence = before.events.length + 1;
-    const later = {
-      id: webhookEventId(orderWfId, sequence),
+    const later = fabricatedEvent({
       orderWorkflowId: orderWfId,
+      client: CLIENT,
       targets: ['main'],
       sequence,
       type: REVIEW_DECISION_EVENT,
-      timestamp: new Date().toISOString(),
-      client: CLIENT,
-      view: { ref, status: 'FULFILLED', timeline: [] },
-    } as unknown as WebhookEvent;
+      ref,
+      status: 'FULFILLED',
+    });
     const input: WebhookDeliveryInput = { orderWorkflowId: orderWfId, client: CLIENT, policy: POLICY };
     const second = await stack.client.workflow.signalWithStart(webhookDeliveryWorkflowType, {
       workflowId,
