@@ -22,9 +22,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/temporal/dev-server';
-import { orderWorkflowId } from '../../contract/order';
-import { startOrderStack, type OrderStack } from '../helpers/stack';
-import { freshOrderFinal, freshRequest, startApiProcess, type ApiProcess } from '../helpers/api-process';
+import { freshRequest, startApiProcessStack, type ApiProcessStack } from '../helpers/api-process';
 
 const SCALE = 0.2;
 const OPEN_FILES = 600;
@@ -107,21 +105,16 @@ describe(
   'idle connections from one address cannot take the API from everyone else',
   { timeout: 300_000 },
   () => {
-    let stack: OrderStack<'main'>;
-    let api: ApiProcess;
+    let target: ApiProcessStack;
     let healthUrl: string;
-    const run = randomUUID().slice(0, 8);
-    const refs: string[] = [];
+    const orderFinal = () => target.orderFinal();
 
     before(async () => {
-      stack = await startOrderStack({
-        name: 'conn-flood',
-        sandbox: { timeScale: SCALE },
-        workers: { main: {} },
-      });
       const healthPort = await freePort();
       healthUrl = `http://127.0.0.1:${healthPort}`;
-      api = await startApiProcess(stack, {
+      target = await startApiProcessStack({
+        name: 'conn-flood',
+        refPrefix: 'FLOOD',
         scale: SCALE,
         openFiles: OPEN_FILES,
         env: {
@@ -132,25 +125,12 @@ describe(
         },
       });
     });
-
-    after(async () => {
-      await api?.stop();
-      await Promise.allSettled(
-        refs.map((ref) => stack.client.workflow.getHandle(orderWorkflowId(ref)).terminate('test done')),
-      );
-      await stack?.stop();
-    });
+    after(() => target?.stop());
 
     const bearer = { authorization: `Bearer ${TEST_API_KEY}` };
 
-    /** shop submits an internet top-up and reads it until it is final, each call on a new connection: ms it took. */
-    function orderFinal(): Promise<number> {
-      const ref = `FLOOD-${run}-${refs.length}`;
-      refs.push(ref);
-      return freshOrderFinal(api.url, ref);
-    }
-
     it(`${ATTACK_CONNECTIONS} idle connections from one address: over the cap refused, the rest closed within seconds; another caller and the health endpoints answer; its order stays within 1.5× its idle final`, async () => {
+      const { api } = target;
       const idleMs = await orderFinal();
       const attack = idleConnectionAttack(api.port, ATTACKER_ADDRESS, ATTACK_CONNECTIONS);
       try {

@@ -15,14 +15,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import express from 'express';
 import { TEST_API_KEY } from '../helpers/api';
 import { listen, type RunningServer } from '../../src/api/server';
-import { orderWorkflowId } from '../../contract/order';
-import { startOrderStack, type OrderStack } from '../helpers/stack';
-import { freshOrderFinal, freshRequest, startApiProcess, type ApiProcess } from '../helpers/api-process';
+import { freshRequest, startApiProcessStack, type ApiProcessStack } from '../helpers/api-process';
 
 const SCALE = 0.2;
 const TOTAL = 200;
@@ -65,18 +62,12 @@ function idleFlood(port: number, addresses: string[], perAddress: number) {
 }
 
 describe('idle connections from many addresses above the total cap', { timeout: 300_000 }, () => {
-  let stack: OrderStack<'main'>;
-  let api: ApiProcess;
-  const run = randomUUID().slice(0, 8);
-  const refs: string[] = [];
+  let target: ApiProcessStack;
 
   before(async () => {
-    stack = await startOrderStack({
+    target = await startApiProcessStack({
       name: 'conn-total',
-      sandbox: { timeScale: SCALE },
-      workers: { main: {} },
-    });
-    api = await startApiProcess(stack, {
+      refPrefix: 'TOTAL',
       scale: SCALE,
       env: {
         API_MAX_CONNECTIONS: String(TOTAL),
@@ -84,24 +75,12 @@ describe('idle connections from many addresses above the total cap', { timeout: 
       },
     });
   });
-
-  after(async () => {
-    await api?.stop();
-    await Promise.allSettled(
-      refs.map((ref) => stack.client.workflow.getHandle(orderWorkflowId(ref)).terminate('test done')),
-    );
-    await stack?.stop();
-  });
+  after(() => target?.stop());
 
   const bearer = { authorization: `Bearer ${TEST_API_KEY}` };
 
-  function orderFinal(): Promise<number> {
-    const ref = `TOTAL-${run}-${refs.length}`;
-    refs.push(ref);
-    return freshOrderFinal(api.url, ref);
-  }
-
   it(`${ATTACK_ADDRESSES} addresses × ${PER_ATTACK_ADDRESS} idle connections against a cap of ${TOTAL}: another caller gets its normal answers and its order stays within 1.5× its idle final`, async () => {
+    const { api, orderFinal } = target;
     const idleMs = await orderFinal();
     const addresses = Array.from({ length: ATTACK_ADDRESSES }, (_, i) => `127.0.0.${2 + i}`);
     const flood = idleFlood(api.port, addresses, PER_ATTACK_ADDRESS);

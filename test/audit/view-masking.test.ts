@@ -18,10 +18,10 @@ import { OrderView as OrderViewSchema } from '../../src/http/schemas';
 import {
   apiTestConfig,
   capturingLogger,
-  testClients,
   type ApiResponse,
   type TestApi,
-  type TestClientId,
+  testCallerKey,
+  type TestCaller,
 } from '../helpers/api';
 import type { OrderAudit } from '../../src/audit/order-audit';
 import { PrometheusMetrics } from '../../src/observability/prometheus';
@@ -46,9 +46,6 @@ const NOTE = 'customer 0555123456 confirmed, voucher 1234567890123456';
 const NOTE_MASKED = `customer ${MASKED} confirmed, voucher ${MASKED}`;
 const NOTE_NUMBERS = ['0555123456', '1234567890123456'];
 const LINE_NUMBER = internetRequest('x').number;
-
-type Caller = TestClientId | 'nobody';
-const keyOf = (caller: Caller) => (caller === 'nobody' ? null : testClients[caller].key);
 
 function assertProblem(res: ApiResponse, status: number, type: string): Problem {
   assert.equal(res.status, status, res.text);
@@ -91,10 +88,10 @@ describe('every reader but the owner sees an order masked', () => {
   /** The operator's decision, answered with the order's view. */
   let decisionAnswer: ApiResponse<OrderView>;
 
-  const view = (caller: Caller, ref: string, query = '') =>
-    api.request<OrderView>('GET', `/v1/orders/${ref}${query}`, { apiKey: keyOf(caller) });
-  const audit = (caller: Caller, ref: string, query = '') =>
-    api.request<OrderAudit>('GET', `/v1/orders/${ref}/audit${query}`, { apiKey: keyOf(caller) });
+  const view = (caller: TestCaller, ref: string, query = '') =>
+    api.request<OrderView>('GET', `/v1/orders/${ref}${query}`, { apiKey: testCallerKey(caller) });
+  const audit = (caller: TestCaller, ref: string, query = '') =>
+    api.request<OrderAudit>('GET', `/v1/orders/${ref}/audit${query}`, { apiKey: testCallerKey(caller) });
   const revealLines = () => logs.lines.filter((l) => l.msg === 'audit export with secrets revealed');
   const reveals = async () =>
     Object.fromEntries(
@@ -138,7 +135,7 @@ describe('every reader but the owner sees an order masked', () => {
       mobileRequest(seed.decided, msisdn.decided),
       internetRequest(seed.internet),
     ]) {
-      const res = await api.request('POST', '/v1/orders', { apiKey: keyOf('shop'), body: request });
+      const res = await api.request('POST', '/v1/orders', { apiKey: testCallerKey('shop'), body: request });
       assert.equal(res.status, 201, res.text);
     }
     await Promise.all([
@@ -148,7 +145,7 @@ describe('every reader but the owner sees an order masked', () => {
     ]);
     // Forced: the provider still answers UNKNOWN_ERROR, which a plain REFUNDED waits out.
     decisionAnswer = await api.request<OrderView>('POST', `/v1/orders/${seed.decided}/review?client=shop`, {
-      apiKey: keyOf('operator'),
+      apiKey: testCallerKey('operator'),
       body: { decision: 'REFUNDED', operator: 'amina', note: NOTE, force: true },
     });
     assert.equal(decisionAnswer.status, 200, decisionAnswer.text);
@@ -253,7 +250,9 @@ describe('every reader but the owner sees an order masked', () => {
       ['ledger', '&client=shop'],
       ['operator', '&client=shop'],
     ] as const) {
-      const res = await api.request('GET', `/v1/orders?pageSize=100${query}`, { apiKey: keyOf(caller) });
+      const res = await api.request('GET', `/v1/orders?pageSize=100${query}`, {
+        apiKey: testCallerKey(caller),
+      });
       assert.equal(res.status, 200, res.text);
       assertNone(
         res.text,

@@ -26,19 +26,15 @@ import {
   type ApiResponse,
   type TestApi,
   type TestClientId,
+  testCallerKey,
+  type TestCaller,
+  apiViewUntil,
 } from '../helpers/api';
 import { keyDigest } from '../../src/clients/keys';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import type { OrderRequest, OrderType } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import {
-  OrderClientAttribute,
-  OrderStatusAttribute,
-  OrderTypeAttribute,
-  orderWorkflowId,
-  workflowTypeByOrderType,
-  type OrderInput,
-} from '../../contract/order';
+import { OrderClientAttribute, orderWorkflowId, type OrderInput } from '../../contract/order';
 import {
   internetRequest,
   mobileRequest,
@@ -47,6 +43,7 @@ import {
   type TestSandbox,
   mobileResultBesidesDebit,
   refsPrefixed,
+  startOrderAs,
 } from '../helpers/orders';
 import { rawHistory } from '../helpers/raw-history';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
@@ -62,9 +59,6 @@ const newRef = refsPrefixed('CL');
 const SANDBOX_TIME_SCALE = 0.1;
 const timingsFor = (type: OrderType) =>
   type === 'internet_topup' ? scaledTimings({ deadlineMs: 10, reviewRecheckMs: 1_000 }) : scaledTimings();
-
-type Caller = TestClientId | 'nobody';
-const keyOf = (caller: Caller) => (caller === 'nobody' ? null : testClients[caller].key);
 
 /** Every key and key hash of the test clients: none may appear in an answer, a log line or a history. */
 const secrets = [
@@ -105,32 +99,22 @@ describe('clients, scopes and tenant isolation', () => {
   };
 
   async function call<T = unknown>(
-    caller: Caller,
+    caller: TestCaller,
     method: string,
     path: string,
     body?: unknown,
   ): Promise<ApiResponse<T>> {
-    const res = await api.request<T>(method, path, { apiKey: keyOf(caller), body });
+    const res = await api.request<T>(method, path, { apiKey: testCallerKey(caller), body });
     answers.push(res);
     return res;
   }
 
-  async function view(caller: Caller, ref: string, query = ''): Promise<ApiResponse<OrderView>> {
+  async function view(caller: TestCaller, ref: string, query = ''): Promise<ApiResponse<OrderView>> {
     return call<OrderView>(caller, 'GET', `/v1/orders/${ref}${query}`);
   }
 
-  async function waitForStatus(caller: TestClientId, ref: string, done: (v: OrderView) => boolean) {
-    const deadline = Date.now() + 30_000;
-    let last: OrderView | undefined;
-    while (Date.now() < deadline) {
-      const res = await api.request<OrderView>('GET', `/v1/orders/${ref}`, { apiKey: keyOf(caller) });
-      assert.equal(res.status, 200, res.text);
-      last = res.body;
-      if (done(last)) return last;
-      await sleep(100);
-    }
-    throw new Error(`${ref}: not there in time; last ${JSON.stringify(last?.timeline)}`);
-  }
+  const waitForStatus = (caller: TestClientId, ref: string, done: (v: OrderView) => boolean) =>
+    apiViewUntil(api, ref, done, { timeoutMs: 30_000, apiKey: testCallerKey(caller) });
 
   interface Listed {
     orders: { ref: string; client?: string; status?: string }[];
@@ -142,7 +126,7 @@ describe('clients, scopes and tenant isolation', () => {
    * Every page of a list until each of `wanted` was on one (the shared test server holds other
    * files' orders too, and visibility trails the workflows), retried for a while.
    */
-  async function listAll(caller: Caller, query: string, wanted: string[]): Promise<Listed> {
+  async function listAll(caller: TestCaller, query: string, wanted: string[]): Promise<Listed> {
     const deadline = Date.now() + 20_000;
     for (;;) {
       const listed: Listed = { orders: [], text: '' };
@@ -168,7 +152,7 @@ describe('clients, scopes and tenant isolation', () => {
   const refsOf = (listed: Listed) => listed.orders.map((o) => o.ref);
 
   async function submit(caller: TestClientId, request: OrderRequest): Promise<void> {
-    const res = await api.request('POST', '/v1/orders', { apiKey: keyOf(caller), body: request });
+    const res = await api.request('POST', '/v1/orders', { apiKey: testCallerKey(caller), body: request });
     assert.equal(res.status, 201, res.text);
   }
 
@@ -500,7 +484,7 @@ describe('clients, scopes and tenant isolation', () => {
   // "Audit export"); the order must be the named client's all the same. Runs after the REVIEW
   // cases, whose decisions it reads back.
   const AUDIT = 'GET /v1/orders/{ref}/audit';
-  const audit = (caller: Caller, ref: string, query = '') =>
+  const audit = (caller: TestCaller, ref: string, query = '') =>
     call<OrderAudit>(caller, 'GET', `/v1/orders/${ref}/audit${query}`);
   add(AUDIT, 'owner', 'ledger', 200, async () => {
     const res = await audit('ledger', seed.ledgerOrder);
@@ -668,16 +652,13 @@ describe('clients, scopes and tenant isolation', () => {
     /** Starts an order straight on Temporal, as an older API or another default client once did. */
     function startRaw(workflowId: string, request: OrderRequest, owner: string | undefined) {
       const input: OrderInput = { request, acceptedAt: new Date().toISOString(), timings: scaledTimings() };
-      return client.workflow.start(workflowTypeByOrderType[request.type], {
+      return startOrderAs(client, {
         workflowId,
         taskQueue,
-        args: [input],
+        input,
+        owner,
         memo: { requestHash: requestHash(request) },
-        typedSearchAttributes: [
-          { key: OrderTypeAttribute, value: request.type },
-          { key: OrderStatusAttribute, value: 'ACCEPTED' },
-          ...(owner ? [{ key: OrderClientAttribute, value: owner }] : []),
-        ],
+        acceptedAtAttribute: false,
       });
     }
 

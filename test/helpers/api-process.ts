@@ -4,6 +4,7 @@
  * the tests that need the real process (open-file limits, connection caps, metrics listeners).
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startPart, waitForHttp, type ManagedProcess } from '../../scripts/lib/processes';
@@ -12,7 +13,8 @@ import { defaultOrderTimings, type OrderView } from '../../contract/order';
 import type { OrderType } from '../../contract/schemas';
 import { testClientsFilePath, TEST_API_KEY } from './api';
 import { internetRequest, SANDBOX_KEY } from './orders';
-import type { OrderStack } from './stack';
+import { terminateOrders } from './orders';
+import { startOrderStack, type OrderStack } from './stack';
 
 /** Variables of the caller's environment that would change what a test process does: none of them reach it. */
 const AMBIENT = [
@@ -164,4 +166,58 @@ export async function freshOrderFinal(apiUrl: string, ref: string): Promise<numb
     await sleep(100);
   }
   assert.fail(`the order ${ref} is ${last} after 60 s`);
+}
+
+export interface ApiProcessStack {
+  stack: OrderStack<'main'>;
+  api: ApiProcess;
+  /**
+   * The default client submits the next internet top-up (`<refPrefix>-<run>-<n>`) and reads it until
+   * it is FULFILLED, each call on a new connection (freshOrderFinal): the ms it took.
+   */
+  orderFinal(): Promise<number>;
+  /** Stops the API, terminates every order orderFinal started, stops the stack. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A stack named `name` with one `main` worker and the sandbox at `scale`, and the API process on it
+ * (startApiProcess with `scale`, `openFiles` and `env`): the set-up of the connection floods.
+ */
+export async function startApiProcessStack(options: {
+  name: string;
+  refPrefix: string;
+  scale: number;
+  openFiles?: number;
+  env?: Record<string, string>;
+}): Promise<ApiProcessStack> {
+  const stack = await startOrderStack({
+    name: options.name,
+    sandbox: { timeScale: options.scale },
+    workers: { main: {} },
+  });
+  const api = await startApiProcess(stack, {
+    scale: options.scale,
+    ...(options.openFiles !== undefined && { openFiles: options.openFiles }),
+    ...(options.env && { env: options.env }),
+  }).catch(async (err: unknown) => {
+    await stack.stop();
+    throw err;
+  });
+  const run = randomUUID().slice(0, 8);
+  const refs: string[] = [];
+  return {
+    stack,
+    api,
+    orderFinal() {
+      const ref = `${options.refPrefix}-${run}-${refs.length}`;
+      refs.push(ref);
+      return freshOrderFinal(api.url, ref);
+    },
+    async stop() {
+      await api.stop();
+      await terminateOrders(stack.client, refs);
+      await stack.stop();
+    },
+  };
 }

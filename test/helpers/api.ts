@@ -3,15 +3,18 @@
  * configuration, and an HTTP client that sends paths exactly as written (`fetch` would normalise
  * `/v1/orders/..` away before the server ever saw it).
  */
+import assert from 'node:assert/strict';
 import { unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pino, { type Logger } from 'pino';
 import { Pool } from 'undici';
 import { stringify } from 'yaml';
 import { hashApiKey } from '../../src/clients/keys';
 import type { ClientsFile, Scope } from '../../src/clients/model';
+import type { OrderView } from '../../src/orders/order.service';
 import { loadConfig, type Config } from '../../src/config';
 import { createApp, type AppDeps } from '../../src/api/app';
 import { loggerOptions } from '../../src/logging';
@@ -45,6 +48,13 @@ export const testClients = {
   ledger: { key: 'test-key-ledger', scopes: ['orders:write', 'orders:read', 'audit:read'] },
 } satisfies Record<string, { key: string; scopes: Scope[]; operator?: boolean }>;
 export type TestClientId = keyof typeof testClients;
+
+/** Who calls a route in a test: one of the test clients, or `nobody` (no key). */
+export type TestCaller = TestClientId | 'nobody';
+
+/** The API key `caller` sends: none for `nobody`. */
+export const testCallerKey = (caller: TestCaller): string | null =>
+  caller === 'nobody' ? null : testClients[caller].key;
 
 export const testClientsFile: ClientsFile = {
   defaultClient: 'shop',
@@ -167,4 +177,31 @@ export async function startTestApi(
       await server.close(1_000);
     },
   };
+}
+
+/**
+ * Reads GET /v1/orders/{ref} through `api` (as `apiKey`, default the default client's), each read a
+ * 200, every 100 ms until `done` holds for the view: that view. Fails after `timeoutMs` (default
+ * 20 s) saying the order did not reach `what`, with the last view.
+ */
+export async function apiViewUntil(
+  api: TestApi,
+  ref: string,
+  done: (view: OrderView) => boolean,
+  options: { what?: string; timeoutMs?: number; apiKey?: string | null } = {},
+): Promise<OrderView> {
+  const deadline = Date.now() + (options.timeoutMs ?? 20_000);
+  let last: unknown;
+  while (Date.now() < deadline) {
+    const res = await api.request<OrderView>('GET', `/v1/orders/${ref}`, {
+      ...(options.apiKey !== undefined && { apiKey: options.apiKey }),
+    });
+    assert.equal(res.status, 200, res.text);
+    last = res.body;
+    if (done(res.body)) return res.body;
+    await sleep(100);
+  }
+  throw new Error(
+    `order ${ref} did not reach ${options.what ?? 'the condition'}; last view: ${JSON.stringify(last)}`,
+  );
 }

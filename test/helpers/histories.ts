@@ -111,3 +111,18 @@ export function withFirstTaskHeartbeat(json: { events: JsonEvent[] }): History {
   ];
   return historyFromJson({ events: [started, scheduled, taskStarted, ...heartbeat, ...later] });
 }
+
+/** The completions of the order's polling activity (an activity named `poll…`) in `events`, in order. */
+export function pollCompletions(
+  events: readonly proto.temporal.api.history.v1.IHistoryEvent[],
+): proto.temporal.api.history.v1.IActivityTaskCompletedEventAttributes[] {
+  const pollIds = new Set(
+    events
+      .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name?.startsWith('poll'))
+      .map((e) => String(e.eventId)),
+  );
+  return events.flatMap((e) => {
+    const done = e.activityTaskCompletedEventAttributes;
+    return done && pollIds.has(String(done.scheduledEventId)) ? [done] : [];
+  });
+}

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type Client,
   type WorkflowHandle,
@@ -117,25 +118,15 @@ export function startOrder(
   request: OrderRequest,
   extra: Omit<OrderInput, 'request' | 'acceptedAt'> = {},
 ): Promise<WorkflowHandleWithFirstExecutionRunId<(input: OrderInput) => Promise<OrderView>>> {
-  const acceptedAt = new Date();
-  return client.workflow.start<(input: OrderInput) => Promise<OrderView>>(
-    workflowTypeByOrderType[request.type],
-    {
-      taskQueue,
-      workflowId: orderWorkflowId(request.ref),
-      // As the API starts orders.
-      args: [{ request, acceptedAt: acceptedAt.toISOString(), ...extra }],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      // The API keeps a fingerprint of the request here; it must survive continue-as-new.
-      memo: { requestHash: `test-${request.ref}`, [FIGURES_MEMO]: orderFigures(request) },
-      typedSearchAttributes: [
-        { key: OrderTypeAttribute, value: request.type },
-        { key: OrderStatusAttribute, value: 'ACCEPTED' },
-        { key: OrderClientAttribute, value: TEST_ORDER_CLIENT },
-        { key: AcceptedAtAttribute, value: acceptedAt },
-      ],
-    },
-  );
+  return startOrderAs(client, {
+    taskQueue,
+    // As the API starts orders.
+    input: { request, acceptedAt: new Date().toISOString(), ...extra },
+    owner: TEST_ORDER_CLIENT,
+    rejectDuplicate: true,
+    // The API keeps a fingerprint of the request here; it must survive continue-as-new.
+    memo: { requestHash: `test-${request.ref}`, [FIGURES_MEMO]: orderFigures(request) },
+  });
 }
 
 /**
@@ -281,6 +272,72 @@ export function seedListedOrder(
       ...(completedAt ? [{ key: CompletedAtAttribute, value: completedAt }] : []),
     ],
   }) as Promise<WorkflowHandle>;
+}
+
+/**
+ * Seeds `orders` (seedListedOrder), then waits, 30 s at most, until `visibleCount()` counts them all:
+ * visibility trails the starts a little.
+ */
+export async function seedVisibleOrders(
+  client: Client,
+  orders: readonly Parameters<typeof seedListedOrder>[1][],
+  visibleCount: () => Promise<number>,
+): Promise<void> {
+  await Promise.all(orders.map((order) => seedListedOrder(client, order)));
+  const deadline = Date.now() + 30_000;
+  while ((await visibleCount()) < orders.length) {
+    assert.ok(Date.now() < deadline, 'the orders became visible');
+    await sleep(300);
+  }
+}
+
+/** Terminates the orders `refs` of `owner` (default: the default client), whatever became of them: for `after()`. */
+export async function terminateOrders(
+  client: Client,
+  refs: readonly string[],
+  owner?: string,
+): Promise<void> {
+  await Promise.allSettled(
+    refs.map((ref) => client.workflow.getHandle(orderWorkflowId(ref, owner)).terminate('test done')),
+  );
+}
+
+/**
+ * Starts an order's workflow straight on Temporal, with the search attributes the API sets: its
+ * type, ACCEPTED, `owner` (none when undefined: as before clients) and, unless `acceptedAtAttribute`
+ * is false, `input.acceptedAt`. ID `orderWorkflowId(ref)` unless `workflowId` says otherwise.
+ */
+export function startOrderAs(
+  client: Client,
+  order: {
+    taskQueue: string;
+    input: OrderInput;
+    owner: string | undefined;
+    memo: Record<string, unknown>;
+    workflowId?: string;
+    rejectDuplicate?: boolean;
+    acceptedAtAttribute?: boolean;
+  },
+): Promise<WorkflowHandleWithFirstExecutionRunId<(input: OrderInput) => Promise<OrderView>>> {
+  const { request, acceptedAt } = order.input;
+  return client.workflow.start<(input: OrderInput) => Promise<OrderView>>(
+    workflowTypeByOrderType[request.type],
+    {
+      taskQueue: order.taskQueue,
+      workflowId: order.workflowId ?? orderWorkflowId(request.ref),
+      args: [order.input],
+      ...(order.rejectDuplicate && { workflowIdReusePolicy: 'REJECT_DUPLICATE' as const }),
+      memo: order.memo,
+      typedSearchAttributes: [
+        { key: OrderTypeAttribute, value: request.type },
+        { key: OrderStatusAttribute, value: 'ACCEPTED' },
+        ...(order.owner ? [{ key: OrderClientAttribute, value: order.owner }] : []),
+        ...(order.acceptedAtAttribute === false
+          ? []
+          : [{ key: AcceptedAtAttribute, value: new Date(acceptedAt) }]),
+      ],
+    },
+  );
 }
 
 /**

@@ -10,6 +10,7 @@
  * one clients file. Receivers are real HTTP servers (src/webhooks/receiver.ts).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { after, afterEach, before } from 'node:test';
 import { Client, Connection, type ClientOptions } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -35,10 +36,13 @@ import { makeTestVersionCurrent, versionedTestCode } from './versioning';
 import {
   bundledWorkflows,
   installTestRuntime,
+  scaledTimings,
+  startOrder,
   startTestSandbox,
   testProvider,
   type TestSandbox,
 } from './orders';
+import type { OrderInput, OrderRequest } from '../../contract/order';
 import { useTemporal, type TestTemporal } from './temporal';
 import { TEST_WEBHOOK_POLICY, TEST_WEBHOOK_TIMEOUT_MS } from './webhooks';
 
@@ -404,4 +408,75 @@ export async function startOrderTestWorkers<K extends string>(
   ) as Record<K, StackWorker>;
   const stack = await startOrderStack<K>({ name: 'orders-test', sandbox: false, workers });
   return { temporal: stack.temporal, client: stack.client, taskQueues: stack.taskQueues, stop: stack.stop };
+}
+
+export interface FaultStack<K extends string> {
+  /** The stack, once the suite's `before` has run. */
+  readonly stack: OrderStack<K>;
+  readonly client: Client;
+  readonly sandbox: TestSandbox;
+  readonly taskQueues: Record<K, string>;
+  readonly provider: OrderStack<K>['provider'];
+  readonly temporal: TestTemporal;
+  /**
+   * An order started as the API starts one (startOrder) on `worker`'s task queue (default: the
+   * first worker's), with scaledTimings() unless `extra.timings` says otherwise.
+   */
+  start(
+    request: OrderRequest,
+    extra?: Omit<OrderInput, 'request' | 'acceptedAt'>,
+    worker?: K,
+  ): ReturnType<typeof startOrder>;
+}
+
+/**
+ * The stack of a file whose tests set sandbox faults and settings, which apply to the whole sandbox
+ * (so its tests run one after another and each leaves none behind). Registers the suite's hooks:
+ * startOrderStack(`options`) before all; the sandbox's faults cleared after each test; `tearDown`,
+ * then the stack stopped, after all. A file's own `before`/`afterEach` hooks, registered after this
+ * call, run after these.
+ */
+export function useFaultStack<K extends string>(
+  options: StackOptions<K> & { workers: Record<K, StackWorker> },
+  tearDown?: (stack: OrderStack<K>) => Promise<void>,
+): FaultStack<K> {
+  let started: OrderStack<K> | undefined;
+  const stack = (): OrderStack<K> => {
+    if (!started) throw new Error(`the ${options.name} stack starts in the suite's before()`);
+    return started;
+  };
+  const firstWorker = Object.keys(options.workers)[0] as K;
+  before(async () => {
+    started = await startOrderStack(options);
+  });
+  afterEach(async () => {
+    await started?.sandbox.clearFaults();
+  });
+  after(async () => {
+    if (!started) return;
+    await tearDown?.(started);
+    await started.stop();
+  });
+  return {
+    get stack() {
+      return stack();
+    },
+    get client() {
+      return stack().client;
+    },
+    get sandbox() {
+      return stack().sandbox;
+    },
+    get taskQueues() {
+      return stack().taskQueues;
+    },
+    get provider() {
+      return stack().provider;
+    },
+    get temporal() {
+      return stack().temporal;
+    },
+    start: (request, extra = {}, worker = firstWorker) =>
+      startOrder(stack().client, stack().taskQueues[worker], request, { timings: scaledTimings(), ...extra }),
+  };
 }

@@ -11,7 +11,8 @@ import type { ClientsFile, WebhookEndpoint } from '../../src/clients/model';
 import { hashApiKey } from '../../src/clients/keys';
 import type { OrderView } from '../../src/orders/order.service';
 import type { RunningReceiver } from '../../src/webhooks/receiver';
-import type { WebhookDeliveryPolicy } from '../../contract/webhooks';
+import type { WebhookDeliveryPolicy, WebhookEvent } from '../../contract/webhooks';
+import { webhookEventId } from '../../src/webhooks/message';
 import type { OrderStack } from './stack';
 
 /**
@@ -121,4 +122,32 @@ export function statusEvents(view: Pick<OrderView, 'timeline'>): string[] {
     previous = status;
   }
   return events;
+}
+
+/**
+ * An event for a delivery test, of an order only the delivery side knows (no order workflow behind
+ * it): event `sequence` (default 1) of `orderWorkflowId` for `client`'s endpoints `targets`, whose
+ * view holds only `ref` and `status`. Its id is the one the announcement gives it unless `id` says otherwise.
+ */
+export function fabricatedEvent(event: {
+  orderWorkflowId: string;
+  client: string;
+  targets: string[];
+  type: string;
+  ref: string;
+  status: string;
+  sequence?: number;
+  id?: string;
+}): WebhookEvent {
+  const sequence = event.sequence ?? 1;
+  return {
+    id: event.id ?? webhookEventId(event.orderWorkflowId, sequence),
+    orderWorkflowId: event.orderWorkflowId,
+    targets: event.targets,
+    sequence,
+    type: event.type,
+    timestamp: new Date().toISOString(),
+    client: event.client,
+    view: { ref: event.ref, status: event.status, timeline: [] },
+  } as unknown as WebhookEvent;
 }

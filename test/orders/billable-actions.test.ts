@@ -21,6 +21,7 @@ import {
   LEAN_ORDER_EVENTS,
   type TestSandbox,
 } from '../helpers/orders';
+import { pollCompletions } from '../helpers/histories';
 import { startOrderTestWorkers, type OrderTestWorkers } from '../helpers/stack';
 
 /** The target of issue 23 for a normal top-up. */
@@ -49,15 +50,7 @@ describe('billable actions of a normal order at the spec timings', { concurrency
     const view = await handle.result();
     const events = (await handle.fetchHistory()).events ?? [];
     // The polling activity's result: what the provider showed at each check.
-    const pollIds = new Set(
-      events
-        .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name?.startsWith('poll'))
-        .map((e) => String(e.eventId)),
-    );
-    const polled = events.flatMap((e) => {
-      const done = e.activityTaskCompletedEventAttributes;
-      return done && pollIds.has(String(done.scheduledEventId)) ? [done] : [];
-    });
+    const polled = pollCompletions(events);
     assert.equal(polled.length, 1, 'one polling activity');
     const { observed } = await decodeFromPayloadsAtIndex<PollOutcome<{ status: string }>>(
       env.client.options.loadedDataConverter,

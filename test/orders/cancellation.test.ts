@@ -4,7 +4,7 @@
  * Real Temporal, a real worker, the sandbox over HTTP; fault rules apply to the whole sandbox, so
  * these tests run one after another and each leaves none behind.
  */
-import { after, afterEach, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { ListOrdersQuery } from '../../src/http/schemas';
@@ -12,15 +12,8 @@ import { orderStatuses } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { webhookEventTypes } from '../../contract/event-types';
 import { decideReviewUpdate, orderWorkflowId, type OrderView } from '../../contract/order';
-import {
-  mobileRequest,
-  newRef,
-  scaledTimings,
-  startOrder,
-  waitForView,
-  type TestSandbox,
-} from '../helpers/orders';
-import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { mobileRequest, newRef, waitForView } from '../helpers/orders';
+import { useFaultStack } from '../helpers/stack';
 
 describe('the CANCELLED status', () => {
   it('is a final status the list filters on and clients may subscribe to (order.cancelled)', () => {
@@ -30,26 +23,17 @@ describe('the CANCELLED status', () => {
 });
 
 describe('an order whose workflow Temporal is asked to cancel', () => {
-  let sandbox: TestSandbox;
-  let env: OrderStack<'main'>;
+  const env = useFaultStack({ name: 'cancellation', workers: { main: {} } });
 
-  before(async () => {
-    env = await startOrderStack({ name: 'cancellation', workers: { main: {} } });
-    sandbox = env.sandbox;
-  });
-  afterEach(() => sandbox.clearFaults());
-  after(() => env?.stop());
-
-  const start = (ref: string, msisdn?: string) =>
-    startOrder(env.client, env.taskQueues.main, mobileRequest(ref, msisdn), { timings: scaledTimings() });
+  const start = (ref: string, msisdn?: string) => env.start(mobileRequest(ref, msisdn));
   /** As Temporal UI's button and the CLI do: the workflow ID's latest run. */
   const cancel = (ref: string) => env.client.workflow.getHandle(orderWorkflowId(ref)).cancel();
   const events = (view: OrderView) => view.timeline.map((e) => `${e.status}: ${e.event}`).join('\n');
   const sendsReceived = async (since: number) =>
-    (await sandbox.requests('mobile.send')).filter((r) => r.receivedAt >= since).length;
+    (await env.sandbox.requests('mobile.send')).filter((r) => r.receivedAt >= since).length;
 
   it('before anything reached the provider (every send refused with 429): ends CANCELLED, nothing sent', async () => {
-    await sandbox.addFault({ kind: 'rate_limit', routes: ['mobile.send'], retryAfterSeconds: 1 });
+    await env.sandbox.addFault({ kind: 'rate_limit', routes: ['mobile.send'], retryAfterSeconds: 1 });
     const ref = newRef('cancel-unsent');
     const since = Date.now();
     const handle = await start(ref);
@@ -64,7 +48,7 @@ describe('an order whose workflow Temporal is asked to cancel', () => {
       /CANCELLED: Cancelled as requested: the provider was never reached; nothing sent/,
     );
     assert.ok(view.completedAt);
-    assert.equal((await sandbox.sendsOf(ref)).accepted, 0);
+    assert.equal((await env.sandbox.sendsOf(ref)).accepted, 0);
     const description = await handle.describe();
     assert.equal(description.status.name, 'COMPLETED');
     assert.equal(description.searchAttributes.OrderStatus?.[0], 'CANCELLED');
@@ -72,7 +56,7 @@ describe('an order whose workflow Temporal is asked to cancel', () => {
 
   it('while its first send (a local activity) is at the provider: counts as after the send, carries on to FULFILLED, sent once', async () => {
     // Slow, but answered within the test client's 1 s timeout: the send succeeds.
-    await sandbox.addFault({ kind: 'latency', latencyMs: 700, routes: ['mobile.send'], times: 1 });
+    await env.sandbox.addFault({ kind: 'latency', latencyMs: 700, routes: ['mobile.send'], times: 1 });
     const ref = newRef('cancel-in-flight');
     const since = Date.now();
     const handle = await start(ref);
@@ -85,17 +69,17 @@ describe('an order whose workflow Temporal is asked to cancel', () => {
       events(view),
       /Cancellation requested in Temporal at .*: (nothing more is sent|not cancelled, the provider may have the order)/,
     );
-    assert.equal((await sandbox.sendsOf(ref)).accepted, 1);
+    assert.equal((await env.sandbox.sendsOf(ref)).accepted, 1);
   });
 
   it('after the send (the provider still HANDLING): carries on to the provider outcome, and the timeline says when it was asked', async () => {
     const ref = newRef('cancel-after-send');
-    await sandbox.changeTopup(ref, { status: 'HANDLING' });
+    await env.sandbox.changeTopup(ref, { status: 'HANDLING' });
     const handle = await start(ref);
     await waitForView(handle, (v) => v.status === 'SUBMITTED');
     await cancel(ref);
     await waitForView(handle, (v) => v.timeline.some((e) => e.event.startsWith('Cancellation requested')));
-    await sandbox.changeTopup(ref, { status: 'FULFILLED' });
+    await env.sandbox.changeTopup(ref, { status: 'FULFILLED' });
 
     const view = await handle.result();
     assert.equal(view.status, 'FULFILLED', events(view));
@@ -103,7 +87,7 @@ describe('an order whose workflow Temporal is asked to cancel', () => {
       events(view),
       /SUBMITTED: Cancellation requested in Temporal at .*: not cancelled, the provider may have the order; following it to its outcome/,
     );
-    assert.equal((await sandbox.sendsOf(ref)).accepted, 1);
+    assert.equal((await env.sandbox.sendsOf(ref)).accepted, 1);
     assert.equal((await handle.describe()).status.name, 'COMPLETED');
   });
 

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
 import { canonicalJson } from '../../src/orders/order.service';
-import { apiTestConfig, startTestApi, type TestApi } from '../helpers/api';
+import { apiTestConfig, startTestApi, type TestApi, apiViewUntil } from '../helpers/api';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import {
   OrderClientAttribute,
@@ -61,18 +61,8 @@ describe('intake API end to end', () => {
   after(() => stack?.stop());
 
   /** Polls GET /v1/orders/{ref} until the order reaches `status`. */
-  async function pollUntil(ref: string, status: OrderStatus, timeoutMs = 20_000): Promise<OrderView> {
-    const deadline = Date.now() + timeoutMs;
-    let last: unknown;
-    while (Date.now() < deadline) {
-      const res = await api.request<OrderView>('GET', `/v1/orders/${ref}`);
-      assert.equal(res.status, 200, res.text);
-      last = res.body;
-      if (res.body.status === status) return res.body;
-      await sleep(100);
-    }
-    throw new Error(`order ${ref} did not reach ${status}; last view: ${JSON.stringify(last)}`);
-  }
+  const pollUntil = (ref: string, status: OrderStatus, timeoutMs = 20_000): Promise<OrderView> =>
+    apiViewUntil(api, ref, (view) => view.status === status, { what: status, timeoutMs });
 
   describe('the life of each order type through the API', () => {
     it('a mobile top-up: POST → 201 + Location + ACCEPTED view, then GET until FULFILLED with the result and a timeline', async () => {

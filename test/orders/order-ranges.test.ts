@@ -4,15 +4,13 @@
  * acceptance and completion times in a year of their own (2003 + a random offset), so other tests'
  * orders never fall in the ranges. The list keeps its order, tokens and reach rules.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { Problem } from '../../src/http/errors';
 import { testClients, type TestApi } from '../helpers/api';
-import { orderWorkflowId } from '../../contract/order';
-import { mobileRequest, seedListedOrder } from '../helpers/orders';
+import { mobileRequest, seedVisibleOrders, terminateOrders } from '../helpers/orders';
 import { idleProvider, startOrderStack, type OrderStack } from '../helpers/stack';
 
 const HOUR = 3_600_000;
@@ -53,32 +51,26 @@ describe('GET /v1/orders: date ranges', () => {
     });
     client = stack.client;
     api = stack.api;
-    await Promise.all(
-      orders.map((o) =>
-        seedListedOrder(client, {
-          taskQueue: `order-ranges-${run}`,
-          owner: 'acme',
-          request: mobileRequest(o.ref),
-          status: o.completedAt ? 'FULFILLED' : 'SUBMITTED',
-          acceptedAt: o.acceptedAt,
-          ...(o.completedAt ? { completedAt: o.completedAt } : {}),
-          input: { request: mobileRequest(o.ref), acceptedAt: o.acceptedAt.toISOString(), clientId: 'acme' },
-        }),
-      ),
+    await seedVisibleOrders(
+      client,
+      orders.map((o) => ({
+        taskQueue: `order-ranges-${run}`,
+        owner: 'acme',
+        request: mobileRequest(o.ref),
+        status: o.completedAt ? 'FULFILLED' : 'SUBMITTED',
+        acceptedAt: o.acceptedAt,
+        ...(o.completedAt ? { completedAt: o.completedAt } : {}),
+        input: { request: mobileRequest(o.ref), acceptedAt: o.acceptedAt.toISOString(), clientId: 'acme' },
+      })),
+      async () => (await listAll(`acceptedFrom=${iso(base)}&acceptedTo=${iso(base + ORDERS * HOUR)}`)).length,
     );
-    // Visibility trails the starts a little.
-    const deadline = Date.now() + 30_000;
-    while (
-      (await listAll(`acceptedFrom=${iso(base)}&acceptedTo=${iso(base + ORDERS * HOUR)}`)).length < ORDERS
-    ) {
-      assert.ok(Date.now() < deadline, 'the orders became visible');
-      await sleep(300);
-    }
   });
 
   after(async () => {
-    await Promise.allSettled(
-      orders.map((o) => client.workflow.getHandle(orderWorkflowId(o.ref, 'acme')).terminate('test done')),
+    await terminateOrders(
+      client,
+      orders.map((o) => o.ref),
+      'acme',
     );
     await stack?.stop();
   });

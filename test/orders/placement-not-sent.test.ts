@@ -6,83 +6,64 @@
  * provider pool has one connection, and another call holds it (a `hang` on the catalog) while the
  * first placement — a local activity — waits in the pool's queue past its deadline.
  */
-import { after, afterEach, before, describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createProviderPool, ProviderClient } from '../../src/provider';
-import {
-  giftCardRequest,
-  newRef,
-  SANDBOX_KEY,
-  scaledTimings,
-  startOrder,
-  TEST_HTTP_TIMEOUTS,
-  waitForView,
-  type TestSandbox,
-} from '../helpers/orders';
-import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { giftCardRequest, newRef, SANDBOX_KEY, TEST_HTTP_TIMEOUTS, waitForView } from '../helpers/orders';
+import { useFaultStack } from '../helpers/stack';
 
 /** How long the blocking call holds the pool's one connection: past the local placement's deadline (5 s at most). */
 const HOLD_MS = 6_500;
 
 describe('a gift-card placement that never left the worker', () => {
-  let sandbox: TestSandbox;
-  let env: OrderStack<'main'>;
   let pool: ReturnType<typeof createProviderPool>;
   /** On the worker's pool, with room to wait: it holds the one connection. */
   let blocker: ProviderClient;
 
-  before(async () => {
-    env = await startOrderStack({
-      name: 'placement-not-sent',
-      workers: {
-        main: {
-          provider: (s) => {
-            pool = createProviderPool({
-              baseUrl: s.url,
-              connectTimeoutMs: TEST_HTTP_TIMEOUTS.connectTimeoutMs,
-              connections: 1,
-            });
-            blocker = new ProviderClient({
-              baseUrl: s.url,
-              apiKey: SANDBOX_KEY,
-              dispatcher: pool,
-              headersTimeoutMs: 2 * HOLD_MS,
-              bodyTimeoutMs: 2 * HOLD_MS,
-            });
-            return new ProviderClient({
-              baseUrl: s.url,
-              apiKey: SANDBOX_KEY,
-              dispatcher: pool,
-              ...TEST_HTTP_TIMEOUTS,
-            });
-          },
+  const env = useFaultStack({
+    name: 'placement-not-sent',
+    workers: {
+      main: {
+        provider: (s) => {
+          pool = createProviderPool({
+            baseUrl: s.url,
+            connectTimeoutMs: TEST_HTTP_TIMEOUTS.connectTimeoutMs,
+            connections: 1,
+          });
+          blocker = new ProviderClient({
+            baseUrl: s.url,
+            apiKey: SANDBOX_KEY,
+            dispatcher: pool,
+            headersTimeoutMs: 2 * HOLD_MS,
+            bodyTimeoutMs: 2 * HOLD_MS,
+          });
+          return new ProviderClient({
+            baseUrl: s.url,
+            apiKey: SANDBOX_KEY,
+            dispatcher: pool,
+            ...TEST_HTTP_TIMEOUTS,
+          });
         },
       },
-    });
-    sandbox = env.sandbox;
+    },
   });
-  afterEach(async () => {
-    await sandbox.clearFaults();
-  });
+  // After the stack's own `after`: the worker has stopped using the pool.
   after(async () => {
-    await env.stop();
     await pool.destroy();
   });
 
   it('queued behind a call that holds the only connection until past its deadline: placed again once free, FULFILLED, placed once, never in review', async () => {
-    await sandbox.addFault({ kind: 'hang', routes: ['giftcards.catalog'], times: 1 });
+    await env.sandbox.addFault({ kind: 'hang', routes: ['giftcards.catalog'], times: 1 });
     const holding = blocker
       .getGiftCardCatalog({ signal: AbortSignal.timeout(HOLD_MS) })
       .catch((err: unknown) => err);
     // The catalog call is on the socket before the order starts.
     const deadline = Date.now() + 5_000;
-    while ((await sandbox.requests('giftcards.catalog')).length === 0) {
+    while ((await env.sandbox.requests('giftcards.catalog')).length === 0) {
       assert.ok(Date.now() < deadline, 'the blocking call never reached the sandbox');
       await new Promise((r) => setTimeout(r, 50));
     }
-    const handle = await startOrder(env.client, env.taskQueues.main, giftCardRequest(newRef('not-sent'), 7), {
-      timings: scaledTimings(),
-    });
+    const handle = await env.start(giftCardRequest(newRef('not-sent'), 7));
     const view = await waitForView(
       handle,
       (v) => !['ACCEPTED', 'SUBMITTED', 'PROCESSING'].includes(v.status),
@@ -91,7 +72,7 @@ describe('a gift-card placement that never left the worker', () => {
     await holding;
 
     assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
-    const placed = (await sandbox.giftCardOrders()).filter((o) => o.clientRef === handle.workflowId);
+    const placed = (await env.sandbox.giftCardOrders()).filter((o) => o.clientRef === handle.workflowId);
     assert.equal(placed.length, 1, 'placed once');
     assert.equal(view.providerReference, placed[0]!.orderId);
     // Placed again after a certain "not sent", not found in the records after an unknown outcome.
@@ -100,8 +81,8 @@ describe('a gift-card placement that never left the worker', () => {
       view.timeline.map((e) => e.event).join(' | '),
     );
     // The first placement waited in the pool past its deadline, with the blocking call on the socket.
-    const [placement] = await sandbox.requests('giftcards.placeOrder');
-    const [catalog] = await sandbox.requests('giftcards.catalog');
+    const [placement] = await env.sandbox.requests('giftcards.placeOrder');
+    const [catalog] = await env.sandbox.requests('giftcards.catalog');
     assert.ok(placement && catalog);
     assert.ok(
       placement.receivedAt >= catalog.endedAt!,

@@ -6,36 +6,17 @@
  * twice (committed behind a lagging list, or never) → review, never placed again. Fault rules apply to the whole sandbox, so the tests
  * run one after another, each with a quantity of its own (the item the search matches on).
  */
-import { after, afterEach, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ProviderOrderIdAttribute } from '../../contract/order';
 import { FIGURES_MEMO_KEY } from '../../src/orders/gift-card-records.activities';
 import { FIGURES_MEMO } from '../../src/orders/figures';
 import { placementReviewReasons } from '../../contract/placement-records';
-import {
-  giftCardRequest,
-  newRef,
-  scaledTimings,
-  startOrder,
-  waitForView,
-  type TestSandbox,
-} from '../helpers/orders';
-import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { giftCardRequest, newRef, scaledTimings, waitForView } from '../helpers/orders';
+import { useFaultStack } from '../helpers/stack';
 
 describe("a lost gift-card placement, looked for in the provider's records", () => {
-  let sandbox: TestSandbox;
-  let env: OrderStack<'main'>;
-
-  before(async () => {
-    env = await startOrderStack({ name: 'placement-records', workers: { main: {} } });
-    sandbox = env.sandbox;
-  });
-  afterEach(async () => {
-    await sandbox.clearFaults();
-  });
-  after(async () => {
-    await env.stop();
-  });
+  const env = useFaultStack({ name: 'placement-records', workers: { main: {} } });
 
   it("reads other orders' items from the memo key intake writes", () => {
     assert.equal(FIGURES_MEMO_KEY, FIGURES_MEMO);
@@ -44,12 +25,12 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
   const start = (
     request: ReturnType<typeof giftCardRequest>,
     timings: Parameters<typeof scaledTimings>[0] = {},
-  ) => startOrder(env.client, env.taskQueues.main, request, { timings: scaledTimings(timings) });
+  ) => env.start(request, { timings: scaledTimings(timings) });
   const placedFor = async (workflowId: string) =>
-    (await sandbox.giftCardOrders()).filter((o) => o.clientRef === workflowId);
+    (await env.sandbox.giftCardOrders()).filter((o) => o.clientRef === workflowId);
 
   it('the provider committed the placement and its answer was lost: the one order in the list is adopted, FULFILLED with its cards', async () => {
-    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
+    await env.sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
     const handle = await start(giftCardRequest(newRef('records-found'), 2));
     const view = await waitForView(
       handle,
@@ -68,7 +49,7 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
   it('another order of ours placed the same item just before and knows its order id: that one is claimed (ProviderOrderId), ours is adopted', async () => {
     const other = await start(giftCardRequest(newRef('records-claimed-other'), 5));
     await waitForView(other, (v) => v.providerReference !== undefined, 30_000);
-    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
+    await env.sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
     const handle = await start(giftCardRequest(newRef('records-claimed'), 5));
     const view = await waitForView(
       handle,
@@ -89,7 +70,7 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
   });
 
   it('two of our orders of the same item lose their answers together: both go to review with both candidates, neither guesses', async () => {
-    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 2 });
+    await env.sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 2 });
     const handles = await Promise.all([
       start(giftCardRequest(newRef('records-twin-a'), 3)),
       start(giftCardRequest(newRef('records-twin-b'), 3)),
@@ -111,15 +92,15 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
   });
 
   it("the list cannot be read until the deadline: review; the review's recheck searches it again once it can, finds the placement and settles the order", async () => {
-    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
-    await sandbox.addFault({ kind: 'error', status: 503, routes: ['giftcards.list'] });
+    await env.sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
+    await env.sandbox.addFault({ kind: 'error', status: 503, routes: ['giftcards.list'] });
     const handle = await start(giftCardRequest(newRef('records-recheck'), 6), {
       deadlineMs: 5_000,
       reviewRecheckMs: 2_000,
     });
     const inReview = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 60_000);
     assert.match(inReview.review?.evidence ?? '', /could not be searched/);
-    await sandbox.clearFaults();
+    await env.sandbox.clearFaults();
     const view = await waitForView(handle, (v) => v.status !== 'NEEDS_REVIEW', 60_000);
 
     assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
@@ -132,8 +113,8 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
   });
 
   it("the placement committed but the list lags behind it: not in the list twice, so review with when it was read, never placed again; the review's recheck searches again once the list shows it and settles the order", async () => {
-    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
-    await sandbox.addFault({ kind: 'lagging_reads', lagMs: 120_000, routes: ['giftcards.list'] });
+    await env.sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
+    await env.sandbox.addFault({ kind: 'lagging_reads', lagMs: 120_000, routes: ['giftcards.list'] });
     const handle = await start(giftCardRequest(newRef('records-lagging'), 4), { reviewRecheckMs: 2_000 });
     const inReview = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 60_000);
 
@@ -152,7 +133,7 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
     assert.equal(stillLagging.status, 'NEEDS_REVIEW');
     assert.equal((await placedFor(handle.workflowId)).length, 1, 'placed once, never again');
 
-    await sandbox.clearFaults();
+    await env.sandbox.clearFaults();
     const view = await waitForView(handle, (v) => v.status !== 'NEEDS_REVIEW', 60_000);
     assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
     const placed = await placedFor(handle.workflowId);
@@ -164,7 +145,7 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
   });
 
   it('the placement failed before the provider committed it: not in the list twice, so review; not placed again, not FAILED', async () => {
-    await sandbox.addFault({ kind: 'error', status: 502, routes: ['giftcards.placeOrder'], times: 1 });
+    await env.sandbox.addFault({ kind: 'error', status: 502, routes: ['giftcards.placeOrder'], times: 1 });
     const handle = await start(giftCardRequest(newRef('records-none'), 1));
     const view = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 60_000);
 

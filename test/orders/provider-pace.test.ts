@@ -30,6 +30,7 @@ import {
   testProvider,
   type TestSandbox,
 } from '../helpers/orders';
+import { pollCompletions } from '../helpers/histories';
 import { startOrderTestWorkers, type OrderTestWorkers } from '../helpers/stack';
 
 /** Draws with every kind of timeline among the first few orders of each family (fixed, so a failure repeats). */
@@ -58,15 +59,7 @@ describe('polling at the provider pace, against its documented timings', () => {
     const handle = await startOrder(env.client, env.taskQueues.sandbox, request, { timings });
     const view = await handle.result();
     const events = (await handle.fetchHistory()).events ?? [];
-    const pollIds = new Set(
-      events
-        .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name?.startsWith('poll'))
-        .map((e) => String(e.eventId)),
-    );
-    const [polled] = events.flatMap((e) => {
-      const done = e.activityTaskCompletedEventAttributes;
-      return done && pollIds.has(String(done.scheduledEventId)) ? [done] : [];
-    });
+    const [polled] = pollCompletions(events);
     assert.ok(polled, 'the polling activity completed');
     const outcome = await decodeFromPayloadsAtIndex<PollOutcome<{ status: string }>>(
       env.client.options.loadedDataConverter,

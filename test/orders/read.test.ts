@@ -22,37 +22,28 @@ import { dataConverterFromConfig } from '../../src/codec/data-converter';
 import {
   apiTestConfig,
   startTestApi,
-  testClients,
   type ApiResponse,
   type TestApi,
   type TestClientId,
+  testCallerKey,
+  type TestCaller,
 } from '../helpers/api';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import type { OrderRequest } from '../../contract/schemas';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
-import {
-  AcceptedAtAttribute,
-  OrderClientAttribute,
-  OrderStatusAttribute,
-  OrderTypeAttribute,
-  orderWorkflowId,
-  workflowTypeByOrderType,
-  type OrderInput,
-} from '../../contract/order';
+import { orderWorkflowId, workflowTypeByOrderType, type OrderInput } from '../../contract/order';
 import {
   giftCardRequest,
   mobileRequest,
   scaledTimings,
   type testProvider,
   refsPrefixed,
+  startOrderAs,
 } from '../helpers/orders';
 import type { TestTemporal } from '../helpers/temporal';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const newRef = refsPrefixed('RD');
-
-type Caller = TestClientId | 'nobody';
-const keyOf = (caller: Caller) => (caller === 'nobody' ? null : testClients[caller].key);
 
 /** A 200 view that is valid against the OpenAPI schema. */
 function okView(res: ApiResponse<OrderView>): OrderView {
@@ -82,12 +73,16 @@ describe('reading orders with no worker running', () => {
     continued: newRef('continued'),
   };
 
-  const read = (caller: Caller, ref: string, through: TestApi = api) =>
-    through.request<OrderView>('GET', `/v1/orders/${ref}`, { apiKey: keyOf(caller) });
-  const readAs = (caller: Caller, owner: TestClientId, ref: string) =>
-    api.request<OrderView>('GET', `/v1/orders/${ref}?client=${owner}`, { apiKey: keyOf(caller) });
+  const read = (caller: TestCaller, ref: string, through: TestApi = api) =>
+    through.request<OrderView>('GET', `/v1/orders/${ref}`, { apiKey: testCallerKey(caller) });
+  const readAs = (caller: TestCaller, owner: TestClientId, ref: string) =>
+    api.request<OrderView>('GET', `/v1/orders/${ref}?client=${owner}`, { apiKey: testCallerKey(caller) });
 
-  async function pollUntil(caller: Caller, ref: string, done: (v: OrderView) => boolean): Promise<OrderView> {
+  async function pollUntil(
+    caller: TestCaller,
+    ref: string,
+    done: (v: OrderView) => boolean,
+  ): Promise<OrderView> {
     const deadline = Date.now() + 30_000;
     let last: OrderView | undefined;
     while (Date.now() < deadline) {
@@ -98,8 +93,8 @@ describe('reading orders with no worker running', () => {
     throw new Error(`order ${ref} not as expected; last view: ${JSON.stringify(last)}`);
   }
 
-  async function submit(caller: Caller, request: OrderRequest): Promise<void> {
-    const res = await api.request('POST', '/v1/orders', { body: request, apiKey: keyOf(caller) });
+  async function submit(caller: TestCaller, request: OrderRequest): Promise<void> {
+    const res = await api.request('POST', '/v1/orders', { body: request, apiKey: testCallerKey(caller) });
     assert.equal(res.status, 201, res.text);
   }
 
@@ -110,27 +105,20 @@ describe('reading orders with no worker running', () => {
   async function startLongReview(ref: string) {
     const request = mobileRequest(ref, sandboxSpecialNumbers.unknownError);
     const providerRef = providerRefFor('shop', ref);
-    const acceptedAt = new Date();
     const input: OrderInput = {
       request,
-      acceptedAt: acceptedAt.toISOString(),
+      acceptedAt: new Date().toISOString(),
       clientId: 'shop',
       providerRef,
       timings: scaledTimings({ reviewRecheckMs: 50, reviewWatchMs: 0 }),
       historyEventLimit: 40,
     };
-    return client.workflow.start(workflowTypeByOrderType.mobile_topup, {
+    return startOrderAs(client, {
       taskQueue,
-      workflowId: orderWorkflowId(ref),
-      args: [input],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      input,
+      owner: 'shop',
+      rejectDuplicate: true,
       memo: { requestHash: requestHash(request), providerRef },
-      typedSearchAttributes: [
-        { key: OrderTypeAttribute, value: request.type },
-        { key: OrderStatusAttribute, value: 'ACCEPTED' },
-        { key: OrderClientAttribute, value: 'shop' },
-        { key: AcceptedAtAttribute, value: acceptedAt },
-      ],
     });
   }
 
@@ -173,7 +161,7 @@ describe('reading orders with no worker running', () => {
     // Forced over the provider's UNKNOWN_ERROR: an operator's decision (docs/operators.md).
     const decided = await api.request<OrderView>('POST', `/v1/orders/${refs.continued}/review?client=shop`, {
       body: { decision: 'FULFILLED', operator: 'amina', note: 'confirmed by phone', force: true },
-      apiKey: keyOf('operator'),
+      apiKey: testCallerKey('operator'),
     });
     assert.equal(decided.status, 200, decided.text);
     assert.equal((await longReview.result()).status, 'FULFILLED');

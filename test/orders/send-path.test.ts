@@ -9,16 +9,8 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { HoldReasonAttribute, OrderStatusAttribute, type OrderView } from '../../contract/order';
-import {
-  internetRequest,
-  mobileRequest,
-  newRef,
-  scaledTimings,
-  startOrder,
-  waitForView,
-  type TestSandbox,
-} from '../helpers/orders';
-import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { internetRequest, mobileRequest, newRef, scaledTimings, waitForView } from '../helpers/orders';
+import { useFaultStack } from '../helpers/stack';
 import { createProviderPool, ProviderClient } from '../../src/provider';
 
 /** How long before the order another back office used its ref (past our retention). */
@@ -28,47 +20,38 @@ const RETENTION_EXPIRED_AGO_MS = 90 * 24 * 3_600_000;
 const SLOW_HTTP_TIMEOUTS = { headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 };
 
 describe('the send path against a provider that commits late and reads behind', () => {
-  let sandbox: TestSandbox;
   let short: ProviderClient;
   let slowPool: { close(): Promise<void> } | undefined;
-  let env: OrderStack<'short' | 'slow'>;
-
-  before(async () => {
-    env = await startOrderStack({
-      name: 'send-path',
-      workers: {
-        short: { account: { checkMs: 200 } },
-        slow: {
-          provider: ({ url }) => {
-            const pool = createProviderPool({ baseUrl: url, connectTimeoutMs: 500, connections: 16 });
-            slowPool = pool;
-            return new ProviderClient({
-              baseUrl: url,
-              apiKey: 'sandbox-key',
-              dispatcher: pool,
-              ...SLOW_HTTP_TIMEOUTS,
-            });
-          },
+  const env = useFaultStack({
+    name: 'send-path',
+    workers: {
+      short: { account: { checkMs: 200 } },
+      slow: {
+        provider: ({ url }) => {
+          const pool = createProviderPool({ baseUrl: url, connectTimeoutMs: 500, connections: 16 });
+          slowPool = pool;
+          return new ProviderClient({
+            baseUrl: url,
+            apiKey: 'sandbox-key',
+            dispatcher: pool,
+            ...SLOW_HTTP_TIMEOUTS,
+          });
         },
       },
-    });
-    ({ sandbox } = env);
+    },
+  });
+  const { start } = env;
+
+  before(() => {
     short = env.provider.client;
   });
   afterEach(async () => {
-    await sandbox.clearFaults();
-    await sandbox.settings({ uniqueRefs: true, balance: 1_000_000_000, backdateSendsMs: 0 });
+    await env.sandbox.settings({ uniqueRefs: true, balance: 1_000_000_000, backdateSendsMs: 0 });
   });
+  // After the stack's own `after`: the slow worker has stopped using its pool.
   after(async () => {
-    await env.stop();
     await slowPool?.close();
   });
-
-  const start = (
-    request: Parameters<typeof startOrder>[2],
-    extra: Parameters<typeof startOrder>[3] = {},
-    worker: keyof typeof env.taskQueues = 'short',
-  ) => startOrder(env.client, env.taskQueues[worker], request, { timings: scaledTimings(), ...extra });
 
   const settled = (handle: WorkflowHandle, timeoutMs = 60_000): Promise<OrderView> =>
     waitForView(
@@ -80,14 +63,19 @@ describe('the send path against a provider that commits late and reads behind', 
   it('when the provider commits a send after the worker gave up on it (no unique refs), the top-up is sent once and FULFILLED', async () => {
     // Hole 1: the worker's send times out after ~1-2 s; the provider commits it at 3 s. A retry that
     // looks the ref up a second later finds nothing yet and sends again.
-    await sandbox.settings({ uniqueRefs: false });
-    await sandbox.addFault({ kind: 'late_commit', commitDelayMs: 3_000, routes: ['mobile.send'], times: 1 });
+    await env.sandbox.settings({ uniqueRefs: false });
+    await env.sandbox.addFault({
+      kind: 'late_commit',
+      commitDelayMs: 3_000,
+      routes: ['mobile.send'],
+      times: 1,
+    });
     const request = mobileRequest(newRef('late-commit'));
     const handle = await start(request, { timings: scaledTimings({ settleMs: 3_000 }) });
     const view = await handle.result();
-    await sandbox.pendingCommitsDone('mobile.send', 3_000);
+    await env.sandbox.pendingCommitsDone('mobile.send', 3_000);
 
-    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+    assert.deepEqual(await env.sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
     assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
     assert.ok(
       view.timeline.some((e) => e.event.includes('already had this order')),
@@ -96,13 +84,13 @@ describe('the send path against a provider that commits late and reads behind', 
   });
 
   it('when check-ref lags behind the commits (no unique refs), a lost answer is found after the settle window and the top-up is sent once', async () => {
-    await sandbox.settings({ uniqueRefs: false });
-    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
-    await sandbox.addFault({ kind: 'lagging_reads', lagMs: 1_500, routes: ['mobile.check'] });
+    await env.sandbox.settings({ uniqueRefs: false });
+    await env.sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    await env.sandbox.addFault({ kind: 'lagging_reads', lagMs: 1_500, routes: ['mobile.check'] });
     const request = mobileRequest(newRef('lagging'));
     const view = await (await start(request, { timings: scaledTimings({ settleMs: 2_000 }) })).result();
 
-    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+    assert.deepEqual(await env.sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
     assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
   });
 
@@ -122,8 +110,8 @@ describe('the send path against a provider that commits late and reads behind', 
     assert.equal(view.status, 'NEEDS_REVIEW', JSON.stringify(view.timeline));
     assert.match(view.review?.reason ?? '', /ref already used at the provider/);
     assert.equal(view.result, undefined, 'the old top-up is not adopted');
-    assert.deepEqual(await sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 2 });
-    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 0, attempts: 0 });
+    assert.deepEqual(await env.sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 2 });
+    assert.deepEqual(await env.sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 0, attempts: 0 });
     await handle.terminate('test done');
   });
 
@@ -135,7 +123,7 @@ describe('the send path against a provider that commits late and reads behind', 
     providerRef: string,
     request: ReturnType<typeof mobileRequest> | ReturnType<typeof internetRequest>,
   ) => {
-    await sandbox.settings({ backdateSendsMs: RETENTION_EXPIRED_AGO_MS });
+    await env.sandbox.settings({ backdateSendsMs: RETENTION_EXPIRED_AGO_MS });
     try {
       await (request.type === 'mobile_topup'
         ? short.sendMobileTopup({
@@ -151,7 +139,7 @@ describe('the send path against a provider that commits late and reads behind', 
             ref: providerRef,
           }));
     } finally {
-      await sandbox.settings({ backdateSendsMs: 0 });
+      await env.sandbox.settings({ backdateSendsMs: 0 });
     }
   };
 
@@ -171,12 +159,16 @@ describe('the send path against a provider that commits late and reads behind', 
       const providerRef = `p-${order.ref}`;
       await oldTopupUnder(providerRef, order);
       // The provider answers DUPLICATED_REF to our send, and that answer is lost: the order looks the ref up.
-      await sandbox.addFault({ kind: 'drop_after_commit', routes: [sendRoute], times: 1 });
+      await env.sandbox.addFault({ kind: 'drop_after_commit', routes: [sendRoute], times: 1 });
       const handle = await start(order, { providerRef });
       const view = await settled(handle);
 
       assertNotAdopted(view);
-      assert.deepEqual(await sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 2 });
+      assert.deepEqual(await env.sandbox.sendsOf(providerRef), {
+        ref: providerRef,
+        accepted: 1,
+        attempts: 2,
+      });
       await handle.terminate('test done');
     });
   }
@@ -191,7 +183,7 @@ describe('the send path against a provider that commits late and reads behind', 
     const view = await settled(handle);
 
     assertNotAdopted(view);
-    assert.deepEqual(await sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 1 });
+    assert.deepEqual(await env.sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 1 });
     await handle.terminate('test done');
   });
 
@@ -205,8 +197,9 @@ describe('the send path against a provider that commits late and reads behind', 
     // Lifecycle 1.0's recheck read the old top-up as this order's FULFILLED one.
     const since = Date.parse(inReview.review?.since ?? '');
     const rechecks = async () =>
-      (await sandbox.requests('mobile.check')).filter((r) => r.receivedAt > since && r.endedAt !== undefined)
-        .length;
+      (await env.sandbox.requests('mobile.check')).filter(
+        (r) => r.receivedAt > since && r.endedAt !== undefined,
+      ).length;
     let view = inReview;
     // Two rechecks answered, or the order left review (lifecycle 1.0: after the first).
     for (const giveUpAt = Date.now() + 30_000; view.status === 'NEEDS_REVIEW' && (await rechecks()) < 2;) {
@@ -216,37 +209,37 @@ describe('the send path against a provider that commits late and reads behind', 
     }
     assert.equal(view.status, 'NEEDS_REVIEW', JSON.stringify(view.timeline));
     assert.equal(view.result, undefined, 'the old top-up is not adopted');
-    assert.deepEqual(await sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 2 });
+    assert.deepEqual(await env.sandbox.sendsOf(providerRef), { ref: providerRef, accepted: 1, attempts: 2 });
     await handle.terminate('test done');
   });
 
   it('when the provider’s clock is 5 minutes behind ours, our own send (its answer lost) reads as made before the acceptance but within the clock-skew allowance: adopted, FULFILLED, sent once', async () => {
     const request = mobileRequest(newRef('skewed-clock'));
-    await sandbox.settings({ backdateSendsMs: 5 * 60_000 });
-    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    await env.sandbox.settings({ backdateSendsMs: 5 * 60_000 });
+    await env.sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
     const handle = await start(request);
     const view = await settled(handle);
 
     assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
     assert.ok(view.timeline.some((e) => e.event.includes('already had this order')));
-    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+    assert.deepEqual(await env.sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
   });
 
   it('when the provider’s clock reads our own send two days early, the top-up its answer named (its _id, our topupId) is still ours: FULFILLED, sent once', async () => {
     const request = mobileRequest(newRef('early-clock'));
-    await sandbox.settings({ backdateSendsMs: 2 * 24 * 3_600_000 });
+    await env.sandbox.settings({ backdateSendsMs: 2 * 24 * 3_600_000 });
     const handle = await start(request);
     const view = await settled(handle);
     if (view.status === 'NEEDS_REVIEW') await handle.terminate('test: not adopted');
 
     assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
-    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+    assert.deepEqual(await env.sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
   });
 
   it('when the worker HTTP timeouts are longer than the activity timeout, no provider call outlives its attempt and the top-up is sent once', async () => {
     // Hole 4: the send hangs; the worker would wait 10 s for headers, Temporal gives up after 1.5 s.
     const since = Date.now();
-    await sandbox.addFault({ kind: 'hang', routes: ['mobile.send'], times: 1 });
+    await env.sandbox.addFault({ kind: 'hang', routes: ['mobile.send'], times: 1 });
     const request = mobileRequest(newRef('one-clock'));
     const activityTimeoutMs = 1_500;
     const view = await (
@@ -254,10 +247,10 @@ describe('the send path against a provider that commits late and reads behind', 
     ).result();
 
     assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
-    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+    assert.deepEqual(await env.sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
     const calls = [
-      ...(await sandbox.requests('mobile.send')),
-      ...(await sandbox.requests('mobile.check')),
+      ...(await env.sandbox.requests('mobile.send')),
+      ...(await env.sandbox.requests('mobile.check')),
     ].filter((r) => r.receivedAt >= since);
     assert.ok(calls.length >= 2);
     for (const call of calls) {
@@ -270,21 +263,21 @@ describe('the send path against a provider that commits late and reads behind', 
   });
 
   it('when check-ref lags longer than the settle window, the re-send after two 404s meets 403 DUPLICATED_REF and the first send is adopted, never FAILED (issue 25, failure 1)', async () => {
-    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    await env.sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
     // Both look-ups a settle window apart must miss the commit, even when a loaded machine runs their
     // timers late (the dev server fires them on a ~1 s tick): the lag is well past two windows.
-    await sandbox.addFault({ kind: 'lagging_reads', lagMs: 6_000, routes: ['mobile.check'] });
+    await env.sandbox.addFault({ kind: 'lagging_reads', lagMs: 6_000, routes: ['mobile.check'] });
     const request = mobileRequest(newRef('resend-409'));
     const view = await (await start(request, { timings: scaledTimings({ settleMs: 1_000 }) })).result();
 
     assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
-    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 2 });
+    assert.deepEqual(await env.sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 2 });
     assert.ok(view.timeline.some((e) => e.event.includes('already had this order')));
   });
 
   it('when the provider cannot be asked after an unclear send, the order waits without sending again, then goes to NEEDS_REVIEW at its deadline with the evidence', async () => {
-    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
-    await sandbox.addFault({ kind: 'error', status: 503, routes: ['mobile.check'] });
+    await env.sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    await env.sandbox.addFault({ kind: 'error', status: 503, routes: ['mobile.check'] });
     const request = mobileRequest(newRef('cannot-ask'));
     const deadlineMs = 5_000;
     const handle = await start(request, { timings: scaledTimings({ deadlineMs, maxIntervalMs: 1_000 }) });
@@ -297,12 +290,12 @@ describe('the send path against a provider that commits late and reads behind', 
     );
     assert.match(view.review?.evidence ?? '', /sendMobileTopup/);
     assert.match(view.review?.evidence ?? '', /503/);
-    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+    assert.deepEqual(await env.sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
     await handle.terminate('test done');
   });
 
   it('when check-ref finds a top-up under the ref with another number after an unclear send, it is not adopted: NEEDS_REVIEW', async () => {
-    await sandbox.settings({ uniqueRefs: false });
+    await env.sandbox.settings({ uniqueRefs: false });
     const request = mobileRequest(newRef('not-ours'));
     await short.sendMobileTopup({
       plan_code: request.planCode,
@@ -311,19 +304,19 @@ describe('the send path against a provider that commits late and reads behind', 
       ref: request.ref,
     });
     // Ours commits too (no unique refs), but its answer is lost; check-ref shows the older one.
-    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
+    await env.sandbox.addFault({ kind: 'drop_after_commit', routes: ['mobile.send'], times: 1 });
     const handle = await start(request);
     const view = await settled(handle);
 
     assert.equal(view.status, 'NEEDS_REVIEW', JSON.stringify(view.timeline));
     assert.match(view.review?.evidence ?? '', /another number or amount/);
     assert.equal(view.result, undefined);
-    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 2, attempts: 2 });
+    assert.deepEqual(await env.sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 2, attempts: 2 });
     await handle.terminate('test done');
   });
 
   it('when check-ref shows another _id than the topupId the send returned, the order goes to NEEDS_REVIEW (issue 25, failure 3)', async () => {
-    await sandbox.settings({ uniqueRefs: false });
+    await env.sandbox.settings({ uniqueRefs: false });
     const request = mobileRequest(newRef('other-topup'));
     await short.sendMobileTopup({
       plan_code: request.planCode,
@@ -341,7 +334,7 @@ describe('the send path against a provider that commits late and reads behind', 
   });
 
   it('when the account’s balance cannot cover the send (403 INSUFFICIENT_BALANCE), the order is not FAILED; once funds are added it is sent and FULFILLED (issue 25, failure 2)', async () => {
-    await sandbox.settings({ balance: 0 });
+    await env.sandbox.settings({ balance: 0 });
     const request = mobileRequest(newRef('no-balance'));
     const handle = await start(request);
     // Read from the server (the run's search attributes), not by queries: a query while the held
@@ -357,11 +350,11 @@ describe('the send path against a provider that commits late and reads behind', 
     // Then several settle windows: long enough for the old code to have FAILED it long ago.
     await new Promise((r) => setTimeout(r, 3_000));
     assert.deepEqual(await statusOf(), { status: 'HELD', reason: 'balance' });
-    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 0, attempts: 0 });
+    assert.deepEqual(await env.sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 0, attempts: 0 });
 
-    await sandbox.settings({ balance: 10_000 });
+    await env.sandbox.settings({ balance: 10_000 });
     const view = await settled(handle);
     assert.equal(view.status, 'FULFILLED', JSON.stringify(view.timeline));
-    assert.deepEqual(await sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
+    assert.deepEqual(await env.sandbox.sendsOf(request.ref), { ref: request.ref, accepted: 1, attempts: 1 });
   });
 });

@@ -4,7 +4,7 @@
  * the first workflow task → the order looks its ref up and never sends again. Real Temporal, a
  * real worker, the sandbox over HTTP with no unique refs (a second send would be a second top-up).
  */
-import { after, afterEach, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { temporal as proto } from '@temporalio/proto';
@@ -12,38 +12,24 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createSweepActivities } from '../../src/orders/sweep.activities';
 import { ensureOrderSweepSchedule } from '../../src/orders/sweep.schedule';
 import { orderWorkflowId, searchAttributeDefinitions, type OrderView } from '../../contract/order';
-import {
-  giftCardRequest,
-  mobileRequest,
-  newRef,
-  scaledTimings,
-  startOrder,
-  waitForView,
-  type TestSandbox,
-} from '../helpers/orders';
-import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { giftCardRequest, mobileRequest, newRef, scaledTimings, waitForView } from '../helpers/orders';
+import { useFaultStack } from '../helpers/stack';
 
 describe('an order whose workflow run is terminated or reset', () => {
-  let sandbox: TestSandbox;
-  let env: OrderStack<'main'>;
   const scheduleId = `order-sweep-test-${randomUUID()}`;
+  const env = useFaultStack({ name: 'sweep-reset', workers: { main: {} } }, async (stack) => {
+    await stack.client.schedule.getHandle(scheduleId).delete();
+    await stack.sandbox.settings({ uniqueRefs: true });
+  });
 
   before(async () => {
-    env = await startOrderStack({ name: 'sweep-reset', workers: { main: {} } });
-    sandbox = env.sandbox;
     // An hour apart: the test triggers each sweep itself.
     await ensureOrderSweepSchedule(env.client, {
       taskQueue: env.taskQueues.main,
       intervalMs: 60 * 60_000,
       scheduleId,
     });
-    await sandbox.settings({ uniqueRefs: false });
-  });
-  afterEach(() => sandbox.clearFaults());
-  after(async () => {
-    await env.client.schedule.getHandle(scheduleId).delete();
-    await sandbox.settings({ uniqueRefs: true });
-    await env.stop();
+    await env.sandbox.settings({ uniqueRefs: false });
   });
 
   const events = (view: OrderView) => view.timeline.map((e) => `${e.status}: ${e.event}`).join('\n');
@@ -62,24 +48,22 @@ describe('an order whose workflow run is terminated or reset', () => {
 
   it('terminated after the send: the sweep resumes it, the new run looks it up and follows it to FULFILLED, sent once', async () => {
     const ref = newRef('terminated');
-    await sandbox.changeTopup(ref, { status: 'HANDLING' });
-    const handle = await startOrder(env.client, env.taskQueues.main, mobileRequest(ref), {
-      timings: scaledTimings(),
-    });
+    await env.sandbox.changeTopup(ref, { status: 'HANDLING' });
+    const handle = await env.start(mobileRequest(ref));
     await waitForView(handle, (v) => v.status === 'SUBMITTED');
     await handle.terminate('pressed Terminate');
-    await sandbox.changeTopup(ref, { status: 'FULFILLED' });
+    await env.sandbox.changeTopup(ref, { status: 'FULFILLED' });
 
     const view = await sweptOrder(handle.workflowId, handle.firstExecutionRunId);
     assert.equal(view.status, 'FULFILLED', events(view));
     assert.match(events(view), /Resumed by the sweep: the workflow run before closed as TERMINATED/);
-    assert.deepEqual(await sandbox.sendsOf(ref), { ref, accepted: 1, attempts: 1 });
+    assert.deepEqual(await env.sandbox.sendsOf(ref), { ref, accepted: 1, attempts: 1 });
   });
 
   it('a gift card terminated after its placement: resumed with its orderId and polled to FULFILLED, placed once', async () => {
     const request = giftCardRequest(newRef('terminated-gift'));
-    const placedBefore = (await sandbox.giftCardOrders()).length;
-    const handle = await startOrder(env.client, env.taskQueues.main, request, {
+    const placedBefore = (await env.sandbox.giftCardOrders()).length;
+    const handle = await env.start(request, {
       timings: scaledTimings({ firstCheckMs: 60_000 }),
     });
     const submitted = await waitForView(handle, (v) => v.status === 'SUBMITTED');
@@ -89,14 +73,12 @@ describe('an order whose workflow run is terminated or reset', () => {
     const view = await sweptOrder(handle.workflowId, handle.firstExecutionRunId);
     assert.equal(view.status, 'FULFILLED', events(view));
     assert.equal(view.providerReference, submitted.providerReference);
-    assert.equal((await sandbox.giftCardOrders()).length, placedBefore + 1, 'placed once');
+    assert.equal((await env.sandbox.giftCardOrders()).length, placedBefore + 1, 'placed once');
   });
 
   it('reset to its first workflow task once FULFILLED: the new run looks its ref up first and never sends again', async () => {
     const ref = newRef('reset');
-    const handle = await startOrder(env.client, env.taskQueues.main, mobileRequest(ref), {
-      timings: scaledTimings(),
-    });
+    const handle = await env.start(mobileRequest(ref));
     assert.equal((await handle.result()).status, 'FULFILLED');
     const history = (await handle.fetchHistory()).events ?? [];
     const firstTaskCompleted = history.find(
@@ -114,15 +96,13 @@ describe('an order whose workflow run is terminated or reset', () => {
     const view = await env.client.workflow.getHandle(orderWorkflowId(ref), runId ?? undefined).result();
     assert.equal(view.status, 'FULFILLED', events(view));
     assert.match(events(view), /already had this order from an earlier attempt; not sent again/);
-    assert.deepEqual(await sandbox.sendsOf(ref), { ref, accepted: 1, attempts: 1 });
+    assert.deepEqual(await env.sandbox.sendsOf(ref), { ref, accepted: 1, attempts: 1 });
   });
 
   it('two sweeps at once on one terminated order: it is resumed once, neither sweep fails, and the new run carries only the service’s search attributes', async () => {
     const ref = newRef('two-sweeps');
-    await sandbox.changeTopup(ref, { status: 'HANDLING' });
-    const handle = await startOrder(env.client, env.taskQueues.main, mobileRequest(ref), {
-      timings: scaledTimings(),
-    });
+    await env.sandbox.changeTopup(ref, { status: 'HANDLING' });
+    const handle = await env.start(mobileRequest(ref));
     await waitForView(handle, (v) => v.status === 'SUBMITTED');
     await handle.terminate('pressed Terminate');
     // Visibility lists the closed run as stranded a moment after the terminate.
@@ -166,8 +146,8 @@ describe('an order whose workflow run is terminated or reset', () => {
       [],
       `started with ${startedWith}`,
     );
-    await sandbox.changeTopup(ref, { status: 'FULFILLED' });
+    await env.sandbox.changeTopup(ref, { status: 'FULFILLED' });
     assert.equal((await env.client.workflow.getHandle(handle.workflowId).result()).status, 'FULFILLED');
-    assert.deepEqual(await sandbox.sendsOf(ref), { ref, accepted: 1, attempts: 1 });
+    assert.deepEqual(await env.sandbox.sendsOf(ref), { ref, accepted: 1, attempts: 1 });
   });
 });

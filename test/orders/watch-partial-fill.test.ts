@@ -5,50 +5,32 @@
  * operator's RECHECK settles it PARTIALLY_FULFILLED with the delivered cards. A real Temporal dev
  * server, a real worker and the sandbox over HTTP.
  */
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { decideReviewUpdate, type ReviewDecision } from '../../contract/order';
-import {
-  giftCardRequest,
-  newRef,
-  scaledTimings,
-  startOrder,
-  waitForView,
-  type TestSandbox,
-} from '../helpers/orders';
-import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { giftCardRequest, newRef, scaledTimings, waitForView } from '../helpers/orders';
+import { useFaultStack } from '../helpers/stack';
 
 describe('the watch after a decision, when the provider then fills the gift-card order in part', () => {
-  let stack: OrderStack<'main'>;
-  let sandbox: TestSandbox;
+  const stack = useFaultStack({ name: 'partial-fill', workers: { main: {} } });
 
   before(async () => {
-    stack = await startOrderStack({ name: 'partial-fill', workers: { main: {} } });
-    sandbox = stack.sandbox;
     // Every placement's answer is lost and the provider's gift-card list lags far behind (so the
     // placement is not found there, src/orders/lifecycle/records.workflow.ts): the order goes to review without
     // the provider's orderId.
-    await sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'] });
-    await sandbox.addFault({ kind: 'lagging_reads', lagMs: 120_000, routes: ['giftcards.list'] });
-  });
-  after(async () => {
-    await stack?.stop();
+    await stack.sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'] });
+    await stack.sandbox.addFault({ kind: 'lagging_reads', lagMs: 120_000, routes: ['giftcards.list'] });
   });
 
   it('REFUNDED forced while HANDLING, then PARTIALLY_FILLED: DISPUTED with what was delivered; neither decision settles it, a RECHECK does (PARTIALLY_FULFILLED, the delivered cards)', async () => {
-    const handle = await startOrder(
-      stack.client,
-      stack.taskQueues.main,
-      giftCardRequest(newRef('partial'), 4),
-      {
-        timings: scaledTimings({ reviewWatchMs: 30_000, reviewWatchFirstCheckMs: 300 }),
-      },
-    );
+    const handle = await stack.start(giftCardRequest(newRef('partial'), 4), {
+      timings: scaledTimings({ reviewWatchMs: 30_000, reviewWatchFirstCheckMs: 300 }),
+    });
     await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 30_000);
-    const [placed] = await sandbox.giftCardOrders();
+    const [placed] = await stack.sandbox.giftCardOrders();
     assert.ok(placed, 'the sandbox placed the order');
     const { orderId } = placed;
-    await sandbox.changeGiftCardOrder(orderId, { status: 'HANDLING' });
+    await stack.sandbox.changeGiftCardOrder(orderId, { status: 'HANDLING' });
     const decide = (decision: ReviewDecision) =>
       handle.executeUpdate(decideReviewUpdate, { args: [decision] });
 
@@ -63,7 +45,7 @@ describe('the watch after a decision, when the provider then fills the gift-card
     assert.equal(forced.view.status, 'REFUNDED');
     assert.ok(forced.view.watch?.until, 'watched');
 
-    await sandbox.changeGiftCardOrder(orderId, { status: 'PARTIALLY_FILLED' });
+    await stack.sandbox.changeGiftCardOrder(orderId, { status: 'PARTIALLY_FILLED' });
     const disputed = await waitForView(handle, (v) => v.status === 'DISPUTED', 30_000);
     assert.deepEqual(
       [disputed.dispute?.decision, disputed.dispute?.providerStatus],

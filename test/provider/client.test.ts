@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
-import { MockAgent, type Dispatcher } from 'undici';
+import { type MockAgent, type Dispatcher } from 'undici';
 import { loadConfig, ConfigError } from '../../src/config';
 import {
   createProviderClientFromConfig,
@@ -19,6 +19,7 @@ import {
   ProviderError,
 } from '../../src/provider';
 import type { ProviderFailureKind } from '../../contract/provider';
+import { mockedProvider } from '../helpers/mocked-provider';
 
 const ORIGIN = 'http://provider.test';
 const API_KEY = 'sk_live_THIS-MUST-NEVER-LEAK_5f2a';
@@ -56,23 +57,12 @@ describe('ProviderClient with a mocked provider', () => {
   let client: ProviderClient;
   let provider: ReturnType<MockAgent['get']>;
 
-  beforeEach(() => {
-    agent = new MockAgent();
-    agent.disableNetConnect();
-    provider = agent.get(ORIGIN);
-    client = new ProviderClient({
-      baseUrl: ORIGIN,
-      apiKey: API_KEY,
-      dispatcher: agent,
-      headersTimeoutMs: 1_000,
-      bodyTimeoutMs: 1_000,
-    });
-  });
+  let mocked: ReturnType<typeof mockedProvider>;
 
-  afterEach(async () => {
-    agent.assertNoPendingInterceptors();
-    await agent.close();
+  beforeEach(() => {
+    ({ agent, client, pool: provider } = mocked = mockedProvider(ORIGIN, API_KEY));
   });
+  afterEach(() => mocked.close());
 
   describe('every method parses a success', () => {
     it('validateKey: GET /v3/validate with the key in X-Access-Token returns the key info', async () => {

@@ -7,9 +7,9 @@
  */
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { MockAgent } from 'undici';
+import { type MockAgent } from 'undici';
 import type { z } from 'zod';
-import { isProviderError, ProviderClient } from '../../src/provider';
+import { isProviderError, type ProviderClient } from '../../src/provider';
 import {
   Balance,
   Catalog,
@@ -30,6 +30,7 @@ import {
   MobileTopupPage,
 } from '../../src/provider/wire';
 import { startTestSandbox, testProvider, type TestSandbox } from '../helpers/orders';
+import { mockedProvider } from '../helpers/mocked-provider';
 import type { ProviderFailureKind } from '../../contract/provider';
 
 const ORIGIN = 'http://provider.test';
@@ -531,21 +532,11 @@ const fixtures: Fixture[] = [
 describe('the client reads every documented answer (fact sheet fixtures)', () => {
   let agent: MockAgent;
   let client: ProviderClient;
+  let mocked: ReturnType<typeof mockedProvider>;
   beforeEach(() => {
-    agent = new MockAgent();
-    agent.disableNetConnect();
-    client = new ProviderClient({
-      baseUrl: ORIGIN,
-      apiKey: 'k',
-      dispatcher: agent,
-      headersTimeoutMs: 1_000,
-      bodyTimeoutMs: 1_000,
-    });
+    ({ agent, client } = mocked = mockedProvider(ORIGIN, 'k'));
   });
-  afterEach(async () => {
-    agent.assertNoPendingInterceptors();
-    await agent.close();
-  });
+  afterEach(() => mocked.close());
 
   for (const fixture of fixtures) {
     it(`${fixture.source}: ${fixture.what}`, async () => {

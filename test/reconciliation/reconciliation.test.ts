@@ -28,6 +28,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { join } from 'node:path';
 import { historiesDir, historyToJson } from '../helpers/histories';
+import { reconcileDayInput } from '../helpers/reconciliation';
 
 /**
  * With RECORD_RECONCILIATION_HISTORIES=1, writes a run's history as a replay fixture of the current
@@ -80,14 +81,7 @@ describe('the nightly reconciliation against the provider ledger', () => {
     extra: Partial<ReconcileDayInput> = {},
   ): Promise<{ report: ReconciliationReport; handle: WorkflowHandleWithFirstExecutionRunId }> {
     await sleep(50);
-    const input: ReconcileDayInput = {
-      date,
-      timeZone: 'UTC',
-      from: new Date(from).toISOString(),
-      to: new Date(Date.now() + 1).toISOString(),
-      lookbackMs: 0,
-      ...extra,
-    };
+    const input = reconcileDayInput(date, from, extra);
     const handle = await stack.client.workflow.start(RECONCILE_DAY_WORKFLOW, {
       workflowId: reconciliationWorkflowId(date),
       taskQueue: stack.taskQueues.main,

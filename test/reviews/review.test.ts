@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Problem } from '../../src/http/errors';
-import { apiTestConfig, startTestApi, testClients, type TestApi } from '../helpers/api';
+import { apiTestConfig, startTestApi, testClients, type TestApi, apiViewUntil } from '../helpers/api';
 import { providerRefFor } from '../../src/orders/provider-ref';
 import { sandboxSpecialNumbers } from '../../src/provider/wire';
 import { findTemporalCli } from '../../src/temporal/cli';
@@ -108,23 +108,12 @@ describe('review decisions checked against the provider', { concurrency: true },
   const providerRefOf = (ref: string) => providerRefFor('shop', ref);
 
   /** Polls GET /v1/orders/{ref} until `predicate` holds. */
-  async function pollUntil(
+  const pollUntil = (
     api: TestApi,
     ref: string,
     predicate: (view: OrderView) => boolean,
     timeoutMs = 20_000,
-  ): Promise<OrderView> {
-    const deadline = Date.now() + timeoutMs;
-    let last: unknown;
-    while (Date.now() < deadline) {
-      const res = await api.request<OrderView>('GET', `/v1/orders/${ref}`);
-      assert.equal(res.status, 200, res.text);
-      last = res.body;
-      if (predicate(res.body)) return res.body;
-      await sleep(100);
-    }
-    throw new Error(`order ${ref}: condition not reached; last view: ${JSON.stringify(last)}`);
-  }
+  ): Promise<OrderView> => apiViewUntil(api, ref, predicate, { timeoutMs });
   const statusIs = (status: OrderStatus) => (view: OrderView) => view.status === status;
 
   /** Submits through the API and waits for NEEDS_REVIEW. */

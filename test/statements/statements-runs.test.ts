@@ -19,23 +19,13 @@ import { pageTokensFromConfig } from '../../src/orders/page-token';
 import type { OrderStatus } from '../../contract/schemas';
 import { testClientsFile } from '../helpers/api';
 import { FIGURES_MEMO, orderFigures } from '../../src/orders/figures';
-import {
-  AcceptedAtAttribute,
-  decideReviewUpdate,
-  OrderClientAttribute,
-  OrderStatusAttribute,
-  OrderTypeAttribute,
-  orderWorkflowId,
-  workflowTypeByOrderType,
-  type OrderInput,
-  type OrderView,
-} from '../../contract/order';
+import { decideReviewUpdate, orderWorkflowId, type OrderInput, type OrderView } from '../../contract/order';
 import {
   RECONCILE_DAY_WORKFLOW,
   reconciliationWorkflowId,
   type ReconciliationReport,
 } from '../../contract/reconciliation';
-import { mobileRequest, newRef, scaledTimings, waitForView } from '../helpers/orders';
+import { mobileRequest, newRef, scaledTimings, waitForView, startOrderAs } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const HOUR = 3_600_000;
@@ -179,24 +169,18 @@ describe('statements: an order with several final runs is counted once, by its l
   });
 
   it('FULFILLED: one order, one line', async () => {
-    const acceptedAt = new Date();
     const input: OrderInput = {
       request,
-      acceptedAt: acceptedAt.toISOString(),
+      acceptedAt: new Date().toISOString(),
       timings: scaledTimings({ reviewWatchMs: 1_500, reviewWatchFirstCheckMs: 200 }),
     };
-    handle = await stack.client.workflow.start(workflowTypeByOrderType.mobile_topup, {
+    handle = await startOrderAs(stack.client, {
       taskQueue: stack.taskQueues.main,
       workflowId,
-      args: [input],
+      input,
       // As the API starts an order for a client: its figures in the memo, its client and acceptance.
       memo: { [FIGURES_MEMO]: orderFigures(request) },
-      typedSearchAttributes: [
-        { key: OrderTypeAttribute, value: request.type },
-        { key: OrderStatusAttribute, value: 'ACCEPTED' },
-        { key: OrderClientAttribute, value: owner },
-        { key: AcceptedAtAttribute, value: acceptedAt },
-      ],
+      owner,
     });
     assert.equal(((await handle.result()) as OrderView).status, 'FULFILLED');
     await visible(`ExecutionStatus = 'Completed' AND OrderStatus = 'FULFILLED'`, 1);

@@ -4,7 +4,6 @@
  * slices' edges, on `from` and on `to`, some open and accepted before the range. Its totals are
  * also checked against a plain sum of what was seeded.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -13,13 +12,8 @@ import { ClientRegistry } from '../../src/clients/registry';
 import { StatementService, type Statement } from '../../src/statements/statement.service';
 import { testClientsFile } from '../helpers/api';
 import type { OrderStatus } from '../../contract/schemas';
-import {
-  OrderClientAttribute,
-  orderWorkflowId,
-  type OrderRequest,
-  type OrderSettlement,
-} from '../../contract/order';
-import { seedListedOrder, statementMixOrder } from '../helpers/orders';
+import { OrderClientAttribute, type OrderRequest, type OrderSettlement } from '../../contract/order';
+import { seedVisibleOrders, statementMixOrder, terminateOrders } from '../helpers/orders';
 import { startOrderStack, type OrderStack } from '../helpers/stack';
 
 const HOUR = 3_600_000;
@@ -75,32 +69,27 @@ describe('statements: time slices read at once against one listing', () => {
   before(async () => {
     stack = await startOrderStack({ name: 'statements-slices', sandbox: false });
     client = stack.client;
-    await Promise.all(
-      seeds.map((seed) =>
-        seedListedOrder(client, {
-          taskQueue: `statement-slices-${run}`,
-          owner,
-          request: seed.request,
-          status: seed.status,
-          acceptedAt: new Date(seed.acceptedAt),
-          ...(seed.completedAt !== undefined && { completedAt: new Date(seed.completedAt) }),
-          figures: true,
-          ...(seed.settlement && { settlement: seed.settlement }),
-        }),
-      ),
+    await seedVisibleOrders(
+      client,
+      seeds.map((seed) => ({
+        taskQueue: `statement-slices-${run}`,
+        owner,
+        request: seed.request,
+        status: seed.status,
+        acceptedAt: new Date(seed.acceptedAt),
+        ...(seed.completedAt !== undefined && { completedAt: new Date(seed.completedAt) }),
+        figures: true,
+        ...(seed.settlement && { settlement: seed.settlement }),
+      })),
+      async () => (await client.workflow.count(`${OrderClientAttribute.name} = '${owner}'`)).count,
     );
-    const deadline = Date.now() + 30_000;
-    while ((await client.workflow.count(`${OrderClientAttribute.name} = '${owner}'`)).count < seeds.length) {
-      assert.ok(Date.now() < deadline, 'the orders became visible');
-      await sleep(300);
-    }
   });
 
   after(async () => {
-    await Promise.allSettled(
-      seeds.map((s) =>
-        client.workflow.getHandle(orderWorkflowId(s.request.ref, owner)).terminate('test done'),
-      ),
+    await terminateOrders(
+      client,
+      seeds.map((s) => s.request.ref),
+      owner,
     );
     await stack?.stop();
   });

@@ -4,7 +4,6 @@
  * polls, completed on two days of 2004 (+ a random offset, so no other test's orders fall in the
  * range); the statement's sums are checked against figures worked out by hand.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -13,13 +12,14 @@ import type { Problem } from '../../src/http/errors';
 import type { Statement } from '../../src/statements/statement.service';
 import { testClients, type TestApi } from '../helpers/api';
 import type { OrderStatus } from '../../contract/schemas';
+import { OrderClientAttribute, type OrderRequest, type OrderSettlement } from '../../contract/order';
 import {
-  OrderClientAttribute,
-  orderWorkflowId,
-  type OrderRequest,
-  type OrderSettlement,
-} from '../../contract/order';
-import { giftCardRequest, internetRequest, mobileRequest, seedListedOrder } from '../helpers/orders';
+  giftCardRequest,
+  internetRequest,
+  mobileRequest,
+  seedVisibleOrders,
+  terminateOrders,
+} from '../helpers/orders';
 import { idleProvider, startOrderStack, type OrderStack } from '../helpers/stack';
 
 const HOUR = 3_600_000;
@@ -124,38 +124,32 @@ describe('GET /v1/statements', () => {
     });
     client = stack.client;
     api = stack.api;
-    await Promise.all(
-      seeds.map((seed) =>
-        seedListedOrder(client, {
-          taskQueue: `statements-${run}`,
-          owner: 'ledger',
-          request: seed.request,
-          status: seed.status,
-          acceptedAt: new Date(day1 - HOUR),
-          ...(seed.completedAt ? { completedAt: new Date(seed.completedAt) } : {}),
-          figures: seed.figures !== false,
-          ...(seed.settlement && { settlement: seed.settlement }),
-        }),
-      ),
+    await seedVisibleOrders(
+      client,
+      seeds.map((seed) => ({
+        taskQueue: `statements-${run}`,
+        owner: 'ledger',
+        request: seed.request,
+        status: seed.status,
+        acceptedAt: new Date(day1 - HOUR),
+        ...(seed.completedAt ? { completedAt: new Date(seed.completedAt) } : {}),
+        figures: seed.figures !== false,
+        ...(seed.settlement && { settlement: seed.settlement }),
+      })),
+      async () =>
+        (
+          await client.workflow.count(
+            `${OrderClientAttribute.name} = 'ledger' AND TaskQueue = 'statements-${run}'`,
+          )
+        ).count,
     );
-    const deadline = Date.now() + 30_000;
-    while (
-      (
-        await client.workflow.count(
-          `${OrderClientAttribute.name} = 'ledger' AND TaskQueue = 'statements-${run}'`,
-        )
-      ).count < seeds.length
-    ) {
-      assert.ok(Date.now() < deadline, 'the orders became visible');
-      await sleep(300);
-    }
   });
 
   after(async () => {
-    await Promise.allSettled(
-      seeds.map((s) =>
-        client.workflow.getHandle(orderWorkflowId(s.request.ref, 'ledger')).terminate('test done'),
-      ),
+    await terminateOrders(
+      client,
+      seeds.map((s) => s.request.ref),
+      'ledger',
     );
     await stack?.stop();
   });

@@ -10,10 +10,9 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { temporal as proto } from '@temporalio/proto';
-import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
-import { endpointSecret } from '../../src/webhooks/secrets';
+import type { RunningReceiver } from '../../src/webhooks/receiver';
 import { webhookEventId } from '../../src/webhooks/message';
 import type { EventDeliveryView } from '../../src/webhooks/webhook.service';
 import { orderWorkflowId } from '../../contract/order';
@@ -30,8 +29,9 @@ import {
 } from '../../contract/webhooks';
 import { mobileRequest, newRef, scaledTimings } from '../helpers/orders';
 import type { OrderView } from '../../src/orders/order.service';
-import { clientsWith, eventually, statusEvents } from '../helpers/webhooks';
-import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { eventually, statusEvents, fabricatedEvent } from '../helpers/webhooks';
+import type { OrderStack } from '../helpers/stack';
+import { startHookedClient, type HookedClientStack } from '../helpers/hooked-client';
 
 const CLIENT = 'deferring';
 const KEY = 'test-key-deferring';
@@ -51,50 +51,42 @@ describe(
   'a deferred delivery through reset, terminate and the end of its retry window',
   { timeout: 600_000 },
   () => {
-    const signingKey = randomBytes(32);
     let stack: OrderStack<'orders'>;
     let receiver: RunningReceiver;
+    let hooked: HookedClientStack;
     /** Event ids the receiver answers only after HOLD_MS. */
     const held = new Set<string>();
 
     before(async () => {
-      receiver = await startReceiver({
-        secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)],
-        answer: (d) => (held.has(d.id) ? { status: 204, delayMs: HOLD_MS } : { status: 204 }),
-      });
-      stack = await startOrderStack({
+      ({ stack, receiver } = hooked = await startHookedClient({
         name: 'deferred-lifecycle',
-        workers: { orders: {} },
-        api: { timingsFor: () => scaledTimings() },
+        id: CLIENT,
+        key: KEY,
+        timingsFor: () => scaledTimings(),
+        receiver: { answer: (d) => (held.has(d.id) ? { status: 204, delayMs: HOLD_MS } : { status: 204 }) },
+        endpointPath: '',
         webhooks: {
-          clients: clientsWith({ [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: receiver.url }] } }),
-          signingKey,
           // No first tries: every event goes to its order's delivery workflow, whose attempts meet the cap.
           direct: { maxInFlight: 0 },
           maxInFlightPerEndpoint: 1,
           senderTimeoutMs: 60_000,
           policy: POLICY,
         },
-      });
+      }));
     });
-    after(async () => {
-      await stack?.stop();
-      await receiver?.close();
-    });
+    after(() => hooked?.stop());
 
     /** An event for the endpoint, of an order only the delivery workflow knows (no order workflow). */
     function fabricated(orderWorkflowId: string): WebhookEvent {
       const ref = orderWorkflowId.split(':').at(-1)!;
-      return {
-        id: webhookEventId(orderWorkflowId, 1),
+      return fabricatedEvent({
         orderWorkflowId,
-        targets: ['main'],
-        sequence: 1,
-        type: 'order.fulfilled',
-        timestamp: new Date().toISOString(),
         client: CLIENT,
-        view: { ref, status: 'FULFILLED', timeline: [] },
-      } as unknown as WebhookEvent;
+        targets: ['main'],
+        type: 'order.fulfilled',
+        ref,
+        status: 'FULFILLED',
+      });
     }
 
     async function startDelivery(event: WebhookEvent, policy: WebhookDeliveryPolicy = POLICY) {

@@ -24,22 +24,21 @@ import {
 } from '../../contract/webhooks';
 import { installTestRuntime } from '../helpers/orders';
 import { useTemporal, workflowCodeOptions, type TestTemporal } from '../helpers/temporal';
-import { eventually, TEST_WEBHOOK_POLICY } from '../helpers/webhooks';
+import { eventually, TEST_WEBHOOK_POLICY, fabricatedEvent } from '../helpers/webhooks';
 import { makeTestVersionCurrent, versionedTestCode } from '../helpers/versioning';
 
 const TURN_MS = 4_000;
 
 function event(orderWorkflowId: string): WebhookEvent {
-  return {
+  return fabricatedEvent({
     id: `evt_${randomUUID()}`,
     orderWorkflowId,
-    targets: ['main'],
-    sequence: 1,
-    type: 'order.submitted',
-    timestamp: new Date().toISOString(),
     client: 'acme',
-    view: { ref: 'R1', status: 'SUBMITTED', timeline: [] },
-  } as unknown as WebhookEvent;
+    targets: ['main'],
+    type: 'order.submitted',
+    ref: 'R1',
+    status: 'SUBMITTED',
+  });
 }
 
 describe('a deferred attempt in the delivery workflow', { timeout: 120_000 }, () => {

@@ -6,10 +6,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { startReceiver, type RunningReceiver } from '../../src/webhooks/receiver';
-import { endpointSecret } from '../../src/webhooks/secrets';
-import { webhookEventId } from '../../src/webhooks/message';
+import type { RunningReceiver } from '../../src/webhooks/receiver';
 import type { EventDeliveryView } from '../../src/webhooks/webhook.service';
 import { orderWorkflowId } from '../../contract/order';
 import { REVIEW_DECISION_EVENT } from '../../contract/event-types';
@@ -20,11 +17,11 @@ import {
   type WebhookDeliveryInput,
   type WebhookDeliveryPolicy,
   type WebhookDeliveryState,
-  type WebhookEvent,
 } from '../../contract/webhooks';
 import { mobileRequest, newRef, scaledTimings } from '../helpers/orders';
-import { clientsWith, eventually } from '../helpers/webhooks';
-import { startOrderStack, type OrderStack } from '../helpers/stack';
+import { eventually, fabricatedEvent } from '../helpers/webhooks';
+import type { OrderStack } from '../helpers/stack';
+import { startHookedClient, type HookedClientStack } from '../helpers/hooked-client';
 
 const CLIENT = 'late';
 const KEY = 'test-key-late';
@@ -40,32 +37,23 @@ const POLICY: WebhookDeliveryPolicy = {
 type Deliveries = { ref: string; events: EventDeliveryView[] };
 
 describe('a late event after the delivery workflow completed', { timeout: 300_000 }, () => {
-  const signingKey = randomBytes(32);
   let stack: OrderStack<'orders'>;
   let receiver: RunningReceiver;
+  let hooked: HookedClientStack;
 
   before(async () => {
-    receiver = await startReceiver({
-      secrets: [endpointSecret(signingKey, CLIENT, 'main', 1)],
-      answer: () => ({ status: 204 }),
-    });
-    stack = await startOrderStack({
+    ({ stack, receiver } = hooked = await startHookedClient({
       name: 'late-event',
-      workers: { orders: {} },
-      api: { timingsFor: () => scaledTimings() },
-      webhooks: {
-        clients: clientsWith({ [CLIENT]: { key: KEY, webhooks: [{ id: 'main', url: receiver.url }] } }),
-        signingKey,
-        // No first tries: every event is handed off to the order's delivery workflow.
-        direct: { maxInFlight: 0 },
-        policy: POLICY,
-      },
-    });
+      id: CLIENT,
+      key: KEY,
+      timingsFor: () => scaledTimings(),
+      receiver: { answer: () => ({ status: 204 }) },
+      endpointPath: '',
+      // No first tries: every event is handed off to the order's delivery workflow.
+      webhooks: { direct: { maxInFlight: 0 }, policy: POLICY },
+    }));
   });
-  after(async () => {
-    await stack?.stop();
-    await receiver?.close();
-  });
+  after(() => hooked?.stop());
 
   async function deliveriesView(ref: string): Promise<Deliveries> {
     const res = await stack.api.request<Deliveries>('GET', `/v1/orders/${ref}/webhooks`, { apiKey: KEY });
@@ -102,16 +90,15 @@ describe('a late event after the delivery workflow completed', { timeout: 300_00
 
     // The later event, handed off as an announcement hands it off: a new run, nothing carried.
     const sequence = before.events.length + 1;
-    const later = {
-      id: webhookEventId(orderWfId, sequence),
+    const later = fabricatedEvent({
       orderWorkflowId: orderWfId,
+      client: CLIENT,
       targets: ['main'],
       sequence,
       type: REVIEW_DECISION_EVENT,
-      timestamp: new Date().toISOString(),
-      client: CLIENT,
-      view: { ref, status: 'FULFILLED', timeline: [] },
-    } as unknown as WebhookEvent;
+      ref,
+      status: 'FULFILLED',
+    });
     const input: WebhookDeliveryInput = { orderWorkflowId: orderWfId, client: CLIENT, policy: POLICY };
     const second = await stack.client.workflow.signalWithStart(webhookDeliveryWorkflowType, {
       workflowId,

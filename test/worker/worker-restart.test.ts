@@ -21,9 +21,9 @@ import { stackProcessEnv } from '../helpers/api-process';
 import {
   RECONCILE_DAY_WORKFLOW,
   reconciliationWorkflowId,
-  type ReconcileDayInput,
   type ReconciliationReport,
 } from '../../contract/reconciliation';
+import { reconcileDayInput } from '../helpers/reconciliation';
 import { workflowBundleOptions } from '../../src/worker/bundle';
 import {
   mobileRequest,
@@ -113,14 +113,7 @@ describe('a worker process killed while an order is in flight', () => {
 
   /** The nightly reconciliation of `date` over the orders since `from` (epoch ms) until now. */
   function startReconcileDay(date: string, from: number) {
-    const input: ReconcileDayInput = {
-      date,
-      timeZone: 'UTC',
-      from: new Date(from).toISOString(),
-      to: new Date(Date.now() + 1).toISOString(),
-      lookbackMs: 0,
-      heartbeatTimeoutMs: 3_000,
-    };
+    const input = reconcileDayInput(date, from, { heartbeatTimeoutMs: 3_000 });
     return client.workflow.start(RECONCILE_DAY_WORKFLOW, {
       workflowId: reconciliationWorkflowId(`${input.date}-${randomUUID()}`),
       taskQueue,
