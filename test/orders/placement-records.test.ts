@@ -29,6 +29,22 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
   const placedFor = async (workflowId: string) =>
     (await env.sandbox.giftCardOrders()).filter((o) => o.clientRef === workflowId);
 
+  /**
+   * The fault that kept the order in review ends: a review recheck finds the placement in the list
+   * and settles the order FULFILLED with it, placed once.
+   */
+  async function settledByRecheck(handle: Parameters<typeof waitForView>[0]): Promise<void> {
+    await env.sandbox.clearFaults();
+    const view = await waitForView(handle, (v) => v.status !== 'NEEDS_REVIEW', 60_000);
+    assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
+    const placed = await placedFor(handle.workflowId);
+    assert.equal(placed.length, 1, 'placed once');
+    assert.equal(view.providerReference, placed[0]!.orderId);
+    assert.ok(
+      view.timeline.some((e) => e.event.startsWith("Recheck: found in the provider's gift-card list")),
+    );
+  }
+
   it('the provider committed the placement and its answer was lost: the one order in the list is adopted, FULFILLED with its cards', async () => {
     await env.sandbox.addFault({ kind: 'drop_after_commit', routes: ['giftcards.placeOrder'], times: 1 });
     const handle = await start(giftCardRequest(newRef('records-found'), 2));
@@ -100,16 +116,7 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
     });
     const inReview = await waitForView(handle, (v) => v.status === 'NEEDS_REVIEW', 60_000);
     assert.match(inReview.review?.evidence ?? '', /could not be searched/);
-    await env.sandbox.clearFaults();
-    const view = await waitForView(handle, (v) => v.status !== 'NEEDS_REVIEW', 60_000);
-
-    assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
-    const placed = await placedFor(handle.workflowId);
-    assert.equal(placed.length, 1, 'placed once');
-    assert.equal(view.providerReference, placed[0]!.orderId);
-    assert.ok(
-      view.timeline.some((e) => e.event.startsWith("Recheck: found in the provider's gift-card list")),
-    );
+    await settledByRecheck(handle);
   });
 
   it("the placement committed but the list lags behind it: not in the list twice, so review with when it was read, never placed again; the review's recheck searches again once the list shows it and settles the order", async () => {
@@ -133,15 +140,7 @@ describe("a lost gift-card placement, looked for in the provider's records", () 
     assert.equal(stillLagging.status, 'NEEDS_REVIEW');
     assert.equal((await placedFor(handle.workflowId)).length, 1, 'placed once, never again');
 
-    await env.sandbox.clearFaults();
-    const view = await waitForView(handle, (v) => v.status !== 'NEEDS_REVIEW', 60_000);
-    assert.equal(view.status, 'FULFILLED', `${view.review?.reason}: ${view.review?.evidence}`);
-    const placed = await placedFor(handle.workflowId);
-    assert.equal(placed.length, 1, 'placed once');
-    assert.equal(view.providerReference, placed[0]!.orderId);
-    assert.ok(
-      view.timeline.some((e) => e.event.startsWith("Recheck: found in the provider's gift-card list")),
-    );
+    await settledByRecheck(handle);
   });
 
   it('the placement failed before the provider committed it: not in the list twice, so review; not placed again, not FAILED', async () => {
