@@ -66,6 +66,7 @@ import {
 import { isolateNetwork, type IsolatedNetwork } from './isolation';
 import type { PrivatePostgres } from './postgres';
 import { TEMPORAL_SERVICES, type TemporalCluster, type TemporalService } from './temporal-cluster';
+import { libfaketime } from '../lib/faketime';
 
 export interface FaultRunOptions {
   address: string;
@@ -123,15 +124,6 @@ export type FaultName = (typeof FAULT_NAMES)[number];
 const SETTLE_TIMEOUT_MS = 300_000;
 const TIME_SCALE = 0.05;
 const WEBHOOK_ENDPOINT = 'faults';
-
-/** libfaketime as Debian installs it (package libfaketime, pulled in by `faketime`). */
-function libfaketime(): string | undefined {
-  const arch = process.arch === 'arm64' ? 'aarch64' : 'x86_64';
-  return [
-    `/usr/lib/${arch}-linux-gnu/faketime/libfaketimeMT.so.1`,
-    '/usr/lib/faketime/libfaketimeMT.so.1',
-  ].find((path) => existsSync(path));
-}
 
 /**
  * How far the worker's clock is off: the time on its "worker started" line (its Date.now) against

@@ -9,7 +9,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -31,6 +31,7 @@ import {
   startTestSandbox,
   type TestSandbox,
 } from '../helpers/orders';
+import { libfaketime } from '../../scripts/lib/faketime';
 
 const root = resolve(__dirname, '..', '..');
 const SKEW_S = 180;
@@ -40,15 +41,6 @@ const SKEW_S = 180;
  * instead of the server's, every check would be given up at once (src/provider/attempt-deadline.ts).
  */
 const timings = scaledTimings({ deadlineMs: 2 * 60_000, settleMs: 2_000 });
-
-/** libfaketime as Debian installs it (package faketime); CI installs it (.ci/run). */
-function libfaketime(): string | undefined {
-  const arch = process.arch === 'arm64' ? 'aarch64' : 'x86_64';
-  return [
-    `/usr/lib/${arch}-linux-gnu/faketime/libfaketimeMT.so.1`,
-    '/usr/lib/faketime/libfaketimeMT.so.1',
-  ].find((path) => existsSync(path));
-}
 
 describe('a worker whose clock is 3 minutes off Temporal', () => {
   let temporal: TestTemporal;
